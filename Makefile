@@ -1,0 +1,59 @@
+# Four Kingdoms — developer entry points. `make run` and `make test` are the two commands of the README.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+# Every package of every module listed in go.work (the tool modules under tools/ are not in it).
+PKGS := github.com/fourkingdoms/fourkingdoms/...
+BIN := $(CURDIR)/bin
+GOTEST_FLAGS ?= -race -count=1 -timeout 25m
+export GOFLAGS ?= -buildvcs=false
+
+.PHONY: help
+help: ## Show the targets.
+	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+.PHONY: run
+run: ## The whole cluster on this machine (embedded store unless REDIS_ADDR / REDIS_CLUSTER_ADDRS) with bots.
+	@scripts/run.sh
+
+.PHONY: test
+test: redis proto-check vet staticcheck gotest ## Every check and every test (installs redis-server if it can).
+
+.PHONY: redis
+redis: ## Install redis-server/redis-cli with apt-get when missing (as root), else say how.
+	@scripts/ensure-redis.sh
+
+.PHONY: proto
+proto: ## Regenerate proto/gen from proto/ with the pinned buf and plugins.
+	@scripts/proto.sh generate
+
+.PHONY: proto-check
+proto-check: ## Fail when generated code drifts from proto/, lint the contracts, check breaking changes.
+	@scripts/proto.sh check
+	@scripts/proto.sh lint
+	@scripts/proto.sh breaking
+
+.PHONY: vet
+vet: ## go vet and gofmt over every module.
+	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet $(PKGS)
+
+.PHONY: staticcheck
+staticcheck: $(BIN)/staticcheck ## staticcheck over every module.
+	$(BIN)/staticcheck $(PKGS)
+
+$(BIN)/staticcheck: tools/lint/go.mod
+	GOWORK=off go build -modfile=tools/lint/go.mod -o $@ honnef.co/go/tools/cmd/staticcheck
+
+.PHONY: gotest
+gotest: ## go test -race over every module (integration tests start their own redis-server processes).
+	go test $(GOTEST_FLAGS) $(PKGS)
+
+.PHONY: bench
+bench: ## Benchmarks (compare runs with benchstat).
+	go test -run '^$$' -bench . -benchmem -count 6 $(PKGS)
+
+.PHONY: build
+build: ## Build every binary into bin/.
+	go build -o $(BIN)/ ./services/match/cmd/... ./services/matchmaking/cmd/... ./services/rating/cmd/... ./cmd/...

@@ -1,0 +1,3 @@
+module github.com/fourkingdoms/fourkingdoms/cmd
+
+go 1.26.0
