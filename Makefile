@@ -44,7 +44,7 @@ staticcheck: $(BIN)/staticcheck ## staticcheck over every module.
 	$(BIN)/staticcheck $(PKGS)
 
 $(BIN)/staticcheck: tools/lint/go.mod
-	GOWORK=off go build -modfile=tools/lint/go.mod -o $@ honnef.co/go/tools/cmd/staticcheck
+	cd tools/lint && GOWORK=off go build -o $@ honnef.co/go/tools/cmd/staticcheck
 
 .PHONY: gotest
 gotest: ## go test -race over every module (integration tests start their own redis-server processes).
