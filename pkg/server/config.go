@@ -1,0 +1,122 @@
+package server
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
+)
+
+// Config is the part of a service's configuration owned by the bootstrap.
+// Start from [DefaultConfig]; [Config.Bind] overlays environment and flags.
+type Config struct {
+	// ServiceName names the service in logs, traces and metrics ("match").
+	ServiceName string
+	// GRPCAddr is the listen address for gRPC, gRPC-Web and Connect.
+	GRPCAddr string
+	// AdminAddr is the listen address for /metrics, /healthz, /readyz and pprof.
+	AdminAddr string
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+	// AuthKeysFile is the path of the JSON key set used to verify (and, if it
+	// holds a private key, sign) tokens. Required.
+	AuthKeysFile string
+	// RateLimitRPS is the sustained calls per second allowed per caller
+	// (token subject, or peer IP when unauthenticated). 0 disables limiting.
+	RateLimitRPS float64
+	// RateLimitBurst is the token bucket size per caller.
+	RateLimitBurst int
+	// RateLimitCallers bounds the number of callers tracked at once; the
+	// least recently seen caller is forgotten first.
+	RateLimitCallers int
+	// MaxRecvMsgSize is the largest request message accepted, in bytes.
+	MaxRecvMsgSize int
+	// MaxSendMsgSize is the largest response message sent, in bytes.
+	MaxSendMsgSize int
+	// ShutdownDrainDelay is how long the server keeps serving after reporting
+	// NOT_SERVING, so load balancers stop routing to it before it closes.
+	ShutdownDrainDelay time.Duration
+	// ShutdownTimeout bounds the graceful drain of in-flight calls; after it
+	// the remaining calls are cancelled.
+	ShutdownTimeout time.Duration
+	// OTLPEndpoint is the OTLP/gRPC collector URL ("http://otel:4317") for
+	// traces and metrics. Empty disables OTLP export; /metrics always works.
+	OTLPEndpoint string
+	// Pprof serves net/http/pprof on the admin listener.
+	Pprof bool
+}
+
+// DefaultConfig returns the defaults of every setting.
+func DefaultConfig(serviceName string) Config {
+	return Config{
+		ServiceName:        serviceName,
+		GRPCAddr:           ":8080",
+		AdminAddr:          ":9090",
+		LogLevel:           "info",
+		RateLimitRPS:       50,
+		RateLimitBurst:     100,
+		RateLimitCallers:   100_000,
+		MaxRecvMsgSize:     1 << 20,
+		MaxSendMsgSize:     4 << 20,
+		ShutdownDrainDelay: 0,
+		ShutdownTimeout:    20 * time.Second,
+	}
+}
+
+// Bind registers the settings as flags on fs, after applying environment
+// variables read through getenv. Precedence: flag > environment > default.
+// It returns an error for unparsable environment values.
+func (c *Config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
+	b := envflag.New(fs, getenv)
+	b.String(&c.ServiceName, "service-name", "SERVICE_NAME", "service name in logs, traces and metrics")
+	b.String(&c.GRPCAddr, "grpc-addr", "GRPC_ADDR", "listen address for gRPC, gRPC-Web and Connect")
+	b.String(&c.AdminAddr, "admin-addr", "ADMIN_ADDR", "listen address for /metrics, /healthz, /readyz, pprof")
+	b.String(&c.LogLevel, "log-level", "LOG_LEVEL", "log level: debug, info, warn, error")
+	b.String(&c.AuthKeysFile, "auth-keys-file", "AUTH_KEYS_FILE", "path of the JSON token key set")
+	b.Float64(&c.RateLimitRPS, "rate-limit-rps", "RATE_LIMIT_RPS", "calls per second per caller (0 disables)")
+	b.Int(&c.RateLimitBurst, "rate-limit-burst", "RATE_LIMIT_BURST", "burst size per caller")
+	b.Int(&c.RateLimitCallers, "rate-limit-callers", "RATE_LIMIT_CALLERS", "max callers tracked by the rate limiter")
+	b.Int(&c.MaxRecvMsgSize, "max-recv-msg-size", "GRPC_MAX_RECV_MSG_SIZE", "largest request message in bytes")
+	b.Int(&c.MaxSendMsgSize, "max-send-msg-size", "GRPC_MAX_SEND_MSG_SIZE", "largest response message in bytes")
+	b.Duration(&c.ShutdownDrainDelay, "shutdown-drain-delay", "SHUTDOWN_DRAIN_DELAY", "time between NOT_SERVING and closing listeners")
+	b.Duration(&c.ShutdownTimeout, "shutdown-timeout", "SHUTDOWN_TIMEOUT", "graceful drain limit before in-flight calls are cancelled")
+	b.String(&c.OTLPEndpoint, "otlp-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP/gRPC collector URL (empty: no export)")
+	b.Bool(&c.Pprof, "pprof", "PPROF", "serve /debug/pprof on the admin listener")
+	return b.Err()
+}
+
+// Validate reports every invalid setting.
+func (c Config) Validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.ServiceName != "", "service name is empty")
+	check(c.GRPCAddr != "", "grpc address is empty")
+	check(c.AdminAddr != "", "admin address is empty")
+	_, err := ParseLevel(c.LogLevel)
+	check(err == nil, "log level: %v", err)
+	check(c.AuthKeysFile != "", "auth key set file is required (AUTH_KEYS_FILE)")
+	check(c.RateLimitRPS >= 0, "rate limit rps must be >= 0, got %v", c.RateLimitRPS)
+	check(c.RateLimitRPS == 0 || c.RateLimitBurst >= 1, "rate limit burst must be >= 1, got %d", c.RateLimitBurst)
+	check(c.RateLimitRPS == 0 || c.RateLimitCallers >= 1, "rate limit callers must be >= 1, got %d", c.RateLimitCallers)
+	check(c.MaxRecvMsgSize > 0, "max recv msg size must be positive, got %d", c.MaxRecvMsgSize)
+	check(c.MaxSendMsgSize > 0, "max send msg size must be positive, got %d", c.MaxSendMsgSize)
+	check(c.ShutdownDrainDelay >= 0, "shutdown drain delay must be >= 0, got %v", c.ShutdownDrainDelay)
+	check(c.ShutdownTimeout > 0, "shutdown timeout must be positive, got %v", c.ShutdownTimeout)
+	return errors.Join(errs...)
+}
+
+// ParseLevel parses a log level name (debug, info, warn, error).
+func ParseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("unknown log level %q (want debug, info, warn or error)", s)
+	}
+	return l, nil
+}

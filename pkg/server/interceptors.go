@@ -1,0 +1,217 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+)
+
+// Interceptor order (outermost first), the same for unary and stream calls:
+//
+//  1. recovery: a handler panic becomes INTERNAL and the server stays up;
+//     outermost so that it also covers the other interceptors.
+//  2. logging: one line per call with the final code, so rejected calls
+//     (unauthenticated, rate limited) are logged too.
+//  3. authentication: verifies the bearer token, puts the Identity in ctx.
+//  4. rate limiting: per identity subject, or per peer IP when anonymous.
+
+const (
+	healthPrefix     = "/grpc.health.v1.Health/"
+	reflectionPrefix = "/grpc.reflection."
+)
+
+// errShuttingDown answers calls that arrive while the server drains; the
+// code is retryable, so clients reconnect to another instance.
+var errShuttingDown = status.Error(codes.Unavailable, "server is shutting down: retry")
+
+// callInfo lets the logging interceptor see the subject that the inner
+// authentication interceptor found.
+type callInfo struct{ subject string }
+
+type callInfoKey struct{}
+
+type interceptors struct {
+	log     *slog.Logger
+	keys    *auth.KeySet
+	public  map[string]bool
+	limiter *limiter // nil: no rate limiting
+	now     func() time.Time
+	// watchStop is closed during shutdown to end health Watch streams,
+	// which would otherwise hold GracefulStop until its deadline.
+	watchStop <-chan struct{}
+	calls     *inflight
+}
+
+func (ic *interceptors) isPublic(method string) bool {
+	return ic.public[method] || strings.HasPrefix(method, healthPrefix) || strings.HasPrefix(method, reflectionPrefix)
+}
+
+// quiet methods are neither logged nor rate limited: probes poll them.
+func quiet(method string) bool { return strings.HasPrefix(method, healthPrefix) }
+
+func (ic *interceptors) recovered(ctx context.Context, method string, p any) error {
+	ic.log.ErrorContext(ctx, "panic in handler", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	return status.Error(codes.Internal, "internal error")
+}
+
+// admit runs authentication and rate limiting and returns the context the
+// handler sees.
+func (ic *interceptors) admit(ctx context.Context, method string) (context.Context, error) {
+	now := ic.now()
+	id, err := ic.keys.Authenticate(ctx, now)
+	switch {
+	case err == nil:
+		ctx = auth.NewContext(ctx, id)
+		if ci, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
+			ci.subject = id.Subject
+		}
+	case !ic.isPublic(method):
+		return ctx, err
+	}
+	if ic.limiter == nil || quiet(method) {
+		return ctx, nil
+	}
+	key := "ip:" + peerHost(ctx)
+	if err == nil {
+		key = "sub:" + id.Subject
+	}
+	if ok, wait := ic.limiter.allow(key, now); !ok {
+		st := status.New(codes.ResourceExhausted, fmt.Sprintf("rate limit exceeded: retry after %v", wait.Round(time.Millisecond)))
+		if d, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)}); derr == nil {
+			st = d
+		}
+		return ctx, st.Err()
+	}
+	return ctx, nil
+}
+
+func peerHost(ctx context.Context) string {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return "unknown"
+	}
+	host, _, err := net.SplitHostPort(p.Addr.String())
+	if err != nil {
+		return p.Addr.String()
+	}
+	return host
+}
+
+func (ic *interceptors) logCall(ctx context.Context, method string, start time.Time, ci *callInfo, err error) {
+	code := status.Code(err)
+	level := slog.LevelInfo
+	switch code {
+	case codes.Internal, codes.Unknown, codes.DataLoss:
+		level = slog.LevelError
+	}
+	attrs := []slog.Attr{
+		slog.String("method", method),
+		slog.String("code", code.String()),
+		slog.Duration("duration", time.Since(start)),
+		slog.String("peer", peerHost(ctx)),
+	}
+	if ci.subject != "" {
+		attrs = append(attrs, slog.String("subject", ci.subject))
+	}
+	if err != nil && code != codes.OK {
+		attrs = append(attrs, slog.String("error", status.Convert(err).Message()))
+	}
+	ic.log.LogAttrs(ctx, level, "rpc", attrs...)
+}
+
+func (ic *interceptors) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, ic.recovered(ctx, info.FullMethod, p)
+		}
+	}()
+	if !quiet(info.FullMethod) {
+		ci := &callInfo{}
+		ctx = context.WithValue(ctx, callInfoKey{}, ci)
+		start := time.Now()
+		// Deferred after the recover above, so it runs first and logs the
+		// panic's code via this second recover.
+		defer func() {
+			if p := recover(); p != nil {
+				err = ic.recovered(ctx, info.FullMethod, p)
+				resp = nil
+			}
+			ic.logCall(ctx, info.FullMethod, start, ci, err)
+		}()
+	}
+	if !quiet(info.FullMethod) {
+		if !ic.calls.begin() {
+			return nil, errShuttingDown
+		}
+		defer ic.calls.end()
+	}
+	ctx, err = ic.admit(ctx, info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
+	return handler(ctx, req)
+}
+
+// wrappedStream replaces a stream's context.
+type wrappedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (w *wrappedStream) Context() context.Context { return w.ctx }
+
+func (ic *interceptors) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	ctx := ss.Context()
+	defer func() {
+		if p := recover(); p != nil {
+			err = ic.recovered(ctx, info.FullMethod, p)
+		}
+	}()
+	if !quiet(info.FullMethod) {
+		ci := &callInfo{}
+		ctx = context.WithValue(ctx, callInfoKey{}, ci)
+		start := time.Now()
+		defer func() {
+			if p := recover(); p != nil {
+				err = ic.recovered(ctx, info.FullMethod, p)
+			}
+			ic.logCall(ctx, info.FullMethod, start, ci, err)
+		}()
+	}
+	if !quiet(info.FullMethod) {
+		if !ic.calls.begin() {
+			return errShuttingDown
+		}
+		defer ic.calls.end()
+	}
+	ctx, err = ic.admit(ctx, info.FullMethod)
+	if err != nil {
+		return err
+	}
+	if info.FullMethod == healthPrefix+"Watch" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-ic.watchStop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return handler(srv, &wrappedStream{ServerStream: ss, ctx: ctx})
+}

@@ -1,0 +1,606 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
+	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testService is grpc's interop TestService: it is in the global proto
+// registry, so reflection and vanguard see it without code generation.
+type testService struct {
+	testpb.UnimplementedTestServiceServer
+	started chan struct{} // receives when a stream has sent its first message
+	release chan struct{} // closed to let streams finish
+}
+
+func (s *testService) EmptyCall(context.Context, *testpb.Empty) (*testpb.Empty, error) {
+	return &testpb.Empty{}, nil
+}
+
+func (s *testService) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	if req.GetPayload().GetBody() != nil && string(req.GetPayload().GetBody()) == "panic" {
+		panic("test panic")
+	}
+	id, _ := auth.FromContext(ctx)
+	return &testpb.SimpleResponse{Payload: req.GetPayload(), Username: id.Subject}, nil
+}
+
+func (s *testService) StreamingOutputCall(_ *testpb.StreamingOutputCallRequest, stream grpc.ServerStreamingServer[testpb.StreamingOutputCallResponse]) error {
+	if err := stream.Send(&testpb.StreamingOutputCallResponse{Payload: &testpb.Payload{Body: []byte("first")}}); err != nil {
+		return err
+	}
+	s.started <- struct{}{}
+	select {
+	case <-s.release:
+	case <-stream.Context().Done():
+		return stream.Context().Err()
+	}
+	return stream.Send(&testpb.StreamingOutputCallResponse{Payload: &testpb.Payload{Body: []byte("last")}})
+}
+
+type harness struct {
+	srv   *Server
+	svc   *testService
+	keys  *auth.KeySet
+	addr  string // gRPC/HTTP address
+	admin string // admin base URL
+	stop  context.CancelFunc
+	done  chan error
+	logs  *syncBuffer
+}
+
+type syncBuffer struct {
+	mu  chan struct{}
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu <- struct{}{}
+	defer func() { <-b.mu }()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu <- struct{}{}
+	defer func() { <-b.mu }()
+	return b.buf.String()
+}
+
+func start(t *testing.T, mod func(*Config)) *harness {
+	t.Helper()
+	keys, err := auth.GenerateKeySet("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "keys.json")
+	if err := keys.WriteFile(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig("test")
+	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile = "127.0.0.1:0", "127.0.0.1:0", keyFile
+	cfg.ShutdownTimeout = 10 * time.Second
+	if mod != nil {
+		mod(&cfg)
+	}
+	logs := &syncBuffer{mu: make(chan struct{}, 1)}
+	log := NewLogger(logs, slog.LevelDebug, cfg.ServiceName)
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := New(ctx, cfg, log, Options{PublicMethods: []string{"/grpc.testing.TestService/EmptyCall"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &testService{started: make(chan struct{}, 10), release: make(chan struct{})}
+	testpb.RegisterTestServiceServer(srv.GRPC(), svc)
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{srv: srv, svc: svc, keys: keys, addr: srv.GRPCAddr().String(),
+		admin: "http://" + srv.AdminAddr().String(), stop: cancel, done: make(chan error, 1), logs: logs}
+	go func() { h.done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-svc.release:
+		default:
+			close(svc.release)
+		}
+		if err := <-h.done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("server logs:\n%s", logs.String())
+		}
+	})
+	return h
+}
+
+func (h *harness) token(t *testing.T, subject string) string {
+	t.Helper()
+	tok, _, err := h.keys.Sign(auth.Identity{Subject: subject, Role: auth.RolePlayer}, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// conn dials the server; a non-empty subject sends a token for it.
+func (h *harness) conn(t *testing.T, subject string) *grpc.ClientConn {
+	t.Helper()
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if subject != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(auth.BearerToken(h.token(t, subject), true)))
+	}
+	cc, err := grpc.NewClient(h.addr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+func httpClient(t *testing.T) *http.Client {
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+func unary(ctx context.Context, cc *grpc.ClientConn, body string) (*testpb.SimpleResponse, error) {
+	return testpb.NewTestServiceClient(cc).UnaryCall(ctx, &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte(body)}})
+}
+
+func TestHealthAndReflection(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	cc := h.conn(t, "")
+	ctx := t.Context()
+	for _, svc := range []string{"", "grpc.testing.TestService"} {
+		resp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("health %q = %v, %v; want SERVING", svc, resp.GetStatus(), err)
+		}
+	}
+
+	want := []string{"grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection", "grpc.testing.TestService"}
+	v1, err := reflectionv1.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.Send(&reflectionv1.ServerReflectionRequest{MessageRequest: &reflectionv1.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := v1.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range resp.GetListServicesResponse().GetService() {
+		got = append(got, s.GetName())
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("reflection v1 services = %v, want %v", got, want)
+	}
+	v1.CloseSend()
+
+	// v1alpha is deprecated but still what older grpcurl versions use.
+	alpha, err := reflectionv1alpha.NewServerReflectionClient(cc).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	//lint:ignore SA1019 testing the deprecated protocol on purpose
+	if err := alpha.Send(&reflectionv1alpha.ServerReflectionRequest{MessageRequest: &reflectionv1alpha.ServerReflectionRequest_FileContainingSymbol{FileContainingSymbol: "grpc.testing.TestService"}}); err != nil {
+		t.Fatal(err)
+	}
+	aresp, err := alpha.Recv()
+	//lint:ignore SA1019 testing the deprecated protocol on purpose
+	if err != nil || len(aresp.GetFileDescriptorResponse().GetFileDescriptorProto()) == 0 {
+		t.Errorf("reflection v1alpha file for TestService: %v, %v", aresp, err)
+	}
+	alpha.CloseSend()
+
+	c := httpClient(t)
+	for path, code := range map[string]int{"/healthz": 200, "/readyz": 200, "/debug/pprof/": 404} {
+		r, err := c.Get(h.admin + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != code {
+			t.Errorf("GET %s = %d, want %d", path, r.StatusCode, code)
+		}
+	}
+}
+
+func TestSetServingFollowsReadiness(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	h.srv.SetServing("grpc.testing.TestService", false)
+	cc := h.conn(t, "")
+	resp, err := healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{})
+	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("overall health = %v, %v; want NOT_SERVING", resp.GetStatus(), err)
+	}
+	r, err := httpClient(t).Get(h.admin + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("/readyz = %d, want 503", r.StatusCode)
+	}
+}
+
+func TestConnectAndGRPCWebOnSamePort(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	c := httpClient(t)
+	tok := h.token(t, "browser-player")
+
+	t.Run("connect", func(t *testing.T) {
+		req, _ := http.NewRequest("POST", "http://"+h.addr+"/grpc.testing.TestService/UnaryCall",
+			strings.NewReader(`{"payload":{"body":"aGVsbG8="}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Connect-Protocol-Version", "1")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.ProtoMajor != 1 || resp.StatusCode != 200 {
+			t.Fatalf("Connect call: %s %d %s", resp.Proto, resp.StatusCode, body)
+		}
+		var got struct {
+			Payload  struct{ Body string }
+			Username string
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Payload.Body != "aGVsbG8=" || got.Username != "browser-player" {
+			t.Errorf("Connect response = %s", body)
+		}
+	})
+
+	t.Run("connect unauthenticated", func(t *testing.T) {
+		req, _ := http.NewRequest("POST", "http://"+h.addr+"/grpc.testing.TestService/UnaryCall", strings.NewReader(`{}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Connect-Protocol-Version", "1")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), `"unauthenticated"`) {
+			t.Errorf("Connect call without token: %d %s", resp.StatusCode, body)
+		}
+	})
+
+	t.Run("grpc-web", func(t *testing.T) {
+		msg, _ := proto.Marshal(&testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("web")}})
+		frame := binary.BigEndian.AppendUint32([]byte{0}, uint32(len(msg)))
+		req, _ := http.NewRequest("POST", "http://"+h.addr+"/grpc.testing.TestService/UnaryCall", bytes.NewReader(append(frame, msg...)))
+		req.Header.Set("Content-Type", "application/grpc-web+proto")
+		req.Header.Set("X-Grpc-Web", "1")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.ProtoMajor != 1 || resp.StatusCode != 200 {
+			t.Fatalf("gRPC-Web call: %s %d %q", resp.Proto, resp.StatusCode, body)
+		}
+		var got testpb.SimpleResponse
+		var trailers string
+		for len(body) >= 5 {
+			flag, n := body[0], binary.BigEndian.Uint32(body[1:5])
+			payload := body[5 : 5+n]
+			body = body[5+n:]
+			if flag&0x80 != 0 {
+				trailers = string(payload)
+			} else if err := proto.Unmarshal(payload, &got); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if string(got.GetPayload().GetBody()) != "web" || got.GetUsername() != "browser-player" {
+			t.Errorf("gRPC-Web response = %v", &got)
+		}
+		if !strings.Contains(strings.ToLower(trailers), "grpc-status: 0") && !strings.Contains(strings.ToLower(trailers), "grpc-status:0") {
+			t.Errorf("gRPC-Web trailers = %q, want grpc-status 0", trailers)
+		}
+	})
+}
+
+func TestAuthentication(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	ctx := t.Context()
+	anon := h.conn(t, "")
+	_, err := unary(ctx, anon, "x")
+	if status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "authorization: Bearer") {
+		t.Errorf("call without token: %v, want UNAUTHENTICATED explaining the header", err)
+	}
+	if _, err := testpb.NewTestServiceClient(anon).EmptyCall(ctx, &testpb.Empty{}); err != nil {
+		t.Errorf("public method without token: %v", err)
+	}
+	expired, _, _ := h.keys.Sign(auth.Identity{Subject: "late", Role: auth.RolePlayer}, time.Now().Add(-time.Hour), time.Minute)
+	_, err = testpb.NewTestServiceClient(anon).UnaryCall(ctx, &testpb.SimpleRequest{},
+		grpc.PerRPCCredentials(auth.BearerToken(expired, true)))
+	if status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("call with expired token: %v, want UNAUTHENTICATED (expired)", err)
+	}
+	resp, err := unary(ctx, h.conn(t, "p-1"), "x")
+	if err != nil || resp.GetUsername() != "p-1" {
+		t.Errorf("authenticated call = %v, %v", resp, err)
+	}
+	if !strings.Contains(h.logs.String(), `"subject":"p-1"`) {
+		t.Error("call log line lacks the caller subject")
+	}
+}
+
+func TestRateLimitPerCaller(t *testing.T) {
+	t.Parallel()
+	h := start(t, func(c *Config) { c.RateLimitRPS, c.RateLimitBurst = 0.01, 3 })
+	ctx := t.Context()
+	greedy := h.conn(t, "greedy")
+	for i := range 3 {
+		if _, err := unary(ctx, greedy, "x"); err != nil {
+			t.Fatalf("call %d within burst: %v", i, err)
+		}
+	}
+	_, err := unary(ctx, greedy, "x")
+	st := status.Convert(err)
+	if st.Code() != codes.ResourceExhausted {
+		t.Fatalf("call beyond burst: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	var hint *errdetails.RetryInfo
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			hint = ri
+		}
+	}
+	if hint.GetRetryDelay().AsDuration() <= 0 {
+		t.Errorf("no retry hint in %v", st.Details())
+	}
+	if _, err := unary(ctx, h.conn(t, "modest"), "x"); err != nil {
+		t.Errorf("other caller affected: %v", err)
+	}
+	// Health is never rate limited.
+	for range 5 {
+		if _, err := healthpb.NewHealthClient(greedy).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+			t.Fatalf("health check limited: %v", err)
+		}
+	}
+}
+
+func TestPanicRecovery(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	cc := h.conn(t, "p")
+	_, err := unary(t.Context(), cc, "panic")
+	if st := status.Convert(err); st.Code() != codes.Internal || strings.Contains(st.Message(), "test panic") {
+		t.Errorf("panicking call: %v, want INTERNAL with a generic message", err)
+	}
+	if _, err := unary(t.Context(), cc, "fine"); err != nil {
+		t.Errorf("call after panic: %v", err)
+	}
+	logs := h.logs.String()
+	if !strings.Contains(logs, "test panic") || !strings.Contains(logs, "goroutine") {
+		t.Error("panic and stack not logged")
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	if _, err := unary(t.Context(), h.conn(t, "p"), "x"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := httpClient(t).Get(h.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"rpc_server_", `rpc_method="grpc.testing.TestService/UnaryCall"`, "go_goroutines"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", body)
+	}
+}
+
+func TestGracefulShutdownDrainsStream(t *testing.T) {
+	t.Parallel()
+	h := start(t, func(c *Config) { c.ShutdownDrainDelay = 300 * time.Millisecond })
+	cc := h.conn(t, "p")
+	ctx := t.Context()
+
+	watch, err := healthpb.NewHealthClient(cc).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("first health update = %v, %v", r, err)
+	}
+	stream, err := testpb.NewTestServiceClient(cc).StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	<-h.svc.started
+
+	h.stop()
+	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("health update during shutdown = %v, %v; want NOT_SERVING", r, err)
+	}
+	r, err := httpClient(t).Get(h.admin + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("/readyz during shutdown = %d, want 503", r.StatusCode)
+	}
+	// The health watch ends once the drain delay is over instead of
+	// holding the shutdown.
+	if _, err := watch.Recv(); err == nil {
+		t.Error("health watch still open after drain delay")
+	}
+	select {
+	case err := <-h.done:
+		t.Fatalf("Serve returned %v with a stream in flight", err)
+		h.done <- err
+	default:
+	}
+	close(h.svc.release)
+	msg, err := stream.Recv()
+	if err != nil || string(msg.GetPayload().GetBody()) != "last" {
+		t.Fatalf("in-flight stream after shutdown began: %v, %v", msg, err)
+	}
+	if _, err := stream.Recv(); err != io.EOF {
+		t.Fatalf("stream end = %v, want io.EOF", err)
+	}
+}
+
+func TestHardStopAfterTimeout(t *testing.T) {
+	t.Parallel()
+	h := start(t, func(c *Config) { c.ShutdownTimeout = 200 * time.Millisecond })
+	stream, err := testpb.NewTestServiceClient(h.conn(t, "p")).StreamingOutputCall(t.Context(), &testpb.StreamingOutputCallRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	<-h.svc.started
+	h.stop() // the stream is never released
+	_, err = stream.Recv()
+	if code := status.Code(err); code != codes.Unavailable && code != codes.Canceled {
+		t.Fatalf("stream after hard stop: %v, want UNAVAILABLE or CANCELED", err)
+	}
+	err = <-h.done
+	h.done <- err
+	if !strings.Contains(h.logs.String(), "shutdown timeout") {
+		t.Error("forced stop not logged")
+	}
+}
+
+func TestConfigBindAndValidate(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"GRPC_ADDR": ":7000", "RATE_LIMIT_RPS": "5", "SHUTDOWN_TIMEOUT": "3s", "AUTH_KEYS_FILE": "/k.json"}
+	cfg := DefaultConfig("match")
+	fs := flag.NewFlagSet("match", flag.ContinueOnError)
+	if err := cfg.Bind(fs, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Parse([]string{"-log-level=debug"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GRPCAddr != ":7000" || cfg.RateLimitRPS != 5 || cfg.ShutdownTimeout != 3*time.Second || cfg.LogLevel != "debug" {
+		t.Errorf("bound config = %+v", cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+
+	bad := DefaultConfig("")
+	bad.LogLevel, bad.ShutdownTimeout, bad.RateLimitBurst = "loud", 0, 0
+	err := bad.Validate()
+	for _, want := range []string{"service name", "log level", "AUTH_KEYS_FILE", "shutdown timeout", "burst"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate error %v does not mention %q", err, want)
+		}
+	}
+	other := DefaultConfig("x")
+	if err := other.Bind(flag.NewFlagSet("x", flag.ContinueOnError), func(k string) string {
+		return map[string]string{"SHUTDOWN_TIMEOUT": "soon"}[k]
+	}); err == nil {
+		t.Error("unparsable env accepted")
+	}
+}
+
+func TestWorkers(t *testing.T) {
+	t.Parallel()
+	keys, _ := auth.GenerateKeySet("k")
+	keyFile := filepath.Join(t.TempDir(), "keys.json")
+	if err := keys.WriteFile(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig("workers")
+	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile = "127.0.0.1:0", "127.0.0.1:0", keyFile
+	log := NewLogger(io.Discard, slog.LevelInfo, "workers")
+
+	t.Run("cancelled at shutdown", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithCancel(t.Context())
+		stopped := make(chan struct{})
+		err := Run(ctx, cfg, log, Options{}, func(s *Server) error {
+			s.Go("waiter", func(wctx context.Context) error {
+				cancel() // trigger shutdown once running
+				<-wctx.Done()
+				close(stopped)
+				return wctx.Err()
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		select {
+		case <-stopped:
+		default:
+			t.Fatal("Run returned before the worker stopped")
+		}
+	})
+
+	t.Run("failure stops server", func(t *testing.T) {
+		t.Parallel()
+		boom := errors.New("boom")
+		err := Run(t.Context(), cfg, log, Options{}, func(s *Server) error {
+			s.Go("failing", func(context.Context) error { return boom })
+			return nil
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("Run = %v, want the worker's error", err)
+		}
+	})
+}

@@ -1,0 +1,78 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc/filters"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"google.golang.org/grpc/stats"
+)
+
+// telemetry owns the per-server OpenTelemetry providers. Nothing is
+// installed globally (no otel.SetTracerProvider): services get the
+// providers from the Server and pass them on explicitly.
+type telemetry struct {
+	registry *prometheus.Registry
+	tracer   *sdktrace.TracerProvider
+	meter    *sdkmetric.MeterProvider
+	prop     propagation.TextMapPropagator
+}
+
+func newTelemetry(ctx context.Context, cfg Config) (*telemetry, error) {
+	res := resource.NewSchemaless(attribute.String("service.name", cfg.ServiceName))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	promExp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, fmt.Errorf("prometheus exporter: %w", err)
+	}
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promExp)}
+	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	if cfg.OTLPEndpoint != "" {
+		// The exporters connect lazily: an unreachable collector does not
+		// block startup, it only drops telemetry.
+		texp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(cfg.OTLPEndpoint))
+		if err != nil {
+			return nil, fmt.Errorf("otlp trace exporter: %w", err)
+		}
+		mexp, err := otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpointURL(cfg.OTLPEndpoint))
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("otlp metric exporter: %w", err), texp.Shutdown(ctx))
+		}
+		topts = append(topts, sdktrace.WithBatcher(texp))
+		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp)))
+	}
+	return &telemetry{
+		registry: reg,
+		tracer:   sdktrace.NewTracerProvider(topts...),
+		meter:    sdkmetric.NewMeterProvider(mopts...),
+		prop:     propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+	}, nil
+}
+
+func (t *telemetry) statsHandler() stats.Handler {
+	return otelgrpc.NewServerHandler(
+		otelgrpc.WithTracerProvider(t.tracer),
+		otelgrpc.WithMeterProvider(t.meter),
+		otelgrpc.WithPropagators(t.prop),
+		// Probes poll health constantly; tracing them is noise.
+		otelgrpc.WithFilter(filters.Not(filters.HealthCheck())),
+	)
+}
+
+// shutdown flushes and stops the providers.
+func (t *telemetry) shutdown(ctx context.Context) error {
+	return errors.Join(t.tracer.Shutdown(ctx), t.meter.Shutdown(ctx))
+}
