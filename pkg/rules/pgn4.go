@@ -1,0 +1,336 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Tag is one PGN4 tag pair.
+type Tag struct {
+	Name, Value string
+}
+
+// Record is a parsed PGN4 game record and the game replayed from it.
+type Record struct {
+	// Tags in the order of the record.
+	Tags []Tag
+	// Game is the replayed game. Zombie moves came from the record, so the
+	// game keeps taking zombie moves from its caller (Play accepts them)
+	// rather than drawing them from the seed.
+	Game *Game
+}
+
+// Tag returns the value of the named tag and whether it is present.
+func (r *Record) Tag(name string) (string, bool) {
+	for _, t := range r.Tags {
+		if t.Name == name {
+			return t.Value, true
+		}
+	}
+	return "", false
+}
+
+// standardStartTag is the StartFen4 value of the standard start position.
+const standardStartTag = "4PC"
+
+// PGN4 writes the game as a PGN4 record: the given tags first (in order;
+// tags the engine writes itself are skipped), then Variant, RuleSet,
+// StartFen4, Seed, Result and Termination, then the moves in numbered
+// rounds of up to four moves in seat order, separated by "..".
+//
+// Resignations and time losses: a lone "R" or "T" is the seat to move
+// resigning or running out of time; "R" or "T" right after a move means its
+// mover did so just after it; any other one is written "R" or "T" followed
+// by the seat letter ("Rb": Blue resigned now). ParsePGN4 reads all three.
+func (g *Game) PGN4(tags []Tag) string {
+	var b strings.Builder
+	own := map[string]bool{"Variant": true, "RuleSet": true, "StartFen4": true, "Seed": true, "Result": true, "Termination": true}
+	for _, t := range tags {
+		if own[t.Name] {
+			continue
+		}
+		writeTag(&b, t.Name, t.Value)
+	}
+	writeTag(&b, "Variant", "FFA")
+	writeTag(&b, "RuleSet", g.rules.Name)
+	start := g.startFEN
+	if start == "" {
+		start = standardStartTag
+	}
+	writeTag(&b, "StartFen4", start)
+	writeTag(&b, "Seed", strconv.FormatUint(g.seed, 10))
+	res := g.Result()
+	var parts [NumSeats]string
+	for s := Seat(0); s < NumSeats; s++ {
+		parts[s] = fmt.Sprintf("%s: %d", s, res.Points[s])
+	}
+	writeTag(&b, "Result", strings.Join(parts[:], " - "))
+	if g.over {
+		writeTag(&b, "Termination", res.Termination.String())
+	}
+	b.WriteByte('\n')
+
+	// Replay the turn order to know whose turn each action came on.
+	round := 0
+	var line []string
+	flush := func() {
+		if len(line) > 0 {
+			fmt.Fprintf(&b, "%d. %s\n", round, strings.Join(line, " .. "))
+			line = line[:0]
+		}
+	}
+	prevSeat, prevWasMove := Seat(0), false
+	newSlot := func(s Seat) {
+		if round == 0 || s < prevSeat || (s == prevSeat && prevWasMove) {
+			flush()
+			round++
+		}
+		prevSeat = s
+	}
+	turns := g.turnsOfHistory()
+	for i, a := range g.history {
+		letter := "R"
+		if a.Kind == ActionTimeOut {
+			letter = "T"
+		}
+		switch {
+		case a.Kind == ActionMove:
+			newSlot(a.Seat)
+			line = append(line, a.Text)
+			prevWasMove = true
+		case turns[i] == a.Seat:
+			newSlot(a.Seat)
+			line = append(line, letter)
+			prevWasMove = false
+		case i > 0 && g.history[i-1].Kind == ActionMove && g.history[i-1].Seat == a.Seat && len(line) > 0:
+			line[len(line)-1] += letter
+		default:
+			newSlot(prevSeat)
+			prevWasMove = true
+			line = append(line, letter+string(a.Seat.Letter()))
+		}
+	}
+	flush()
+	return b.String()
+}
+
+func writeTag(b *strings.Builder, name, value string) {
+	fmt.Fprintf(b, "[%s %s]\n", name, strconv.Quote(value))
+}
+
+// turnsOfHistory returns, for each action of the history, the seat that
+// was to move when it happened, by replaying the game.
+func (g *Game) turnsOfHistory() []Seat {
+	out := make([]Seat, len(g.history))
+	if _, err := g.replayPrefix(len(g.history), func(i int, gg *Game) { out[i] = gg.pos.toMove }); err != nil {
+		// The history came from this game, so a replay cannot fail; fall
+		// back to the action's own seat.
+		for i, a := range g.history {
+			out[i] = a.Seat
+		}
+	}
+	return out
+}
+
+// replayPrefix replays the first n actions of g's history into a new game,
+// calling visit before each one.
+func (g *Game) replayPrefix(n int, visit func(i int, gg *Game)) (*Game, error) {
+	gg, err := NewGame(g.rules, g.seed, g.startFEN)
+	if err != nil {
+		return nil, err
+	}
+	gg.manualZombies = true
+	for i, a := range g.history[:n] {
+		if visit != nil {
+			visit(i, gg)
+		}
+		if err := gg.replayAction(a); err != nil {
+			return nil, fmt.Errorf("action %d: %w", i, err)
+		}
+	}
+	return gg, nil
+}
+
+func (g *Game) replayAction(a Action) error {
+	var err error
+	switch a.Kind {
+	case ActionMove:
+		_, err = g.Play(a.Seat, a.Move)
+	case ActionResign:
+		_, err = g.Resign(a.Seat)
+	case ActionTimeOut:
+		_, err = g.TimeOut(a.Seat)
+	default:
+		err = fmt.Errorf("%w: unknown action kind %d", ErrBadRecord, a.Kind)
+	}
+	return err
+}
+
+// ParsePGN4 reads a PGN4 record and replays it. rs selects the rule set;
+// nil means: the RuleSet tag, else "chesscom-ffa" when the RuleVariants tag
+// names DeadKingWalking (records of the largest site), else the default.
+// StartFen4 "4PC" (or none) is the standard start; otherwise a FEN4.
+// Zombie moves are taken from the record.
+func ParsePGN4(text string, rs *RuleSet) (*Record, error) {
+	rec := &Record{}
+	var body strings.Builder
+	for line := range strings.SplitSeq(text, "\n") {
+		l := strings.TrimSpace(line)
+		// Some records lose the '[' of a tag line; keep reading them.
+		if strings.HasPrefix(l, "[") || (strings.HasSuffix(l, `"]`) && strings.Contains(l, ` "`)) {
+			t, err := parseTag(l)
+			if err != nil {
+				return nil, err
+			}
+			rec.Tags = append(rec.Tags, t)
+			continue
+		}
+		body.WriteString(l)
+		body.WriteByte(' ')
+	}
+	var rules RuleSet
+	switch {
+	case rs != nil:
+		rules = *rs
+	default:
+		name, ok := rec.Tag("RuleSet")
+		if !ok {
+			if v, _ := rec.Tag("RuleVariants"); strings.Contains(v, "DeadKingWalking") {
+				name = "chesscom-ffa"
+			}
+		}
+		r, known := RuleSetByName(name)
+		if !known {
+			return nil, fmt.Errorf("%w: %w %q", ErrBadRecord, ErrUnknownRules, name)
+		}
+		rules = r
+	}
+	var seed uint64
+	if v, ok := rec.Tag("Seed"); ok {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bad Seed %q", ErrBadRecord, v)
+		}
+		seed = n
+	}
+	start, _ := rec.Tag("StartFen4")
+	switch start {
+	case standardStartTag:
+		start = ""
+	case "4PCo":
+		// The site's older layout (queens and kings of two armies swapped)
+		// is not a FEN4 and not supported.
+		return nil, fmt.Errorf("%w: start layout %q is not supported", ErrBadRecord, start)
+	}
+	g, err := NewGame(rules, seed, start)
+	if err != nil {
+		return nil, fmt.Errorf("%w: start position: %w", ErrBadRecord, err)
+	}
+	g.manualZombies = true
+	rec.Game = g
+	for i, tok := range tokenizeMoves(body.String()) {
+		if err := applyToken(g, tok); err != nil {
+			return nil, fmt.Errorf("%w: token %d %q: %w", ErrBadRecord, i+1, tok, err)
+		}
+	}
+	return rec, nil
+}
+
+func parseTag(l string) (Tag, error) {
+	l = strings.TrimSuffix(strings.TrimPrefix(l, "["), "]")
+	name, val, ok := strings.Cut(l, " ")
+	if !ok || name == "" {
+		return Tag{}, fmt.Errorf("%w: bad tag %q", ErrBadRecord, l)
+	}
+	val = strings.TrimSpace(val)
+	if uq, err := strconv.Unquote(val); err == nil {
+		val = uq
+	} else {
+		val = strings.Trim(val, `"`)
+	}
+	return Tag{Name: name, Value: val}, nil
+}
+
+// tokenizeMoves splits the move text into move and resignation tokens,
+// dropping round numbers, ".." separators, comments and result markers.
+func tokenizeMoves(body string) []string {
+	var toks []string
+	depth := 0
+	var cur strings.Builder
+	emit := func() {
+		t := cur.String()
+		cur.Reset()
+		// Drop a leading round number such as "12." or "12.".
+		if i := strings.IndexByte(t, '.'); i > 0 {
+			if _, err := strconv.Atoi(t[:i]); err == nil {
+				t = strings.TrimLeft(t[i:], ".")
+			}
+		}
+		t = strings.Trim(t, ".")
+		switch t {
+		case "", "*", "1-0", "0-1", "1/2-1/2":
+			return
+		}
+		toks = append(toks, t)
+	}
+	for _, r := range body {
+		switch {
+		case r == '{':
+			depth++
+		case r == '}':
+			if depth > 0 {
+				depth--
+			}
+		case depth > 0:
+		case r == ' ' || r == '\t' || r == '\r' || r == '\n':
+			emit()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	emit()
+	return toks
+}
+
+func applyToken(g *Game, tok string) error {
+	leave := func(s Seat, c byte) error {
+		var err error
+		if c == 'T' {
+			_, err = g.TimeOut(s)
+		} else {
+			_, err = g.Resign(s)
+		}
+		return err
+	}
+	tok = strings.TrimSuffix(tok, "S") // the site marks stalemates, which the engine judges itself
+	switch {
+	case tok == "":
+		return nil
+	case tok == "R" || tok == "T":
+		return leave(g.ToMove(), tok[0])
+	case len(tok) == 2 && (tok[0] == 'R' || tok[0] == 'T') && strings.IndexByte("rbyg", tok[1]) >= 0:
+		return leave(Seat(strings.IndexByte("rbyg", tok[1])), tok[0])
+	}
+	if g.Over() {
+		return ErrGameOver
+	}
+	core := tok
+	var after byte
+	if n := len(core); n > 2 && (core[n-1] == 'R' || core[n-1] == 'T') {
+		after = core[n-1]
+		core = core[:n-1]
+	}
+	s := g.ToMove()
+	m, err := g.ParseMove(core)
+	if err != nil {
+		return err
+	}
+	if _, err := g.Play(s, m); err != nil {
+		return err
+	}
+	if after != 0 && g.Status(s) == Live && !g.Over() {
+		return leave(s, after)
+	}
+	return nil
+}
