@@ -1,0 +1,67 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
+	"github.com/fourkingdoms/fourkingdoms/pkg/server"
+	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
+	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/consumer"
+)
+
+// config is the whole configuration of the rating service.
+type config struct {
+	Server   server.Config
+	Redis    redisconn.Config
+	Consumer consumer.Config
+	// KeyPrefix is put before every rating key in Redis (to share a Redis
+	// between deployments); it must not contain braces.
+	KeyPrefix string
+}
+
+// defaultConfig returns the defaults of every setting. The consumer name
+// defaults to the host name (the pod name on Kubernetes), which must be
+// unique among the running instances.
+func defaultConfig(getenv func(string) string) config {
+	c := config{
+		Server:   server.DefaultConfig("rating"),
+		Redis:    redisconn.DefaultConfig(),
+		Consumer: consumer.DefaultConfig(),
+	}
+	if h := getenv("HOSTNAME"); h != "" {
+		c.Consumer.Name = h
+	}
+	return c
+}
+
+// bind registers every setting as a flag on fs, after applying the
+// environment (flag > environment > default).
+func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
+	b := envflag.New(fs, getenv)
+	cc := &c.Consumer
+	b.String(&cc.Stream, "rating-stream", "RATING_STREAM", "Redis stream of MatchFinished events")
+	b.String(&cc.Group, "rating-group", "RATING_GROUP", "consumer group shared by all rating instances")
+	b.String(&cc.Name, "rating-consumer", "RATING_CONSUMER", "this instance's consumer name (default: $HOSTNAME)")
+	b.Int(&cc.Workers, "rating-workers", "RATING_WORKERS", "consumer loops in this instance")
+	b.String(&cc.DeadLetter, "rating-dead-letter-stream", "RATING_DEAD_LETTER_STREAM", "stream for events that cannot be applied")
+	b.Int(&cc.Batch, "rating-batch", "RATING_BATCH", "events read and applied at once")
+	b.Duration(&cc.Block, "rating-block", "RATING_BLOCK", "how long one read waits for events")
+	b.Duration(&cc.ClaimMinIdle, "rating-claim-min-idle", "RATING_CLAIM_MIN_IDLE", "idle time after which another consumer takes an unacknowledged event over")
+	b.Duration(&cc.ClaimInterval, "rating-claim-interval", "RATING_CLAIM_INTERVAL", "how often each worker looks for such events")
+	b.Int(&cc.MaxDeliveries, "rating-max-deliveries", "RATING_MAX_DELIVERIES", "deliveries of an event that is never applied before it is dead-lettered")
+	b.String(&c.KeyPrefix, "rating-key-prefix", "RATING_KEY_PREFIX", "prefix of every rating key in Redis")
+	b.Int(&cc.DeadLetterMaxLen, "rating-dead-letter-max-len", "RATING_DEAD_LETTER_MAX_LEN", "approximate cap of the dead-letter stream")
+	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
+}
+
+// validate reports every invalid setting.
+func (c config) validate() error {
+	var errs []error
+	if strings.ContainsAny(c.KeyPrefix, "{}") {
+		errs = append(errs, fmt.Errorf("rating key prefix %q must not contain braces", c.KeyPrefix))
+	}
+	return errors.Join(c.Server.Validate(), c.Redis.Validate(), c.Consumer.Validate(), errors.Join(errs...))
+}

@@ -1,0 +1,372 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
+	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ladder"
+	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/store"
+)
+
+// TestMain stops the Redis servers and checks for leaked goroutines.
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+func standalone(t *testing.T) redis.UniversalClient {
+	c, _ := redistest.Standalone(t)
+	return c
+}
+
+const pool = "fourkingdoms"
+
+var ruleSets = []string{"fourkingdoms", "chesscom-ffa"}
+
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+// serve starts the service on a bufconn gRPC server and returns a client.
+func serve(t *testing.T, st *store.Store, policy ladder.Policy) ratingv1.RatingServiceClient {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	gs := grpc.NewServer()
+	New(st, policy, ruleSets, slog.New(slog.NewTextHandler(io.Discard, nil))).Register(gs)
+	go gs.Serve(lis)
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		gs.Stop()
+	})
+	return ratingv1.NewRatingServiceClient(conn)
+}
+
+func result(t testing.TB, match string, at time.Time, order ...string) ladder.Result {
+	t.Helper()
+	players := make([]ladder.Participant, ladder.Seats)
+	ranking := make([]ladder.Seat, ladder.Seats)
+	for p, id := range order {
+		players[p] = ladder.Participant{PlayerID: id, Name: strings.ToUpper(id), Seat: ladder.Seat(p), Points: 40 - 10*p}
+		ranking[p] = ladder.Seat(p)
+	}
+	res, err := ladder.NewResult(match, pool, at, players, ranking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+type fixture struct {
+	client ratingv1.RatingServiceClient
+	store  *store.Store
+	policy ladder.Policy
+}
+
+func newFixture(t *testing.T, rdb redis.UniversalClient) *fixture {
+	policy := ladder.DefaultPolicy()
+	policy.ProvisionalGames = 2
+	policy.ProvisionalSigma = 100
+	st := store.New(rdb, policy, redistest.Prefix(t))
+	return &fixture{client: serve(t, st, policy), store: st, policy: policy}
+}
+
+// seed plays three matches: a, b, c, d finish in that order twice, then
+// in reverse order once.
+func (fx *fixture) seed(t *testing.T) []ladder.Result {
+	t.Helper()
+	results := []ladder.Result{
+		result(t, "m1", t0, "a", "b", "c", "d"),
+		result(t, "m2", t0.Add(time.Hour), "a", "b", "c", "d"),
+		result(t, "m3", t0.Add(2*time.Hour), "d", "c", "b", "a"),
+	}
+	if _, err := fx.store.Apply(t.Context(), results); err != nil {
+		t.Fatal(err)
+	}
+	return results
+}
+
+func wantCode(t *testing.T, err error, code codes.Code, field string) {
+	t.Helper()
+	st := status.Convert(err)
+	if st.Code() != code {
+		t.Fatalf("status = %v, want %v", st, code)
+	}
+	if field == "" {
+		return
+	}
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				if v.GetField() == field {
+					return
+				}
+			}
+		}
+	}
+	t.Errorf("status %v has no field violation for %q", st, field)
+}
+
+func TestGetRating(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, standalone(t))
+	fx.seed(t)
+	ctx := t.Context()
+
+	players, err := fx.store.Players(ctx, pool, []string{"a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := players[0].Standing
+	got, err := fx.client.GetRating(ctx, &ratingv1.GetRatingRequest{PlayerId: "a", RuleSet: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &ratingv1.Rating{
+		PlayerId: "a", RuleSet: pool, Mu: a.Rating.Mu, Sigma: a.Rating.Sigma,
+		DisplayRating: int32(ladder.Display(a.Rating)), GamesPlayed: 3, Provisional: false,
+		UpdatedAt: timestamppb.New(t0.Add(2 * time.Hour)),
+	}
+	if diff := cmp.Diff(want, got.GetRating(), protocmp.Transform()); diff != "" {
+		t.Errorf("GetRating(a) (-want +got):\n%s", diff)
+	}
+
+	got, err = fx.client.GetRating(ctx, &ratingv1.GetRatingRequest{PlayerId: "newcomer", RuleSet: "chesscom-ffa"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = &ratingv1.Rating{PlayerId: "newcomer", RuleSet: "chesscom-ffa", Mu: 25, Sigma: 25.0 / 3, DisplayRating: 1500, Provisional: true, IsDefault: true}
+	if diff := cmp.Diff(want, got.GetRating(), protocmp.Transform()); diff != "" {
+		t.Errorf("GetRating(newcomer) (-want +got):\n%s", diff)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, standalone(t))
+	fx.seed(t)
+	ctx := t.Context()
+	many := make([]string, maxBatch+1)
+	for i := range many {
+		many[i] = fmt.Sprint("p", i)
+	}
+	lb, err := fx.client.GetLeaderboard(ctx, &ratingv1.GetLeaderboardRequest{RuleSet: pool, PageSize: 1})
+	if err != nil || lb.GetNextPageToken() == "" {
+		t.Fatalf("leaderboard page: %v, %v", lb, err)
+	}
+	hist, err := fx.client.GetRatingHistory(ctx, &ratingv1.GetRatingHistoryRequest{RuleSet: pool, PlayerId: "a", PageSize: 1})
+	if err != nil || hist.GetNextPageToken() == "" {
+		t.Fatalf("history page: %v, %v", hist, err)
+	}
+
+	tests := []struct {
+		name  string
+		call  func() error
+		code  codes.Code
+		field string
+	}{
+		{"rating without rule set", func() error {
+			_, err := fx.client.GetRating(ctx, &ratingv1.GetRatingRequest{PlayerId: "a"})
+			return err
+		}, codes.InvalidArgument, "rule_set"},
+		{"rating of unknown rule set", func() error {
+			_, err := fx.client.GetRating(ctx, &ratingv1.GetRatingRequest{PlayerId: "a", RuleSet: "checkers"})
+			return err
+		}, codes.NotFound, ""},
+		{"rating without player", func() error {
+			_, err := fx.client.GetRating(ctx, &ratingv1.GetRatingRequest{RuleSet: pool})
+			return err
+		}, codes.InvalidArgument, "player_id"},
+		{"rating of player id with spaces", func() error {
+			_, err := fx.client.GetRating(ctx, &ratingv1.GetRatingRequest{PlayerId: "a b", RuleSet: pool})
+			return err
+		}, codes.InvalidArgument, "player_id"},
+		{"batch of none", func() error {
+			_, err := fx.client.BatchGetRatings(ctx, &ratingv1.BatchGetRatingsRequest{RuleSet: pool})
+			return err
+		}, codes.InvalidArgument, "player_ids"},
+		{"batch too large", func() error {
+			_, err := fx.client.BatchGetRatings(ctx, &ratingv1.BatchGetRatingsRequest{RuleSet: pool, PlayerIds: many})
+			return err
+		}, codes.InvalidArgument, "player_ids"},
+		{"batch with empty id", func() error {
+			_, err := fx.client.BatchGetRatings(ctx, &ratingv1.BatchGetRatingsRequest{RuleSet: pool, PlayerIds: []string{"a", ""}})
+			return err
+		}, codes.InvalidArgument, "player_ids[1]"},
+		{"leaderboard of unknown rule set", func() error {
+			_, err := fx.client.GetLeaderboard(ctx, &ratingv1.GetLeaderboardRequest{RuleSet: "checkers"})
+			return err
+		}, codes.NotFound, ""},
+		{"leaderboard with negative page size", func() error {
+			_, err := fx.client.GetLeaderboard(ctx, &ratingv1.GetLeaderboardRequest{RuleSet: pool, PageSize: -1})
+			return err
+		}, codes.InvalidArgument, "page_size"},
+		{"leaderboard with garbage token", func() error {
+			_, err := fx.client.GetLeaderboard(ctx, &ratingv1.GetLeaderboardRequest{RuleSet: pool, PageToken: "!!"})
+			return err
+		}, codes.InvalidArgument, "page_token"},
+		{"leaderboard with another pool's token", func() error {
+			_, err := fx.client.GetLeaderboard(ctx, &ratingv1.GetLeaderboardRequest{RuleSet: "chesscom-ffa", PageToken: lb.GetNextPageToken()})
+			return err
+		}, codes.InvalidArgument, "page_token"},
+		{"leaderboard with a history token", func() error {
+			_, err := fx.client.GetLeaderboard(ctx, &ratingv1.GetLeaderboardRequest{RuleSet: pool, PageToken: hist.GetNextPageToken()})
+			return err
+		}, codes.InvalidArgument, "page_token"},
+		{"history with another player's token", func() error {
+			_, err := fx.client.GetRatingHistory(ctx, &ratingv1.GetRatingHistoryRequest{RuleSet: pool, PlayerId: "b", PageToken: hist.GetNextPageToken()})
+			return err
+		}, codes.InvalidArgument, "page_token"},
+		{"history with a forged cursor", func() error {
+			_, err := fx.client.GetRatingHistory(ctx, &ratingv1.GetRatingHistoryRequest{RuleSet: pool, PlayerId: "a", PageToken: encodeToken("h", pool+"/a", "-3")})
+			return err
+		}, codes.InvalidArgument, "page_token"},
+		{"history of unknown rule set", func() error {
+			_, err := fx.client.GetRatingHistory(ctx, &ratingv1.GetRatingHistoryRequest{RuleSet: "checkers", PlayerId: "a"})
+			return err
+		}, codes.NotFound, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantCode(t, tt.call(), tt.code, tt.field)
+		})
+	}
+}
+
+func TestBatchGetRatings(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, standalone(t))
+	fx.seed(t)
+	got, err := fx.client.BatchGetRatings(t.Context(), &ratingv1.BatchGetRatingsRequest{RuleSet: pool, PlayerIds: []string{"d", "zed", "a", "d"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range got.GetRatings() {
+		ids = append(ids, fmt.Sprintf("%s:%v:%d", r.GetPlayerId(), r.GetIsDefault(), r.GetGamesPlayed()))
+	}
+	if want := []string{"d:false:3", "zed:true:0", "a:false:3", "d:false:3"}; !cmp.Equal(ids, want) {
+		t.Errorf("BatchGetRatings = %v, want %v", ids, want)
+	}
+}
+
+func TestLeaderboardPages(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, standalone(t))
+	fx.seed(t)
+	// e..h have one game: provisional, left out.
+	if _, err := fx.store.Apply(t.Context(), []ladder.Result{result(t, "m4", t0, "e", "f", "g", "h")}); err != nil {
+		t.Fatal(err)
+	}
+	var entries []*ratingv1.LeaderboardEntry
+	token := ""
+	for range 10 {
+		page, err := fx.client.GetLeaderboard(t.Context(), &ratingv1.GetLeaderboardRequest{RuleSet: pool, PageSize: 3, PageToken: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, page.GetEntries()...)
+		if token = page.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	players, err := fx.store.Players(t.Context(), pool, []string{"a", "b", "c", "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []*ratingv1.LeaderboardEntry
+	for _, p := range players {
+		want = append(want, &ratingv1.LeaderboardEntry{
+			Player:        &gamev1.Player{PlayerId: p.ID, DisplayName: strings.ToUpper(p.ID)},
+			DisplayRating: int32(ladder.Display(p.Standing.Rating)),
+			Mu:            p.Standing.Rating.Mu, Sigma: p.Standing.Rating.Sigma, GamesPlayed: 3,
+		})
+	}
+	// Order: display rating, highest first (the expected order is computed
+	// from the stored ratings, not assumed).
+	for i := range want {
+		for j := i + 1; j < len(want); j++ {
+			if want[j].DisplayRating > want[i].DisplayRating {
+				want[i], want[j] = want[j], want[i]
+			}
+		}
+		want[i].Rank = uint32(i + 1)
+	}
+	if diff := cmp.Diff(want, entries, protocmp.Transform()); diff != "" {
+		t.Errorf("leaderboard (-want +got):\n%s", diff)
+	}
+}
+
+func TestRatingHistoryPages(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, standalone(t))
+	results := fx.seed(t)
+	var got []*ratingv1.RatingHistoryEntry
+	token := ""
+	for range 10 {
+		page, err := fx.client.GetRatingHistory(t.Context(), &ratingv1.GetRatingHistoryRequest{RuleSet: pool, PlayerId: "d", PageSize: 2, PageToken: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, page.GetEntries()...)
+		if token = page.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if len(got) != 3 {
+		t.Fatalf("history has %d entries, want 3", len(got))
+	}
+	for i, e := range got {
+		res := results[len(results)-1-i]
+		if e.GetMatchId() != res.MatchID || !e.GetFinishedAt().AsTime().Equal(res.FinishedAt) {
+			t.Errorf("entry %d is %s at %v, want %s", i, e.GetMatchId(), e.GetFinishedAt().AsTime(), res.MatchID)
+		}
+		if e.GetChange() != e.GetRatingAfter()-e.GetRatingBefore() {
+			t.Errorf("entry %d: change %d from %d to %d", i, e.GetChange(), e.GetRatingBefore(), e.GetRatingAfter())
+		}
+		if i > 0 && got[i-1].GetRatingBefore() != e.GetRatingAfter() {
+			t.Errorf("entry %d ends at %d but the next starts at %d", i, e.GetRatingAfter(), got[i-1].GetRatingBefore())
+		}
+	}
+	if got[0].GetRank() != 1 || got[1].GetRank() != 4 {
+		t.Errorf("ranks = %d, %d; want 1 (m3), 4 (m2)", got[0].GetRank(), got[1].GetRank())
+	}
+	if got[2].GetRatingBefore() != 1500 {
+		t.Errorf("first game starts at %d, want 1500", got[2].GetRatingBefore())
+	}
+}
+
+func TestStoreDown(t *testing.T) {
+	t.Parallel()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close() // nothing listens there now
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	fx := newFixture(t, rdb)
+	_, err = fx.client.GetRating(t.Context(), &ratingv1.GetRatingRequest{PlayerId: "a", RuleSet: pool})
+	wantCode(t, err, codes.Unavailable, "")
+}

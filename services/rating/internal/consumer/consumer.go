@@ -1,0 +1,470 @@
+// Package consumer applies MatchFinished events from a Redis stream to the
+// rating store.
+//
+// Several consumers (goroutines and processes) share the stream through one
+// consumer group: XREADGROUP hands each entry to one of them. An entry is
+// acknowledged (XACK) only after the store applied it or found it applied
+// already, so a consumer that dies in between leaves it pending; after
+// ClaimMinIdle another consumer takes it over with XAUTOCLAIM. Applying is
+// idempotent (see package store), so such a redelivery changes nothing: the
+// effect is exactly once, the delivery at least once.
+//
+// Entries that can never be applied (unknown type, undecodable data, an
+// invalid result, an unknown rule set) are copied to the dead-letter stream with the reason
+// (fields dead_reason, dead_stream, dead_id beside the entry's own) and
+// acknowledged, so they never block the rest. The copy is made before the
+// acknowledgement: a crash in between may copy an entry twice.
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ladder"
+	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/store"
+)
+
+// handleTimeout bounds the handling of one batch, which goes on after
+// shutdown has begun.
+const handleTimeout = 15 * time.Second
+
+// Config configures the consumers.
+type Config struct {
+	// Stream is the key of the MatchFinished stream.
+	Stream string
+	// Group is the consumer group shared by every rating instance.
+	Group string
+	// Name identifies this instance in the group; worker i reads as
+	// "<Name>-<i>". It must be unique among live instances.
+	Name string
+	// Workers is the number of consumer loops of this instance.
+	Workers int
+	// DeadLetter is the key of the dead-letter stream.
+	DeadLetter string
+	// DeadLetterMaxLen caps the dead-letter stream (approximately).
+	DeadLetterMaxLen int
+	// Batch is the maximum number of entries read and applied at once.
+	Batch int
+	// Block is how long one read waits for new entries. It bounds how long
+	// a stop request waits for an idle consumer.
+	Block time.Duration
+	// ClaimMinIdle is how long an entry must stay unacknowledged before
+	// another consumer takes it over.
+	ClaimMinIdle time.Duration
+	// ClaimInterval is how often each worker looks for such entries.
+	ClaimInterval time.Duration
+	// MaxDeliveries is how often an entry is delivered without being
+	// applied (Redis errors, a corrupt stored rating) before it goes to the
+	// dead-letter stream.
+	MaxDeliveries int
+	// RetryBackoff is the pause after a Redis error.
+	RetryBackoff time.Duration
+	// RuleSets are the pools that exist; events of another rule set are
+	// dead-lettered.
+	RuleSets []string
+}
+
+// DefaultConfig returns the defaults of every setting.
+func DefaultConfig() Config {
+	return Config{
+		Stream:           "fk:events:match-finished",
+		Group:            "rating",
+		Name:             "rating",
+		Workers:          2,
+		DeadLetter:       "fk:events:match-finished:dead",
+		DeadLetterMaxLen: 100_000,
+		Batch:            256,
+		Block:            2 * time.Second,
+		ClaimMinIdle:     30 * time.Second,
+		ClaimInterval:    5 * time.Second,
+		MaxDeliveries:    10,
+		RetryBackoff:     time.Second,
+		RuleSets:         rules.RuleSetNames(),
+	}
+}
+
+// Validate reports a setting that cannot work.
+func (c Config) Validate() error {
+	var errs []error
+	check := func(ok bool, msg string) {
+		if !ok {
+			errs = append(errs, errors.New(msg))
+		}
+	}
+	check(c.Stream != "", "consumer: stream must be set")
+	check(c.Group != "", "consumer: group must be set")
+	check(c.Name != "", "consumer: name must be set")
+	check(c.DeadLetter != "" && c.DeadLetter != c.Stream, "consumer: dead-letter stream must be set and differ from the stream")
+	check(c.DeadLetterMaxLen > 0, "consumer: dead-letter max length must be positive")
+	check(c.Workers > 0, "consumer: workers must be positive")
+	check(c.Batch > 0 && c.Batch <= 10_000, "consumer: batch must be in 1..10000")
+	check(c.Block > 0, "consumer: block must be positive")
+	check(c.ClaimMinIdle > 0, "consumer: claim min idle must be positive")
+	check(c.ClaimInterval > 0, "consumer: claim interval must be positive")
+	check(c.MaxDeliveries > 1, "consumer: max deliveries must be at least 2")
+	check(c.RetryBackoff > 0, "consumer: retry backoff must be positive")
+	check(len(c.RuleSets) > 0, "consumer: rule sets must be set")
+	return errors.Join(errs...)
+}
+
+// Consumer applies events from the stream to the store.
+type Consumer struct {
+	rdb    redis.UniversalClient
+	store  *store.Store
+	cfg    Config
+	log    *slog.Logger
+	events metric.Int64Counter
+	// forgetAfter is defaultForgetAfter; tests shorten it.
+	forgetAfter time.Duration
+}
+
+// Outcomes counted by the rating.consumer.events metric.
+var (
+	outcomeApplied   = metric.WithAttributes(attribute.String("outcome", "applied"))
+	outcomeDuplicate = metric.WithAttributes(attribute.String("outcome", "duplicate"))
+	outcomeDead      = metric.WithAttributes(attribute.String("outcome", "dead_letter"))
+	outcomeFailed    = metric.WithAttributes(attribute.String("outcome", "failed"))
+)
+
+// New returns a consumer. cfg must be valid. mp receives the consumer's
+// metrics; nil means none.
+func New(rdb redis.UniversalClient, st *store.Store, cfg Config, log *slog.Logger, mp metric.MeterProvider) (*Consumer, error) {
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	events, err := mp.Meter("github.com/fourkingdoms/fourkingdoms/services/rating/internal/consumer").Int64Counter(
+		"rating.consumer.events",
+		metric.WithDescription("MatchFinished stream entries handled, by outcome: applied, duplicate, dead_letter, failed (left pending)"),
+		metric.WithUnit("{event}"))
+	if err != nil {
+		return nil, fmt.Errorf("consumer metrics: %w", err)
+	}
+	return &Consumer{rdb: rdb, store: st, cfg: cfg, log: log, events: events, forgetAfter: defaultForgetAfter}, nil
+}
+
+// Run creates the consumer group if needed and runs cfg.Workers consumer
+// loops until ctx is done. Redis errors are logged and retried; Run returns
+// nil once ctx is done.
+func (c *Consumer) Run(ctx context.Context) error {
+	for {
+		err := c.ensureGroup(ctx)
+		if err == nil {
+			break
+		}
+		c.pause(ctx, c.cfg.Name, "create consumer group", err)
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range c.cfg.Workers {
+		wg.Go(func() { c.loop(ctx, fmt.Sprintf("%s-%d", c.cfg.Name, i)) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// ensureGroup creates the group at the start of the stream, so that events
+// published before the first rating instance ran are applied too.
+func (c *Consumer) ensureGroup(ctx context.Context) error {
+	err := c.rdb.XGroupCreateMkStream(ctx, c.cfg.Stream, c.cfg.Group, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return fmt.Errorf("create consumer group %s on %s: %w", c.cfg.Group, c.cfg.Stream, err)
+	}
+	return nil
+}
+
+// loop is one worker: it takes over stale entries now and then and reads
+// new ones in between.
+func (c *Consumer) loop(ctx context.Context, name string) {
+	var lastClaim time.Time
+	for ctx.Err() == nil {
+		if time.Since(lastClaim) >= c.cfg.ClaimInterval {
+			lastClaim = time.Now()
+			if err := c.claim(ctx, name); err != nil {
+				c.pause(ctx, name, "claim stale events", err)
+				continue
+			}
+		}
+		msgs, err := c.read(ctx, name)
+		if err != nil {
+			c.pause(ctx, name, "read events", err)
+			continue
+		}
+		if err := c.Handle(ctx, msgs); err != nil {
+			c.pause(ctx, name, "handle events", err)
+		}
+	}
+}
+
+// pause logs a failed step and waits before the next one.
+func (c *Consumer) pause(ctx context.Context, name, step string, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	c.log.WarnContext(ctx, "rating consumer step failed", "step", step, "consumer", name, "err", err)
+	t := time.NewTimer(c.cfg.RetryBackoff)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (c *Consumer) read(ctx context.Context, name string) ([]redis.XMessage, error) {
+	streams, err := c.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group:    c.cfg.Group,
+		Consumer: name,
+		Streams:  []string{c.cfg.Stream, ">"},
+		Count:    int64(c.cfg.Batch),
+		Block:    c.cfg.Block,
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "NOGROUP") {
+			// The stream was deleted (and the group with it): set up again.
+			err = errors.Join(err, c.ensureGroup(ctx))
+		}
+		return nil, fmt.Errorf("read %s: %w", c.cfg.Stream, err)
+	}
+	if len(streams) == 0 {
+		return nil, nil
+	}
+	return streams[0].Messages, nil
+}
+
+// claim takes over and handles every entry idle for at least ClaimMinIdle.
+// Entries delivered MaxDeliveries times without being applied go to the
+// dead-letter stream instead.
+func (c *Consumer) claim(ctx context.Context, name string) error {
+	if err := c.retire(ctx, name); err != nil {
+		return err
+	}
+	if err := c.forget(ctx, name); err != nil {
+		return err
+	}
+	start := "0-0"
+	for {
+		msgs, next, err := c.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+			Stream:   c.cfg.Stream,
+			Group:    c.cfg.Group,
+			Consumer: name,
+			MinIdle:  c.cfg.ClaimMinIdle,
+			Start:    start,
+			Count:    int64(c.cfg.Batch),
+		}).Result()
+		if err != nil {
+			return fmt.Errorf("claim stale entries of %s: %w", c.cfg.Stream, err)
+		}
+		if len(msgs) > 0 {
+			c.log.InfoContext(ctx, "claimed stale rating events", "consumer", name, "count", len(msgs))
+			if err := c.Handle(ctx, msgs); err != nil {
+				return err
+			}
+		}
+		if next == "0-0" || next == "" {
+			return nil
+		}
+		start = next
+	}
+}
+
+// defaultForgetAfter is how long a consumer of the group must have been silent,
+// with nothing pending, before it is removed from the group. Live consumers
+// touch the group at least every Block, so only departed instances (a pod
+// name that will not come back) qualify.
+const defaultForgetAfter = time.Hour
+
+// forget removes departed consumers from the group, so that it does not
+// grow with every restart of an instance under a new name. Their pending
+// entries were taken over before (they have none).
+func (c *Consumer) forget(ctx context.Context, name string) error {
+	consumers, err := c.rdb.XInfoConsumers(ctx, c.cfg.Stream, c.cfg.Group).Result()
+	if err != nil {
+		return fmt.Errorf("list consumers of group %s: %w", c.cfg.Group, err)
+	}
+	for _, g := range consumers {
+		if g.Name == name || g.Pending > 0 || g.Idle < c.forgetAfter {
+			continue
+		}
+		if err := c.rdb.XGroupDelConsumer(ctx, c.cfg.Stream, c.cfg.Group, g.Name).Err(); err != nil {
+			return fmt.Errorf("remove consumer %s: %w", g.Name, err)
+		}
+		c.log.InfoContext(ctx, "removed departed rating consumer", "consumer", g.Name, "idle", g.Idle)
+	}
+	return nil
+}
+
+// retire dead-letters and acknowledges the idle entries that were
+// delivered MaxDeliveries times already.
+func (c *Consumer) retire(ctx context.Context, name string) error {
+	pending, err := c.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+		Stream: c.cfg.Stream,
+		Group:  c.cfg.Group,
+		Idle:   c.cfg.ClaimMinIdle,
+		Start:  "-",
+		End:    "+",
+		Count:  int64(c.cfg.Batch),
+	}).Result()
+	if err != nil {
+		return fmt.Errorf("list pending entries of %s: %w", c.cfg.Stream, err)
+	}
+	var ids []string
+	for _, p := range pending {
+		if p.RetryCount >= int64(c.cfg.MaxDeliveries) {
+			ids = append(ids, p.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	// Take them over first, so that no other consumer retires them too.
+	msgs, err := c.rdb.XClaim(ctx, &redis.XClaimArgs{
+		Stream:   c.cfg.Stream,
+		Group:    c.cfg.Group,
+		Consumer: name,
+		MinIdle:  c.cfg.ClaimMinIdle,
+		Messages: ids,
+	}).Result()
+	if err != nil {
+		return fmt.Errorf("claim undeliverable entries of %s: %w", c.cfg.Stream, err)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	reasons := make([]string, len(msgs))
+	done := make([]string, len(msgs))
+	for i, m := range msgs {
+		reasons[i] = fmt.Sprintf("not applied after %d deliveries (see the rating service log)", c.cfg.MaxDeliveries)
+		done[i] = m.ID
+	}
+	if err := c.deadLetter(ctx, msgs, reasons); err != nil {
+		return err
+	}
+	if err := c.rdb.XAck(ctx, c.cfg.Stream, c.cfg.Group, done...).Err(); err != nil {
+		return fmt.Errorf("acknowledge %d undeliverable entries: %w", len(done), err)
+	}
+	return nil
+}
+
+// Handle applies a batch of stream entries and acknowledges those that are
+// done: applied now, applied before, or dead-lettered. Entries it returns
+// an error for stay pending and are retried after ClaimMinIdle.
+func (c *Consumer) Handle(ctx context.Context, msgs []redis.XMessage) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	// A batch that was read is finished even when shutdown begins, so that
+	// its entries need not wait ClaimMinIdle for another consumer.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handleTimeout)
+	defer cancel()
+	results := make([]ladder.Result, 0, len(msgs))
+	ids := make([]string, 0, len(msgs)) // stream ids of results
+	var dead []redis.XMessage
+	var reasons []string
+	for _, m := range msgs {
+		res, err := Decode(m.Values)
+		if err == nil && !slices.Contains(c.cfg.RuleSets, res.Pool) {
+			err = fmt.Errorf("%w: unknown rule set %q", errUnprocessable, res.Pool)
+		}
+		if err != nil {
+			dead = append(dead, m)
+			reasons = append(reasons, err.Error())
+			continue
+		}
+		results = append(results, res)
+		ids = append(ids, m.ID)
+	}
+
+	done := make([]string, 0, len(msgs))
+	if len(dead) > 0 {
+		if err := c.deadLetter(ctx, dead, reasons); err != nil {
+			return err
+		}
+		for _, m := range dead {
+			done = append(done, m.ID)
+		}
+	}
+	var applyErr error
+	if len(results) > 0 {
+		var outcomes []store.Outcome
+		outcomes, applyErr = c.store.Apply(ctx, results)
+		if applyErr != nil && len(results) > 1 && ctx.Err() == nil {
+			// One bad match (say, a corrupt stored standing) must not hold
+			// back the others: apply the rest one by one, so only the
+			// failing ones stay pending.
+			applyErr = nil
+			for i := range results {
+				if outcomes[i].Status != store.Pending {
+					continue
+				}
+				one, err := c.store.Apply(ctx, results[i:i+1])
+				outcomes[i] = one[0]
+				applyErr = errors.Join(applyErr, err)
+			}
+		}
+		var applied, dups, failed int64
+		for i, o := range outcomes {
+			switch o.Status {
+			case store.Applied:
+				applied++
+			case store.Duplicate:
+				dups++
+			default:
+				failed++
+				continue
+			}
+			done = append(done, ids[i])
+		}
+		c.events.Add(ctx, applied, outcomeApplied)
+		c.events.Add(ctx, dups, outcomeDuplicate)
+		c.events.Add(ctx, failed, outcomeFailed)
+	}
+	if len(done) > 0 {
+		if err := c.rdb.XAck(ctx, c.cfg.Stream, c.cfg.Group, done...).Err(); err != nil {
+			return errors.Join(applyErr, fmt.Errorf("acknowledge %d entries: %w", len(done), err))
+		}
+	}
+	return applyErr
+}
+
+// deadLetter copies unprocessable entries to the dead-letter stream.
+func (c *Consumer) deadLetter(ctx context.Context, msgs []redis.XMessage, reasons []string) error {
+	pipe := c.rdb.Pipeline()
+	for i, m := range msgs {
+		// The entry's own fields are kept as they are, so an operator can
+		// publish a fixed copy again.
+		values := []any{"dead_reason", reasons[i], "dead_stream", c.cfg.Stream, "dead_id", m.ID}
+		for k, v := range m.Values {
+			if !strings.HasPrefix(k, "dead_") {
+				values = append(values, k, v)
+			}
+		}
+		pipe.XAdd(ctx, &redis.XAddArgs{
+			Stream: c.cfg.DeadLetter,
+			MaxLen: int64(c.cfg.DeadLetterMaxLen),
+			Approx: true,
+			Values: values,
+		})
+		c.log.WarnContext(ctx, "rating event dead-lettered", "id", m.ID, "reason", reasons[i])
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("dead-letter %d entries: %w", len(msgs), err)
+	}
+	c.events.Add(ctx, int64(len(msgs)), outcomeDead)
+	return nil
+}

@@ -1,0 +1,387 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ladder"
+	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/store"
+)
+
+// TestMain stops the Redis servers and checks for leaked goroutines.
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+const pool = "fourkingdoms"
+
+type backend struct {
+	name   string
+	client func(t testing.TB) redis.UniversalClient
+}
+
+// backends are the Redis deployments every consumer test runs against.
+func backends() []backend {
+	return []backend{
+		{"standalone", func(t testing.TB) redis.UniversalClient { c, _ := redistest.Standalone(t); return c }},
+		{"cluster", func(t testing.TB) redis.UniversalClient { c, _ := redistest.Cluster(t); return c }},
+	}
+}
+
+// fixture is a stream, a store and a consumer configuration of one test.
+type fixture struct {
+	prefix string
+	rdb    redis.UniversalClient
+	store  *store.Store
+	cfg    Config
+	policy ladder.Policy
+}
+
+func forEachBackend(t *testing.T, f func(t *testing.T, fx *fixture)) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			rdb := b.client(t)
+			prefix := redistest.Prefix(t)
+			cfg := DefaultConfig()
+			cfg.Stream = prefix + "events"
+			cfg.DeadLetter = prefix + "dead"
+			cfg.Block = 50 * time.Millisecond
+			cfg.ClaimMinIdle = 200 * time.Millisecond
+			cfg.ClaimInterval = 50 * time.Millisecond
+			cfg.RetryBackoff = 20 * time.Millisecond
+			policy := ladder.DefaultPolicy()
+			f(t, &fixture{prefix: prefix, rdb: rdb, store: store.New(rdb, policy, prefix), cfg: cfg, policy: policy})
+		})
+	}
+}
+
+func (fx *fixture) publish(t testing.TB, values ...map[string]any) []string {
+	t.Helper()
+	pipe := fx.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(values))
+	for i, v := range values {
+		cmds[i] = pipe.XAdd(t.Context(), &redis.XAddArgs{Stream: fx.cfg.Stream, Values: v})
+	}
+	if _, err := pipe.Exec(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(cmds))
+	for i, c := range cmds {
+		ids[i] = c.Val()
+	}
+	return ids
+}
+
+// start runs a consumer until the test ends.
+func (fx *fixture) start(t *testing.T, name string, workers int) {
+	t.Helper()
+	cfg := fx.cfg
+	cfg.Name, cfg.Workers = name, workers
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(fx.rdb, fx.store, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("consumer %s: %v", name, err)
+		}
+	})
+}
+
+// waitDrained waits until the group has read every entry and nothing is
+// pending.
+func (fx *fixture) waitDrained(t *testing.T, total int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		groups, err := fx.rdb.XInfoGroups(t.Context(), fx.cfg.Stream).Result()
+		if err == nil && len(groups) == 1 && groups[0].EntriesRead >= int64(total) && groups[0].Pending == 0 && groups[0].Lag == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream not drained: groups %+v, err %v", groups, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func results(t testing.TB, evs []*eventsv1.MatchFinished) []ladder.Result {
+	t.Helper()
+	out := make([]ladder.Result, len(evs))
+	for i, ev := range evs {
+		r, err := FromEvent(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// replayInStoreOrder checks that the stored standings equal a sequential
+// replay of the matches in the order the store applied them.
+func (fx *fixture) checkReplay(t *testing.T, matches []ladder.Result) {
+	t.Helper()
+	ctx := t.Context()
+	seqs := map[string]int64{}
+	for _, r := range matches {
+		seq, ok, err := fx.store.Applied(ctx, r.Pool, r.MatchID)
+		if err != nil || !ok {
+			t.Fatalf("match %s: applied %v, err %v", r.MatchID, ok, err)
+		}
+		seqs[r.MatchID] = seq
+	}
+	ordered := slices.Clone(matches)
+	slices.SortFunc(ordered, func(a, b ladder.Result) int { return int(seqs[a.MatchID] - seqs[b.MatchID]) })
+	for i, r := range ordered {
+		if seqs[r.MatchID] != int64(i+1) {
+			t.Fatalf("sequence numbers are not 1..%d: %s has %d at position %d", len(ordered), r.MatchID, seqs[r.MatchID], i)
+		}
+	}
+	want := map[string]ladder.Standing{}
+	for _, r := range ordered {
+		var before [ladder.Seats]ladder.Standing
+		for p, pl := range r.Places {
+			s, ok := want[pl.PlayerID]
+			if !ok {
+				s = fx.policy.New()
+			}
+			before[p] = s
+		}
+		changes, err := fx.policy.Rate(r, before, r.FinishedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range changes {
+			want[c.PlayerID] = c.After
+		}
+	}
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	got, err := fx.store.Players(ctx, pool, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range got {
+		w := want[ids[i]]
+		if p.Standing.Rating != w.Rating || p.Standing.Games != w.Games || p.Standing.Version != w.Version {
+			t.Errorf("player %s: stored %+v, replay %+v", ids[i], p.Standing, w)
+		}
+	}
+}
+
+func TestConsumerAppliesAndDeadLetters(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, fx *fixture) {
+		good := []*eventsv1.MatchFinished{
+			event("m1", pool, "a", "b", "c", "d"),
+			event("m2", pool, "d", "c", "b", "a"),
+		}
+		badRanking := event("m3", pool, "a", "b", "c", "d")
+		badRanking.Result.Ranking[0], badRanking.Result.Ranking[1] = badRanking.Result.Ranking[1], badRanking.Result.Ranking[0]
+		ids := fx.publish(t,
+			entry(good[0]),
+			map[string]any{fieldType: "fourkingdoms.events.v1.Unknown", fieldData: "x"},
+			entry(good[1]),
+			map[string]any{fieldType: EventType, fieldData: "\xff\x01"},
+			entry(badRanking),
+			entry(good[0]), // redelivered by the publisher
+			entry(event("m4", "checkers", "a", "b", "c", "d")),
+		)
+		fx.start(t, "c", 1)
+		fx.waitDrained(t, len(ids))
+		fx.checkReplay(t, results(t, good))
+
+		dead, err := fx.rdb.XRange(t.Context(), fx.cfg.DeadLetter, "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{ids[1]: "type", ids[3]: "decode", ids[4]: "contradicts", ids[6]: "unknown rule set"}
+		if len(dead) != len(want) {
+			t.Fatalf("dead letters = %+v, want %d", dead, len(want))
+		}
+		for _, d := range dead {
+			src, _ := d.Values["dead_id"].(string)
+			reason, _ := d.Values["dead_reason"].(string)
+			if !strings.Contains(reason, want[src]) || d.Values[fieldType] == nil {
+				t.Errorf("dead letter of %s: %+v, want reason with %q and the original fields", src, d.Values, want[src])
+			}
+		}
+		if _, ok, _ := fx.store.Applied(t.Context(), pool, "m3"); ok {
+			t.Error("match with a bad ranking was applied")
+		}
+	})
+}
+
+// A consumer dies after the store applied its events but before it
+// acknowledged them; another consumer takes them over, changes nothing and
+// acknowledges.
+func TestConsumerCrashBeforeAck(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, fx *fixture) {
+		ctx := t.Context()
+		evs := []*eventsv1.MatchFinished{event("m1", pool, "a", "b", "c", "d"), event("m2", pool, "b", "a", "d", "c")}
+		fx.publish(t, entry(evs[0]), entry(evs[1]))
+
+		// The dying consumer: read, apply, and never acknowledge.
+		c, err := New(fx.rdb, fx.store, fx.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ensureGroup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := c.read(ctx, "doomed")
+		if err != nil || len(msgs) != 2 {
+			t.Fatalf("read %d messages, err %v", len(msgs), err)
+		}
+		res := make([]ladder.Result, len(msgs))
+		for i, m := range msgs {
+			if res[i], err = Decode(m.Values); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := fx.store.Apply(ctx, res); err != nil {
+			t.Fatal(err)
+		}
+		pending, err := fx.rdb.XPending(ctx, fx.cfg.Stream, fx.cfg.Group).Result()
+		if err != nil || pending.Count != 2 || pending.Consumers["doomed"] != 2 {
+			t.Fatalf("pending before takeover = %+v, err %v", pending, err)
+		}
+
+		fx.start(t, "heir", 1)
+		fx.waitDrained(t, 2)
+		fx.checkReplay(t, results(t, evs))
+		h, _, err := fx.store.History(ctx, pool, "a", 0, 10)
+		if err != nil || len(h) != 2 {
+			t.Errorf("history of a = %+v, err %v; want 2 entries", h, err)
+		}
+	})
+}
+
+// Two consumer processes (two workers each) share a stream of thousands of
+// events, duplicates included: every match is applied exactly once, and the
+// ratings equal a sequential replay in the store's order.
+func TestConsumersShareStream(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, fx *fixture) {
+		n := 3000
+		if testing.Short() {
+			n = 500
+		}
+		rng := rand.New(rand.NewPCG(5, 6))
+		const players = 40
+		evs := make([]*eventsv1.MatchFinished, n)
+		values := make([]map[string]any, 0, n+n/10)
+		for i := range evs {
+			pick := rng.Perm(players)[:4]
+			order := make([]string, 4)
+			for j, k := range pick {
+				order[j] = fmt.Sprintf("p%02d", k)
+			}
+			evs[i] = event(fmt.Sprintf("m%05d", i), pool, order...)
+			values = append(values, entry(evs[i]))
+			if i%10 == 0 {
+				values = append(values, entry(evs[rng.IntN(i+1)])) // a redelivery
+			}
+		}
+		fx.cfg.Batch = 64
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for chunk := range slices.Chunk(values, 500) {
+				fx.publish(t, chunk...)
+			}
+		})
+		fx.start(t, "one", 2)
+		fx.start(t, "two", 2)
+		wg.Wait()
+		fx.waitDrained(t, len(values))
+		fx.checkReplay(t, results(t, evs))
+	})
+}
+
+// A match that cannot be applied (a player's stored rating is corrupt) does
+// not hold back the others, and goes to the dead-letter stream after
+// MaxDeliveries deliveries.
+func TestConsumerRetiresUndeliverable(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, fx *fixture) {
+		ctx := t.Context()
+		// The key layout is documented in docs/rating.md.
+		if err := fx.rdb.Set(ctx, fx.prefix+"{rt:"+pool+"}:p:broken", "garbage", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		good := event("good", pool, "a", "b", "c", "d")
+		ids := fx.publish(t, entry(event("poison", pool, "a", "broken", "c", "d")), entry(good))
+		fx.cfg.MaxDeliveries = 2
+		fx.start(t, "c", 1)
+		fx.waitDrained(t, len(ids))
+		fx.checkReplay(t, results(t, []*eventsv1.MatchFinished{good}))
+		dead, err := fx.rdb.XRange(ctx, fx.cfg.DeadLetter, "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dead) != 1 || dead[0].Values["dead_id"] != ids[0] || !strings.Contains(dead[0].Values["dead_reason"].(string), "deliveries") {
+			t.Errorf("dead letters = %+v, want the poison entry %s", dead, ids[0])
+		}
+	})
+}
+
+// Consumers that left the group long ago and hold nothing are removed;
+// those with pending entries stay until their entries are taken over.
+func TestConsumerForgetsDeparted(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, fx *fixture) {
+		ctx := t.Context()
+		c, err := New(fx.rdb, fx.store, fx.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.forgetAfter = 100 * time.Millisecond
+		if err := c.ensureGroup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.read(ctx, "idle-empty"); err != nil {
+			t.Fatal(err)
+		}
+		fx.publish(t, entry(event("m1", pool, "a", "b", "c", "d")))
+		if msgs, err := c.read(ctx, "idle-holding"); err != nil || len(msgs) != 1 {
+			t.Fatalf("read %d, %v", len(msgs), err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if err := c.forget(ctx, "me"); err != nil {
+			t.Fatal(err)
+		}
+		consumers, err := fx.rdb.XInfoConsumers(ctx, fx.cfg.Stream, fx.cfg.Group).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, g := range consumers {
+			names = append(names, g.Name)
+		}
+		if !slices.Equal(names, []string{"idle-holding"}) {
+			t.Errorf("consumers after forget = %v, want [idle-holding]", names)
+		}
+	})
+}

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A player's standing is stored as one string,
+//
+//	version|mu|sigma|games|updated unix ms|bot 0/1|display name
+//
+// so that the apply script compares and replaces it with one command each.
+// Floats use the shortest exact representation: they read back bit for bit.
+func encodePlayer(p Player) string {
+	b := make([]byte, 0, 64+len(p.Name))
+	st := p.Standing
+	b = strconv.AppendInt(b, st.Version, 10)
+	b = append(b, '|')
+	b = strconv.AppendFloat(b, st.Rating.Mu, 'g', -1, 64)
+	b = append(b, '|')
+	b = strconv.AppendFloat(b, st.Rating.Sigma, 'g', -1, 64)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, st.Games, 10)
+	b = append(b, '|')
+	var ms int64
+	if !st.UpdatedAt.IsZero() {
+		ms = st.UpdatedAt.UnixMilli()
+	}
+	b = strconv.AppendInt(b, ms, 10)
+	if p.Bot {
+		b = append(b, "|1|"...)
+	} else {
+		b = append(b, "|0|"...)
+	}
+	b = append(b, p.Name...)
+	return string(b)
+}
+
+// decodePlayer decodes a stored standing; "" means never rated.
+func (s *Store) decodePlayer(id, raw string) (Player, error) {
+	p := Player{ID: id, Standing: s.policy.New()}
+	if raw == "" {
+		return p, nil
+	}
+	f := strings.SplitN(raw, "|", 7)
+	if len(f) != 7 {
+		return p, fmt.Errorf("read player %s: corrupt standing %q", id, raw)
+	}
+	var errs [5]error
+	p.Standing.Version, errs[0] = strconv.ParseInt(f[0], 10, 64)
+	p.Standing.Rating.Mu, errs[1] = strconv.ParseFloat(f[1], 64)
+	p.Standing.Rating.Sigma, errs[2] = strconv.ParseFloat(f[2], 64)
+	p.Standing.Games, errs[3] = strconv.ParseInt(f[3], 10, 64)
+	ms, err := strconv.ParseInt(f[4], 10, 64)
+	errs[4] = err
+	if err := errors.Join(errs[:]...); err != nil {
+		return p, fmt.Errorf("read player %s: corrupt standing %q: %w", id, raw, err)
+	}
+	if ms != 0 {
+		p.Standing.UpdatedAt = time.UnixMilli(ms).UTC()
+	}
+	p.Bot = f[5] == "1"
+	p.Name = f[6]
+	p.Known = true
+	return p, nil
+}
+
+// A history entry is stored as one string,
+//
+//	game|place|finished unix ms|display before|display after|mu|sigma|match id
+//
+// (the match id last: it may contain '|').
+func encodeHistory(e HistoryEntry) string {
+	b := make([]byte, 0, 80+len(e.MatchID))
+	b = strconv.AppendInt(b, e.Game, 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, int64(e.Place), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, e.FinishedAt.UnixMilli(), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, int64(e.DisplayBefore), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, int64(e.DisplayAfter), 10)
+	b = append(b, '|')
+	b = strconv.AppendFloat(b, e.Mu, 'g', -1, 64)
+	b = append(b, '|')
+	b = strconv.AppendFloat(b, e.Sigma, 'g', -1, 64)
+	b = append(b, '|')
+	b = append(b, e.MatchID...)
+	return string(b)
+}
+
+func decodeHistory(raw string) (HistoryEntry, error) {
+	var e HistoryEntry
+	f := strings.SplitN(raw, "|", 8)
+	if len(f) != 8 {
+		return e, fmt.Errorf("corrupt history entry %q", raw)
+	}
+	var errs [7]error
+	var place, before, after, ms int64
+	e.Game, errs[0] = strconv.ParseInt(f[0], 10, 64)
+	place, errs[1] = strconv.ParseInt(f[1], 10, 32)
+	ms, errs[2] = strconv.ParseInt(f[2], 10, 64)
+	before, errs[3] = strconv.ParseInt(f[3], 10, 32)
+	after, errs[4] = strconv.ParseInt(f[4], 10, 32)
+	e.Mu, errs[5] = strconv.ParseFloat(f[5], 64)
+	e.Sigma, errs[6] = strconv.ParseFloat(f[6], 64)
+	if err := errors.Join(errs[:]...); err != nil {
+		return e, fmt.Errorf("corrupt history entry %q: %w", raw, err)
+	}
+	e.Place, e.DisplayBefore, e.DisplayAfter = int(place), int(before), int(after)
+	e.FinishedAt = time.UnixMilli(ms).UTC()
+	e.MatchID = f[7]
+	return e, nil
+}

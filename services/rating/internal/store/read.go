@@ -1,0 +1,158 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Players returns the standings of ids in pool, in the order of ids.
+// Players who never played in the pool get the default standing and
+// Known = false.
+func (s *Store) Players(ctx context.Context, pool string, ids []string) ([]Player, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	k := newKeys(s.prefix, pool)
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = k.player(id)
+	}
+	// One MGET: every key of a pool is in one slot.
+	vals, err := s.rdb.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read %d players of pool %s: %w", len(ids), pool, err)
+	}
+	out := make([]Player, len(ids))
+	for i, v := range vals {
+		raw, _ := v.(string)
+		p, err := s.decodePlayer(ids[i], raw)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+// Applied returns the sequence number under which match was applied in
+// pool, and false if it was not applied.
+func (s *Store) Applied(ctx context.Context, pool, match string) (int64, bool, error) {
+	seq, err := s.rdb.HGet(ctx, newKeys(s.prefix, pool).applied(), match).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read applied marker of match %s: %w", match, err)
+	}
+	return seq, true, nil
+}
+
+// LeaderboardEntry is one line of a leaderboard.
+type LeaderboardEntry struct {
+	// Rank is the 1-based position on the leaderboard.
+	Rank int64
+	// Display is the displayed rating that placed the player.
+	Display int
+	Player  Player
+}
+
+// Leaderboard returns up to limit entries of pool's leaderboard, best first.
+// cursor is "" for the first page or the next cursor of the previous page;
+// next is "" after the last page.
+//
+// Order: display rating, highest first; equal ratings: the player whose
+// rating last changed in an earlier match (lower apply sequence number)
+// first, and for one match the better place first. The cursor is
+// the last entry's score, so pages neither repeat nor skip players whose
+// score did not change meanwhile. The entry's Display comes from the
+// leaderboard itself; the standing is read just after it and may be newer.
+func (s *Store) Leaderboard(ctx context.Context, pool, cursor string, limit int) ([]LeaderboardEntry, string, error) {
+	if limit <= 0 {
+		return nil, "", fmt.Errorf("leaderboard page size %d: must be positive", limit)
+	}
+	max := "+inf"
+	if cursor != "" {
+		after, err := strconv.ParseInt(cursor, 10, 64)
+		if err != nil || after < 0 {
+			return nil, "", fmt.Errorf("leaderboard cursor %q: %w", cursor, ErrInvalidCursor)
+		}
+		max = "(" + cursor
+	}
+	k := newKeys(s.prefix, pool)
+	var above *redis.IntCmd
+	var page *redis.ZSliceCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		above = p.ZCount(ctx, k.leaderboard(), strings.TrimPrefix(max, "("), "+inf")
+		page = p.ZRevRangeByScoreWithScores(ctx, k.leaderboard(), &redis.ZRangeBy{Max: max, Min: "-inf", Count: int64(limit) + 1})
+		return nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("read leaderboard of pool %s: %w", pool, err)
+	}
+	zs := page.Val()
+	more := len(zs) > limit
+	zs = zs[:min(len(zs), limit)]
+	ids := make([]string, len(zs))
+	for i, z := range zs {
+		ids[i], _ = z.Member.(string)
+	}
+	players, err := s.Players(ctx, pool, ids)
+	if err != nil {
+		return nil, "", err
+	}
+	// ZCOUNT counted the entries of earlier pages, down to the cursor
+	// (none without a cursor: nothing scores +inf).
+	rank := above.Val()
+	out := make([]LeaderboardEntry, len(zs))
+	for i, z := range zs {
+		out[i] = LeaderboardEntry{Rank: rank + int64(i) + 1, Display: int(math.Floor(z.Score / tieBits)), Player: players[i]}
+	}
+	next := ""
+	if more {
+		next = strconv.FormatInt(int64(zs[len(zs)-1].Score), 10)
+	}
+	return out, next, nil
+}
+
+// History returns up to limit of a player's rated matches in pool, newest
+// first, starting with game number before (0 = the newest game). next is
+// the before of the following page, 0 after the last page.
+//
+// Game n of a player (n from 1) is always at list index -n: entries are only
+// ever pushed at the head, one per rated game. So paging by game number is
+// stable while new games arrive.
+func (s *Store) History(ctx context.Context, pool, playerID string, before int64, limit int) ([]HistoryEntry, int64, error) {
+	if limit <= 0 || before < 0 {
+		return nil, 0, fmt.Errorf("history page (before %d, size %d): %w", before, limit, ErrInvalidCursor)
+	}
+	key := newKeys(s.prefix, pool).history(playerID)
+	var raw []string
+	var err error
+	if before == 0 {
+		raw, err = s.rdb.LRange(ctx, key, 0, int64(limit)-1).Result()
+	} else {
+		raw, err = s.rdb.LRange(ctx, key, -before, -max(1, before-int64(limit)+1)).Result()
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read history of %s in pool %s: %w", playerID, pool, err)
+	}
+	out := make([]HistoryEntry, len(raw))
+	for i, r := range raw {
+		e, err := decodeHistory(r)
+		if err != nil {
+			return nil, 0, fmt.Errorf("read history of %s in pool %s: %w", playerID, pool, err)
+		}
+		out[i] = e
+	}
+	var next int64
+	if n := len(out); n > 0 && out[n-1].Game > 1 {
+		next = out[n-1].Game - 1
+	}
+	return out, next, nil
+}

@@ -1,0 +1,421 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ladder"
+)
+
+const pool = "fourkingdoms"
+
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+// result returns a valid result of match with the players finishing in the
+// given order.
+func result(t testing.TB, match, pool string, order ...string) ladder.Result {
+	t.Helper()
+	players := make([]ladder.Participant, ladder.Seats)
+	ranking := make([]ladder.Seat, ladder.Seats)
+	for p, id := range order {
+		players[p] = ladder.Participant{PlayerID: id, Name: "name-" + id, Seat: ladder.Seat(p), Points: 40 - 10*p, Bot: strings.HasPrefix(id, "bot")}
+		ranking[p] = ladder.Seat(p)
+	}
+	res, err := ladder.NewResult(match, pool, t0.Add(time.Duration(len(match))*time.Second), players, ranking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// replay rates results one after the other, in the given order, from new
+// standings.
+func replay(t testing.TB, policy ladder.Policy, results []ladder.Result) map[string]ladder.Standing {
+	t.Helper()
+	st := map[string]ladder.Standing{}
+	for _, res := range results {
+		var before [ladder.Seats]ladder.Standing
+		for p, pl := range res.Places {
+			s, ok := st[pl.PlayerID]
+			if !ok {
+				s = policy.New()
+			}
+			before[p] = s
+		}
+		changes, err := policy.Rate(res, before, res.FinishedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range changes {
+			st[c.PlayerID] = c.After
+		}
+	}
+	return st
+}
+
+// inApplyOrder returns results sorted by the sequence number the store gave
+// them; every result must have been applied.
+func inApplyOrder(t testing.TB, ctx context.Context, s *Store, results []ladder.Result) []ladder.Result {
+	t.Helper()
+	seqs := map[string]int64{}
+	for _, r := range results {
+		seq, ok, err := s.Applied(ctx, r.Pool, r.MatchID)
+		if err != nil || !ok {
+			t.Fatalf("match %s: applied=%v err=%v", r.MatchID, ok, err)
+		}
+		seqs[r.MatchID] = seq
+	}
+	out := slices.Clone(results)
+	slices.SortFunc(out, func(a, b ladder.Result) int { return int(seqs[a.MatchID] - seqs[b.MatchID]) })
+	for i := 1; i < len(out); i++ {
+		if seqs[out[i].MatchID] == seqs[out[i-1].MatchID] {
+			t.Fatalf("matches %s and %s share sequence number %d", out[i-1].MatchID, out[i].MatchID, seqs[out[i].MatchID])
+		}
+	}
+	return out
+}
+
+// checkStandings compares the stored standings with want, exactly.
+func checkStandings(t testing.TB, ctx context.Context, s *Store, pool string, want map[string]ladder.Standing) {
+	t.Helper()
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	got, err := s.Players(ctx, pool, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range got {
+		w := want[ids[i]]
+		if !p.Known || p.Standing.Rating != w.Rating || p.Standing.Games != w.Games || p.Standing.Version != w.Version || !p.Standing.UpdatedAt.Equal(w.UpdatedAt) {
+			t.Errorf("player %s: stored %+v (known %v), want %+v", ids[i], p.Standing, p.Known, w)
+		}
+	}
+}
+
+type backend struct {
+	name   string
+	client func(t testing.TB) redis.UniversalClient
+}
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// backends are the Redis deployments every store test runs against.
+func backends() []backend {
+	return []backend{
+		{"standalone", func(t testing.TB) redis.UniversalClient { c, _ := redistest.Standalone(t); return c }},
+		{"cluster", func(t testing.TB) redis.UniversalClient { c, _ := redistest.Cluster(t); return c }},
+	}
+}
+
+func forEachBackend(t *testing.T, f func(t *testing.T, s *Store, rdb redis.UniversalClient)) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			rdb := b.client(t)
+			f(t, New(rdb, ladder.DefaultPolicy(), redistest.Prefix(t)), rdb)
+		})
+	}
+}
+
+func TestApplyOnce(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *Store, _ redis.UniversalClient) {
+		ctx := t.Context()
+		res := result(t, "m1", pool, "ann", "bob", "cat", "dan")
+		out, err := s.Apply(ctx, []ladder.Result{res})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[0].Status != Applied || out[0].Seq != 1 {
+			t.Fatalf("outcome %+v, want Applied with seq 1", out[0])
+		}
+		want := replay(t, s.policy, []ladder.Result{res})
+		checkStandings(t, ctx, s, pool, want)
+		if want["ann"].Rating.Mu <= 25 || want["dan"].Rating.Mu >= 25 {
+			t.Errorf("winner/loser moved the wrong way: %+v", want)
+		}
+
+		// Redelivery: in a later call and twice within one call.
+		for _, batch := range [][]ladder.Result{{res}, {res, res}} {
+			out, err := s.Apply(ctx, batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, o := range out {
+				if o.Status != Duplicate {
+					t.Errorf("redelivery %d: status %v, want Duplicate", i, o.Status)
+				}
+			}
+		}
+		checkStandings(t, ctx, s, pool, want)
+		h, _, err := s.History(ctx, pool, "ann", 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h) != 1 || h[0].MatchID != "m1" || h[0].Place != 1 || h[0].Game != 1 || h[0].DisplayBefore != 1500 {
+			t.Errorf("history of ann = %+v", h)
+		}
+	})
+}
+
+func TestApplyBatchEqualsSequential(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *Store, _ redis.UniversalClient) {
+		ctx := t.Context()
+		rng := rand.New(rand.NewPCG(1, 2))
+		ids := []string{"p0", "p1", "p2", "p3", "p4", "p5", "bot0"}
+		var results []ladder.Result
+		for i := range 60 {
+			pick := rng.Perm(len(ids))[:4]
+			order := make([]string, 4)
+			for j, k := range pick {
+				order[j] = ids[k]
+			}
+			pl := pool
+			if i%3 == 0 {
+				pl = "chesscom-ffa"
+			}
+			results = append(results, result(t, fmt.Sprintf("m%02d", i), pl, order...))
+		}
+		// Apply in batches of varied sizes, mixing pools within a batch.
+		for i := 0; i < len(results); {
+			n := min(1+i%7, len(results)-i)
+			out, err := s.Apply(ctx, results[i:i+n])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, o := range out {
+				if o.Status != Applied {
+					t.Fatalf("match %s: status %v", results[i+j].MatchID, o.Status)
+				}
+			}
+			i += n
+		}
+		for _, pl := range []string{pool, "chesscom-ffa"} {
+			var mine []ladder.Result
+			for _, r := range results {
+				if r.Pool == pl {
+					mine = append(mine, r)
+				}
+			}
+			ordered := inApplyOrder(t, ctx, s, mine)
+			for i := range ordered {
+				if ordered[i].MatchID != mine[i].MatchID {
+					t.Fatalf("pool %s: apply order %s at %d, want %s", pl, ordered[i].MatchID, i, mine[i].MatchID)
+				}
+			}
+			checkStandings(t, ctx, s, pl, replay(t, s.policy, mine))
+		}
+	})
+}
+
+// Concurrent appliers on shared players serialize: every match applied once
+// and the result equals a replay in the store's order.
+func TestApplyConcurrent(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *Store, _ redis.UniversalClient) {
+		ctx := t.Context()
+		s.maxAttempts = 1000 // heavy contention on purpose
+		rng := rand.New(rand.NewPCG(3, 4))
+		const players, matches, workers = 12, 400, 6
+		results := make([]ladder.Result, matches)
+		for i := range results {
+			pick := rng.Perm(players)[:4]
+			order := make([]string, 4)
+			for j, k := range pick {
+				order[j] = fmt.Sprintf("p%d", k)
+			}
+			results[i] = result(t, fmt.Sprintf("m%03d", i), pool, order...)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, workers)
+		for w := range workers {
+			wg.Go(func() {
+				// Every worker applies every match, in its own order and
+				// batch size: all but one delivery must be duplicates.
+				mine := slices.Clone(results)
+				r := rand.New(rand.NewPCG(uint64(w), 9))
+				r.Shuffle(len(mine), func(i, j int) { mine[i], mine[j] = mine[j], mine[i] })
+				for i := 0; i < len(mine); {
+					n := min(1+w, len(mine)-i)
+					if _, err := s.Apply(ctx, mine[i:i+n]); err != nil {
+						errs <- err
+						return
+					}
+					i += n
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		ordered := inApplyOrder(t, ctx, s, results)
+		checkStandings(t, ctx, s, pool, replay(t, s.policy, ordered))
+		for p := range players {
+			h, _, err := s.History(ctx, pool, fmt.Sprintf("p%d", p), 0, matches)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, e := range h {
+				if e.Game != int64(len(h)-i) {
+					t.Fatalf("p%d history entry %d is game %d, want %d", p, i, e.Game, len(h)-i)
+				}
+			}
+		}
+	})
+}
+
+func TestLeaderboard(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *Store, _ redis.UniversalClient) {
+		ctx := t.Context()
+		s.policy.ProvisionalGames = 3
+		s.policy.ProvisionalSigma = 100
+		// a beats b beats c beats d, except the bot, which always wins.
+		var results []ladder.Result
+		for i := range 3 {
+			results = append(results, result(t, fmt.Sprintf("g%d", i), pool, "a", "b", "c", "d"))
+		}
+		results = append(results, result(t, "x1", pool, "bot1", "e", "f", "g"))
+		if _, err := s.Apply(ctx, results); err != nil {
+			t.Fatal(err)
+		}
+		// e, f, g and bot1 have one game: provisional, not listed.
+		var all []LeaderboardEntry
+		cursor := ""
+		for range 10 {
+			page, next, err := s.Leaderboard(ctx, pool, cursor, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, page...)
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		var got []string
+		for i, e := range all {
+			got = append(got, e.Player.ID)
+			if e.Rank != int64(i+1) {
+				t.Errorf("entry %s has rank %d, want %d", e.Player.ID, e.Rank, i+1)
+			}
+			if e.Display != ladder.Display(e.Player.Standing.Rating) {
+				t.Errorf("entry %s shows %d, standing says %d", e.Player.ID, e.Display, ladder.Display(e.Player.Standing.Rating))
+			}
+			if e.Player.Name != "name-"+e.Player.ID {
+				t.Errorf("entry %s has name %q", e.Player.ID, e.Player.Name)
+			}
+		}
+		if want := []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
+			t.Errorf("leaderboard = %v, want %v", got, want)
+		}
+		if _, _, err := s.Leaderboard(ctx, pool, "x", 10); err == nil {
+			t.Error("Leaderboard accepted a bad cursor")
+		}
+	})
+}
+
+// Equal display ratings: the player who reached the rating earlier ranks first.
+func TestLeaderboardTies(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *Store, _ redis.UniversalClient) {
+		ctx := t.Context()
+		s.policy.ProvisionalGames = 1
+		s.policy.ProvisionalSigma = 100
+		// Two disjoint groups with identical games: equal ratings.
+		r1 := result(t, "m1", pool, "z1", "z2", "z3", "z4")
+		r2 := result(t, "m2", pool, "a1", "a2", "a3", "a4")
+		r2.FinishedAt = r1.FinishedAt
+		if _, err := s.Apply(ctx, []ladder.Result{r1, r2}); err != nil {
+			t.Fatal(err)
+		}
+		page, _, err := s.Leaderboard(ctx, pool, "", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range page {
+			got = append(got, e.Player.ID)
+		}
+		if want := []string{"z1", "a1", "z2", "a2", "z3", "a3", "z4", "a4"}; !slices.Equal(got, want) {
+			t.Errorf("leaderboard = %v, want %v", got, want)
+		}
+	})
+}
+
+func TestHistoryPaging(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *Store, _ redis.UniversalClient) {
+		ctx := t.Context()
+		var results []ladder.Result
+		for i := range 7 {
+			order := []string{"a", "b", "c", "d"}
+			if i%2 == 1 {
+				slices.Reverse(order)
+			}
+			results = append(results, result(t, fmt.Sprintf("m%d", i), pool, order...))
+		}
+		if _, err := s.Apply(ctx, results); err != nil {
+			t.Fatal(err)
+		}
+		var games []int64
+		var before int64
+		for range 10 {
+			page, next, err := s.History(ctx, pool, "a", before, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range page {
+				games = append(games, e.Game)
+				if want := fmt.Sprintf("m%d", e.Game-1); e.MatchID != want {
+					t.Errorf("game %d is match %s, want %s", e.Game, e.MatchID, want)
+				}
+			}
+			// A new game arriving between pages must not disturb paging.
+			if before == 0 {
+				if _, err := s.Apply(ctx, []ladder.Result{result(t, "m7", pool, "a", "b", "c", "d")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if next == 0 {
+				break
+			}
+			before = next
+		}
+		if want := []int64{7, 6, 5, 4, 3, 2, 1}; !slices.Equal(games, want) {
+			t.Errorf("games = %v, want %v", games, want)
+		}
+		h, _, err := s.History(ctx, pool, "nobody", 0, 5)
+		if err != nil || len(h) != 0 {
+			t.Errorf("history of an unknown player = %v, %v", h, err)
+		}
+	})
+}
+
+func TestPlayersUnknown(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *Store, _ redis.UniversalClient) {
+		got, err := s.Players(t.Context(), pool, []string{"ghost"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0].Known || got[0].Standing != s.policy.New() {
+			t.Errorf("unknown player = %+v", got[0])
+		}
+	})
+}
