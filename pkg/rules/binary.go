@@ -12,7 +12,10 @@ import (
 //	"4K" 0x01            magic and version
 //	rule set             1 byte: index in RuleSetNames
 //	flags                1 byte: 1 start FEN4 follows, 2 zombie moves are
-//	                     stored (record replay), 4 aborted
+//	                     stored (record replay), 4 aborted, 8 leaves that
+//	                     keep the turn follow (record replay, see
+//	                     Action.KeepTurn): codes 8-15 below are those
+//	                     leaves and moves start at 16
 //	seed                 uvarint
 //	[start FEN4]         uvarint length + canonical FEN4 text
 //	n                    uvarint number of actions
@@ -30,7 +33,11 @@ const (
 	binFlagFEN     = 1
 	binFlagZombies = 2
 	binFlagAborted = 4
+	binFlagKeep    = 8
 	binMoveBase    = 8
+	// binMoveBaseKeep is the first move code under binFlagKeep: 8-11
+	// resignation and 12-15 time loss keeping the turn.
+	binMoveBaseKeep = 16
 )
 
 // MarshalBinary encodes the game: rule set, seed, start position and the
@@ -55,6 +62,11 @@ func (g *Game) MarshalBinary() ([]byte, error) {
 	if g.term == Aborted {
 		flags |= binFlagAborted
 	}
+	moveBase := binMoveBase
+	if slices.ContainsFunc(g.history, func(a Action) bool { return a.KeepTurn }) {
+		flags |= binFlagKeep
+		moveBase = binMoveBaseKeep
+	}
 	buf = append(buf, flags)
 	buf = binary.AppendUvarint(buf, g.seed)
 	if g.startFEN != "" {
@@ -70,15 +82,20 @@ func (g *Game) MarshalBinary() ([]byte, error) {
 	buf = binary.AppendUvarint(buf, uint64(n))
 	for _, a := range g.history {
 		switch a.Kind {
-		case ActionResign:
-			buf = binary.AppendUvarint(buf, uint64(a.Seat))
-		case ActionTimeOut:
-			buf = binary.AppendUvarint(buf, uint64(4+a.Seat))
+		case ActionResign, ActionTimeOut:
+			code := uint64(a.Seat)
+			if a.Kind == ActionTimeOut {
+				code += 4
+			}
+			if a.KeepTurn {
+				code += 8
+			}
+			buf = binary.AppendUvarint(buf, code)
 		case ActionMove:
 			if a.Zombie && !g.manualZombies {
 				continue
 			}
-			buf = binary.AppendUvarint(buf, uint64(binMoveBase+a.index))
+			buf = binary.AppendUvarint(buf, uint64(moveBase+a.index))
 		}
 	}
 	return buf, nil
@@ -137,19 +154,25 @@ func (g *Game) UnmarshalBinary(data []byte) error {
 		return fmt.Errorf("%w: %w", ErrBadEncoding, err)
 	}
 	ng.manualZombies = flags&binFlagZombies != 0
+	moveBase := uint64(binMoveBase)
+	if flags&binFlagKeep != 0 {
+		moveBase = binMoveBaseKeep
+	}
 	for i := range n {
 		v, err := next()
 		if err != nil {
 			return err
 		}
 		switch {
-		case v < 4:
-			_, err = ng.Resign(Seat(v))
-		case v < binMoveBase:
-			_, err = ng.TimeOut(Seat(v - 4))
+		case v < moveBase:
+			kind := ActionResign
+			if v&4 != 0 {
+				kind = ActionTimeOut
+			}
+			_, err = ng.leave(Seat(v&3), kind, v&8 != 0)
 		default:
 			ms := ng.legal(ng.ToMove())
-			idx := v - binMoveBase
+			idx := v - moveBase
 			if idx >= uint64(len(ms)) {
 				return bad("action %d: move index %d of %d", i, idx, len(ms))
 			}

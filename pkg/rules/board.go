@@ -307,7 +307,11 @@ func castleBit(s Seat, long bool) uint8 {
 // redBackRank is Red's back rank from file d to k.
 var redBackRank = [8]PieceKind{Rook, Knight, Bishop, Queen, King, Bishop, Knight, Rook}
 
-func newGeometry(edges [NumSeats]edge) *geometry {
+// newGeometry computes the tables of a seating. mirror has bit s set when
+// seat s's army is Red's army mirrored (king and queen swapped, as two
+// armies of the largest site's old layout) before it is rotated to its
+// edge; castling then follows the king: two squares toward the rook.
+func newGeometry(edges [NumSeats]edge, mirror uint8) *geometry {
 	g := &geometry{edge: edges}
 	for i := range g.start {
 		g.start[i] = offCell
@@ -319,12 +323,15 @@ func newGeometry(edges [NumSeats]edge) *geometry {
 			}
 		}
 	}
-	at := func(e edge, f, r int) Square {
-		tf, tr := e.transform(f, r)
-		return SquareAt(tf, tr)
-	}
 	for s := Seat(0); s < NumSeats; s++ {
 		e := edges[s]
+		at := func(e edge, f, r int) Square {
+			if mirror&(1<<s) != 0 {
+				f = BoardSize - 1 - f
+			}
+			tf, tr := e.transform(f, r)
+			return SquareAt(tf, tr)
+		}
 		g.fwd[s] = e.forward()
 		// Sideways offsets: Red's east/west rotated.
 		ef, er := e.transform(8, 0)
@@ -370,14 +377,24 @@ const (
 	SeatingClockwise
 )
 
-var geometries = [2]*geometry{
-	newGeometry([NumSeats]edge{edgeSouth, edgeEast, edgeNorth, edgeWest}),
-	newGeometry([NumSeats]edge{edgeSouth, edgeWest, edgeNorth, edgeEast}),
-}
-
-func (s Seating) geometry() *geometry {
-	if s == SeatingClockwise {
-		return geometries[1]
+// geometries holds every seating with every set of mirrored armies
+// (index: seating, mirror bits); computed once, never written.
+var geometries = func() (t [2][1 << NumSeats]*geometry) {
+	for m := range 1 << NumSeats {
+		t[0][m] = newGeometry([NumSeats]edge{edgeSouth, edgeEast, edgeNorth, edgeWest}, uint8(m))
+		t[1][m] = newGeometry([NumSeats]edge{edgeSouth, edgeWest, edgeNorth, edgeEast}, uint8(m))
 	}
-	return geometries[0]
+	return t
+}()
+
+func (s Seating) geometry() *geometry { return s.mirroredGeometry(0) }
+
+// mirroredGeometry returns the geometry with the armies of the seats in
+// mirror (bit per seat) mirrored.
+func (s Seating) mirroredGeometry(mirror uint8) *geometry {
+	i := 0
+	if s == SeatingClockwise {
+		i = 1
+	}
+	return geometries[i][mirror&(1<<NumSeats-1)]
 }

@@ -13,6 +13,10 @@
 //     random moves come from the game's seed, end-of-game bonuses, results
 //     and ranking, FEN4, PGN4 and a compact binary encoding.
 //
+// Replay checks a game record (PGN4, such as the largest site's exports)
+// move by move against the engine: legality, marks, captures, points and
+// the ending.
+//
 // Every rule that differs between variants is a field of RuleSet; the
 // default "fourkingdoms" and "chesscom-ffa" are provided by RuleSetByName.
 //

@@ -122,6 +122,16 @@ func ParseFEN4(rs RuleSet, text string) (*Position, error) {
 	if p.status[p.toMove] == Out {
 		return nil, fenErr("seat to move %s is out of play", p.toMove)
 	}
+	// An army whose king stands on the square of its queen in the
+	// standard start (the largest site's old "4PCo" layout) castles in
+	// the mirrored way: two squares toward each rook.
+	var mirror uint8
+	for s := Seat(0); s < NumSeats; s++ {
+		if m := rs.Seating.mirroredGeometry(1 << s); p.king[s] != NoSquare && p.king[s] == m.castle[s][0].kingFrom {
+			mirror |= 1 << s
+		}
+	}
+	p.geo = rs.Seating.mirroredGeometry(mirror)
 	// Drop castling rights the placement cannot honour.
 	for s := Seat(0); s < NumSeats; s++ {
 		for side := range 2 {

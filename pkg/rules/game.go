@@ -108,6 +108,9 @@ type AppliedMove struct {
 	// move; CheckBonus the points for checking several kings at once.
 	Checks     []Seat
 	CheckBonus int
+	// MarkedChecks are the seats the text's "+" marks stand for: Checks,
+	// or under RuleSet.SiteMarks the kings this move put in check.
+	MarkedChecks []Seat
 	// Mated are the seats mated by this move (MatePoints each to the mover).
 	Mated []Seat
 	// Eliminated are the seats that left the game through this move
@@ -160,6 +163,11 @@ type Action struct {
 	Zombie bool
 	// Text is the move's PGN4 text with check and mate marks.
 	Text string
+	// KeepTurn marks a resignation or time loss on the seat's own turn
+	// after which its zombie moves in that same turn, taken from a record
+	// (the largest site writes it "Ke2-f1T"); it happens only in games
+	// whose zombie moves come from a record.
+	KeepTurn bool
 	// index is the move's place in the sorted list of legal moves, which
 	// is what the binary encoding stores.
 	index int
@@ -177,8 +185,11 @@ type Game struct {
 	history  []Action
 	reps     map[uint64]int
 	ply      int
-	over     bool
-	term     Termination
+	// quiet counts the moves of live players since the last pawn move or
+	// scoring capture (RuleSet.NoProgressLiveMoves).
+	quiet int
+	over  bool
+	term  Termination
 	// manualZombies: zombie moves are supplied by the caller (record
 	// replay) instead of being drawn from the seed.
 	manualZombies bool
@@ -399,13 +410,16 @@ func (g *Game) findLegal(s Seat, m Move) (Move, int, bool) {
 // Resign makes live seat s resign, at any time: its result points are
 // frozen and its army becomes a zombie. Zombie moves follow at once if it
 // is now a zombie's turn.
-func (g *Game) Resign(s Seat) (Effects, error) { return g.leave(s, ActionResign) }
+func (g *Game) Resign(s Seat) (Effects, error) { return g.leave(s, ActionResign, false) }
 
 // TimeOut records that seat s ran out of time; it is treated like a
 // resignation.
-func (g *Game) TimeOut(s Seat) (Effects, error) { return g.leave(s, ActionTimeOut) }
+func (g *Game) TimeOut(s Seat) (Effects, error) { return g.leave(s, ActionTimeOut, false) }
 
-func (g *Game) leave(s Seat, kind ActionKind) (Effects, error) {
+// leave makes s resign or run out of time. keepTurn (record replay only,
+// s to move) keeps the turn with s, whose zombie move follows from the
+// record, even when the rule set passes the turn on resignation.
+func (g *Game) leave(s Seat, kind ActionKind, keepTurn bool) (Effects, error) {
 	if s >= NumSeats {
 		return Effects{}, ErrBadSeat
 	}
@@ -419,10 +433,11 @@ func (g *Game) leave(s Seat, kind ActionKind) (Effects, error) {
 	p := g.pos
 	p.frozen[s], p.resigned[s] = p.points[s], true
 	g.setStatus(s, Zombie)
-	if g.rules.ResignPassesTurn && p.toMove == s {
+	keepTurn = keepTurn && g.manualZombies && p.toMove == s
+	if g.rules.ResignPassesTurn && p.toMove == s && !keepTurn {
 		p.setToMove(p.nextSeat(s))
 	}
-	g.history = append(g.history, Action{Kind: kind, Seat: s})
+	g.history = append(g.history, Action{Kind: kind, Seat: s, KeepTurn: keepTurn})
 	ek := EventResigned
 	if kind == ActionTimeOut {
 		ek = EventTimedOut
@@ -471,6 +486,17 @@ func (g *Game) applyMove(s Seat, m Move, idx int, zombie bool, eff *Effects) {
 		am.CapturePoints = rs.captureValue(pc, p.status[owner])
 		am.KingCaptured = pieceKind(pc) == King
 	}
+	// Under SiteMarks, remember who was in check, and who was
+	// attacked by the mover, before the move.
+	var checkedBefore, moverBefore [NumSeats]bool
+	if rs.SiteMarks {
+		for o := Seat(0); o < NumSeats; o++ {
+			if o != s && p.status[o] != Out && p.king[o] != NoSquare {
+				checkedBefore[o] = p.InCheck(o)
+				moverBefore[o] = p.attackedBy(int(p.king[o]), s)
+			}
+		}
+	}
 	p.Make(m)
 	g.ply++
 	am.Points += am.CapturePoints
@@ -483,6 +509,18 @@ func (g *Game) applyMove(s Seat, m Move, idx int, zombie bool, eff *Effects) {
 	for o := Seat(0); o < NumSeats; o++ {
 		if o != s && p.status[o] != Out && p.king[o] != NoSquare && p.attackedBy(int(p.king[o]), s) {
 			am.Checks = append(am.Checks, o)
+		}
+	}
+	am.MarkedChecks = am.Checks
+	if rs.SiteMarks {
+		am.MarkedChecks = nil
+		for o := Seat(0); o < NumSeats; o++ {
+			if o == s || p.status[o] == Out || p.king[o] == NoSquare {
+				continue
+			}
+			if (p.attackedBy(int(p.king[o]), s) && !moverBefore[o]) || (p.InCheck(o) && !checkedBefore[o]) {
+				am.MarkedChecks = append(am.MarkedChecks, o)
+			}
 		}
 	}
 	// The bonus counts the checked kings of live players only: checking a
@@ -530,13 +568,23 @@ func (g *Game) applyMove(s Seat, m Move, idx int, zombie bool, eff *Effects) {
 		am.Points += rs.MatePoints
 	}
 	p.points[s] += am.Points
+	switch {
+	case m.Piece() == Pawn || am.CapturePoints > 0:
+		g.quiet = 0
+	case !zombie:
+		g.quiet++
+	}
 	for _, o := range stalemated {
 		g.stalemate(o, eff)
 	}
 	if p.status[p.toMove] == Out {
 		p.setToMove(p.nextSeat(p.toMove))
 	}
-	am.Text = g.moveTextWithMarks(m, len(am.Checks), len(am.Mated))
+	outMarks := len(am.Mated)
+	if rs.SiteMarks {
+		outMarks = len(am.Eliminated)
+	}
+	am.Text = g.moveTextWithMarks(m, len(am.MarkedChecks), outMarks)
 	g.history = append(g.history, Action{Kind: ActionMove, Seat: s, Move: m, Zombie: zombie, Text: am.Text, index: idx})
 	g.reps[g.repKey()]++
 	eff.Moves = append(eff.Moves, am)
@@ -646,6 +694,8 @@ func (g *Game) checkEnd(eff *Effects) bool {
 		}
 	case rs.NoProgressPlies > 0 && p.halfmove >= rs.NoProgressPlies:
 		term = NoProgress
+	case rs.NoProgressLiveMoves > 0 && g.quiet >= rs.NoProgressLiveMoves && p.status[p.toMove] == Live:
+		term = NoProgress
 	case rs.RepetitionCount > 0 && g.reps[g.repKey()] >= rs.RepetitionCount:
 		term = Repetition
 	case rs.BareKingsDraw && g.bareKings():
@@ -655,10 +705,16 @@ func (g *Game) checkEnd(eff *Effects) bool {
 		return false
 	}
 	if term == NoProgress || term == Repetition || term == BareKings {
+		pts := rs.DrawPoints
+		if rs.DrawSharesZombieKings && live > 0 {
+			// Each zombie king's LastPlayerBonus, shared and rounded as
+			// in ZombieKingStalemateSplit.
+			pts += (rs.LastPlayerBonus*zombies + live/2) / live
+		}
 		for s := Seat(0); s < NumSeats; s++ {
-			if p.status[s] == Live && rs.DrawPoints != 0 {
-				p.points[s] += rs.DrawPoints
-				eff.Events = append(eff.Events, Event{Kind: EventBonus, Seat: s, Points: rs.DrawPoints, Reason: term, Ply: g.ply})
+			if p.status[s] == Live && pts != 0 {
+				p.points[s] += pts
+				eff.Events = append(eff.Events, Event{Kind: EventBonus, Seat: s, Points: pts, Reason: term, Ply: g.ply})
 			}
 		}
 	}

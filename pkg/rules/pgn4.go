@@ -34,6 +34,25 @@ func (r *Record) Tag(name string) (string, bool) {
 // standardStartTag is the StartFen4 value of the standard start position.
 const standardStartTag = "4PC"
 
+// namedStart returns the FEN4 of a start layout that records name instead
+// of giving a FEN4 ("" for the standard start).
+func namedStart(tag string) (string, bool) {
+	switch tag {
+	case standardStartTag:
+		return "", true
+	case "4PCo":
+		// The largest site's older layout: its standard start with the
+		// kings and queens of Blue (west) and Green (east) swapped, so
+		// that they castle in the mirrored way (seating clockwise).
+		return "R-0,0,0,0-1,1,1,1-1,1,1,1-0,0,0,0-0-" +
+			"3,yR,yN,yB,yK,yQ,yB,yN,yR,3/3,yP,yP,yP,yP,yP,yP,yP,yP,3/14/" +
+			"bR,bP,10,gP,gR/bN,bP,10,gP,gN/bB,bP,10,gP,gB/bK,bP,10,gP,gQ/" +
+			"bQ,bP,10,gP,gK/bB,bP,10,gP,gB/bN,bP,10,gP,gN/bR,bP,10,gP,gR/" +
+			"14/3,rP,rP,rP,rP,rP,rP,rP,rP,3/3,rR,rN,rB,rQ,rK,rB,rN,rR,3", true
+	}
+	return "", false
+}
+
 // PGN4 writes the game as a PGN4 record: the given tags first (in order;
 // tags the engine writes itself are skipped), then Variant, RuleSet,
 // StartFen4, Seed, Result and Termination, then the moves in numbered
@@ -41,8 +60,10 @@ const standardStartTag = "4PC"
 //
 // Resignations and time losses: a lone "R" or "T" is the seat to move
 // resigning or running out of time; "R" or "T" right after a move means its
-// mover did so just after it; any other one is written "R" or "T" followed
-// by the seat letter ("Rb": Blue resigned now). ParsePGN4 reads all three.
+// mover did so on that turn, before the move, which is the move of its
+// zombie in the same turn (the largest site's "Ke2-f1T", see
+// Action.KeepTurn); any other one is written "R" or "T" followed by the
+// seat letter ("Rb": Blue resigned now). ParsePGN4 reads all three.
 func (g *Game) PGN4(tags []Tag) string {
 	var b strings.Builder
 	own := map[string]bool{"Variant": true, "RuleSet": true, "StartFen4": true, "Seed": true, "Result": true, "Termination": true}
@@ -94,17 +115,26 @@ func (g *Game) PGN4(tags []Tag) string {
 		if a.Kind == ActionTimeOut {
 			letter = "T"
 		}
+		// A leave that keeps the turn is written after the zombie move
+		// that follows it.
+		keep := a.KeepTurn && i+1 < len(g.history) && g.history[i+1].Kind == ActionMove && g.history[i+1].Seat == a.Seat
 		switch {
+		case keep:
 		case a.Kind == ActionMove:
 			newSlot(a.Seat)
-			line = append(line, a.Text)
+			text := a.Text
+			if i > 0 && g.history[i-1].KeepTurn && g.history[i-1].Seat == a.Seat {
+				text += "R"
+				if g.history[i-1].Kind == ActionTimeOut {
+					text = text[:len(text)-1] + "T"
+				}
+			}
+			line = append(line, text)
 			prevWasMove = true
 		case turns[i] == a.Seat:
 			newSlot(a.Seat)
 			line = append(line, letter)
 			prevWasMove = false
-		case i > 0 && g.history[i-1].Kind == ActionMove && g.history[i-1].Seat == a.Seat && len(line) > 0:
-			line[len(line)-1] += letter
 		default:
 			newSlot(prevSeat)
 			prevWasMove = true
@@ -157,10 +187,8 @@ func (g *Game) replayAction(a Action) error {
 	switch a.Kind {
 	case ActionMove:
 		_, err = g.Play(a.Seat, a.Move)
-	case ActionResign:
-		_, err = g.Resign(a.Seat)
-	case ActionTimeOut:
-		_, err = g.TimeOut(a.Seat)
+	case ActionResign, ActionTimeOut:
+		_, err = g.leave(a.Seat, a.Kind, a.KeepTurn)
 	default:
 		err = fmt.Errorf("%w: unknown action kind %d", ErrBadRecord, a.Kind)
 	}
@@ -170,9 +198,27 @@ func (g *Game) replayAction(a Action) error {
 // ParsePGN4 reads a PGN4 record and replays it. rs selects the rule set;
 // nil means: the RuleSet tag, else "chesscom-ffa" when the RuleVariants tag
 // names DeadKingWalking (records of the largest site), else the default.
-// StartFen4 "4PC" (or none) is the standard start; otherwise a FEN4.
-// Zombie moves are taken from the record.
+// StartFen4 "4PC" (or none) is the standard start, "4PCo" the largest
+// site's old layout; otherwise a FEN4. Zombie moves are taken from the
+// record. ParsePGN4 stops at the first move it cannot play; Replay also
+// compares the record's marks, points and ending with the engine's.
 func ParsePGN4(text string, rs *RuleSet) (*Record, error) {
+	rec, toks, err := readPGN4(text, rs)
+	if err != nil {
+		return nil, err
+	}
+	for i, tok := range toks {
+		if err := applyToken(rec.Game, tok); err != nil {
+			return nil, fmt.Errorf("%w: token %d %q: %w", ErrBadRecord, i+1, tok, err)
+		}
+	}
+	return rec, nil
+}
+
+// readPGN4 reads the tags of a PGN4 record, sets up its game (rule set,
+// seed, start position) and splits the move text into tokens, without
+// playing them.
+func readPGN4(text string, rs *RuleSet) (*Record, []string, error) {
 	rec := &Record{}
 	var body strings.Builder
 	for line := range strings.SplitSeq(text, "\n") {
@@ -181,7 +227,7 @@ func ParsePGN4(text string, rs *RuleSet) (*Record, error) {
 		if strings.HasPrefix(l, "[") || (strings.HasSuffix(l, `"]`) && strings.Contains(l, ` "`)) {
 			t, err := parseTag(l)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			rec.Tags = append(rec.Tags, t)
 			continue
@@ -202,7 +248,7 @@ func ParsePGN4(text string, rs *RuleSet) (*Record, error) {
 		}
 		r, known := RuleSetByName(name)
 		if !known {
-			return nil, fmt.Errorf("%w: %w %q", ErrBadRecord, ErrUnknownRules, name)
+			return nil, nil, fmt.Errorf("%w: %w %q", ErrBadRecord, ErrUnknownRules, name)
 		}
 		rules = r
 	}
@@ -210,31 +256,21 @@ func ParsePGN4(text string, rs *RuleSet) (*Record, error) {
 	if v, ok := rec.Tag("Seed"); ok {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%w: bad Seed %q", ErrBadRecord, v)
+			return nil, nil, fmt.Errorf("%w: bad Seed %q", ErrBadRecord, v)
 		}
 		seed = n
 	}
 	start, _ := rec.Tag("StartFen4")
-	switch start {
-	case standardStartTag:
-		start = ""
-	case "4PCo":
-		// The site's older layout (queens and kings of two armies swapped)
-		// is not a FEN4 and not supported.
-		return nil, fmt.Errorf("%w: start layout %q is not supported", ErrBadRecord, start)
+	if fen, ok := namedStart(start); ok {
+		start = fen
 	}
 	g, err := NewGame(rules, seed, start)
 	if err != nil {
-		return nil, fmt.Errorf("%w: start position: %w", ErrBadRecord, err)
+		return nil, nil, fmt.Errorf("%w: start position: %w", ErrBadRecord, err)
 	}
 	g.manualZombies = true
 	rec.Game = g
-	for i, tok := range tokenizeMoves(body.String()) {
-		if err := applyToken(g, tok); err != nil {
-			return nil, fmt.Errorf("%w: token %d %q: %w", ErrBadRecord, i+1, tok, err)
-		}
-	}
-	return rec, nil
+	return rec, tokenizeMoves(body.String()), nil
 }
 
 func parseTag(l string) (Tag, error) {
@@ -315,22 +351,57 @@ func applyToken(g *Game, tok string) error {
 	if g.Over() {
 		return ErrGameOver
 	}
-	core := tok
-	var after byte
-	if n := len(core); n > 2 && (core[n-1] == 'R' || core[n-1] == 'T') {
-		after = core[n-1]
-		core = core[:n-1]
+	if core, kind, ok := leaveMark(tok); ok && g.Status(g.ToMove()) == Live {
+		_, err := g.leaveThenMove(kind, core)
+		return err
 	}
 	s := g.ToMove()
-	m, err := g.ParseMove(core)
+	m, err := g.ParseMove(strings.TrimRight(tok, "RT"))
 	if err != nil {
 		return err
 	}
-	if _, err := g.Play(s, m); err != nil {
-		return err
+	_, err = g.Play(s, m)
+	return err
+}
+
+// leaveMark splits a move token "Ke2-f1T" into the move and the kind of
+// leave written after it.
+func leaveMark(tok string) (string, ActionKind, bool) {
+	n := len(tok)
+	if n <= 2 {
+		return tok, 0, false
 	}
-	if after != 0 && g.Status(s) == Live && !g.Over() {
-		return leave(s, after)
+	switch tok[n-1] {
+	case 'R':
+		return tok[:n-1], ActionResign, true
+	case 'T':
+		return tok[:n-1], ActionTimeOut, true
 	}
-	return nil
+	return tok, 0, false
+}
+
+// leaveThenMove applies a record's "Ke2-f1T": the live seat to move
+// resigns or runs out of time on its turn and its zombie plays the move in
+// that same turn (Action.KeepTurn). Both or neither happen: on an error g
+// is unchanged.
+func (g *Game) leaveThenMove(kind ActionKind, text string) (Effects, error) {
+	c := g.Clone()
+	s := c.ToMove()
+	eff, err := c.leave(s, kind, true)
+	if err != nil {
+		return Effects{}, err
+	}
+	m, err := c.ParseMove(text)
+	if err != nil {
+		return Effects{}, err
+	}
+	meff, err := c.Play(s, m)
+	if err != nil {
+		return Effects{}, err
+	}
+	*g = *c
+	eff.Moves = append(eff.Moves, meff.Moves...)
+	eff.Events = append(eff.Events, meff.Events...)
+	eff.GameOver = eff.GameOver || meff.GameOver
+	return eff, nil
 }

@@ -35,6 +35,13 @@ type RuleSet struct {
 	// own turn uses up that turn (the largest site); otherwise the zombie
 	// moves for them at once.
 	ResignPassesTurn bool
+	// SiteMarks: check and mate marks as the largest site writes them: one
+	// "+" per king the move puts in check (kings its mover attacks now and
+	// did not before, and kings in check now that were not before, such as
+	// a third player's line the move opened), one "#" per player the move
+	// puts out (mated or king captured). Otherwise one "+" per king the
+	// mover attacks after the move and one "#" per player mated.
+	SiteMarks bool
 	// PromotionLetter is the letter written after '=' for a promotion to a
 	// queen ('Q', or 'D' on the largest site). Both are always accepted.
 	PromotionLetter byte
@@ -60,10 +67,15 @@ type RuleSet struct {
 	ZombieKingStalemateDrawPoints int
 	// ZombieKingStalemateSplit: instead, 2 x ZombieKingStalemateDrawPoints
 	// are shared equally by the live players, rounded to the nearest point
-	// (10 each for two, 7 each for three). Off in both rule sets, as
-	// RULES.md 13 says "+10 each"; the site's records fit the split (see
-	// docs/rules-engine.md).
+	// (10 each for two, 7 each for three). On in chesscom-ffa, whose
+	// records show the split (RULES.md 13 says "+10 each"; see "Rules the
+	// corpus taught us" in docs/rules-engine.md).
 	ZombieKingStalemateSplit bool
+	// DrawSharesZombieKings: when the game ends drawn (ply limit,
+	// repetition, bare kings), the live players also share the
+	// LastPlayerBonus of every zombie king still on the board, rounded as
+	// in ZombieKingStalemateSplit (the largest site's records).
+	DrawSharesZombieKings bool
 	// LastPlayerBonus goes to the last live player for every king still on
 	// the board that was neither captured nor mated (zombie kings).
 	LastPlayerBonus int
@@ -73,6 +85,12 @@ type RuleSet struct {
 	// NoProgressPlies ends the game after this many consecutive plies
 	// without a capture or pawn move (0: never) (decision).
 	NoProgressPlies int
+	// NoProgressLiveMoves ends the game after this many consecutive moves
+	// of live players without a pawn move or a capture that scores
+	// (zombie moves, and captures of dead pieces, neither count nor reset
+	// the count), judged when a live player's turn comes (0: never). This
+	// is the largest site's "50-move rule".
+	NoProgressLiveMoves int
 	// RepetitionCount ends the game when a position occurs this many times
 	// (0: never) (decision).
 	RepetitionCount int
@@ -125,8 +143,16 @@ func ChesscomFFA() RuleSet {
 	rs.CaptureOwnDeadPieces = true
 	rs.ResignPassesTurn = true
 	rs.PromotionLetter = 'D'
+	rs.SiteMarks = true
+	rs.ZombieKingStalemateSplit = true
+	rs.DrawSharesZombieKings = true
+	rs.NoProgressPlies = 0
+	rs.NoProgressLiveMoves = 100
 	rs.ZombieKingStalemateDrawPoints = 10
-	rs.CheckBonus2 = [2]int{1, 5}
+	// RULES.md 13 says +5 for a double check by a piece other than a
+	// queen; every such check in the site's records paid +1 (see "Rules the
+	// corpus taught us" in docs/rules-engine.md).
+	rs.CheckBonus2 = [2]int{1, 1}
 	rs.CheckBonus3 = [2]int{5, 20}
 	return rs
 }
