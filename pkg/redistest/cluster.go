@@ -14,15 +14,15 @@ import (
 )
 
 // LocalCluster is a running 6-node Redis Cluster: 3 masters, each with one
-// replica, cluster-node-timeout 1000 ms so failovers take a few seconds.
+// replica, cluster-node-timeout 2 s (5 s for the shared cluster) so failovers take a few seconds.
 type LocalCluster struct {
 	nodes []*node
 }
 
-func startCluster(ctx context.Context, name string) (*LocalCluster, error) {
+func startCluster(ctx context.Context, name string, nodeTimeout time.Duration) (*LocalCluster, error) {
 	c := &LocalCluster{}
 	for i := range 6 {
-		n, err := startNode(ctx, path.Join(name, fmt.Sprintf("node%d", i)), true)
+		n, err := startNode(ctx, path.Join(name, fmt.Sprintf("node%d", i)), nodeTimeout)
 		if err != nil {
 			c.stop()
 			return nil, err

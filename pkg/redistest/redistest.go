@@ -120,7 +120,7 @@ func Standalone(t testing.TB) (redis.UniversalClient, string) {
 	t.Helper()
 	require(t)
 	registry.standOnce.Do(func() {
-		registry.stand, registry.standErr = startNode(context.Background(), "standalone", false)
+		registry.stand, registry.standErr = startNode(context.Background(), "standalone", 0)
 	})
 	if registry.standErr != nil {
 		t.Fatalf("start redis: %v", registry.standErr)
@@ -137,7 +137,7 @@ func Cluster(t testing.TB) (redis.UniversalClient, []string) {
 	t.Helper()
 	require(t)
 	registry.clusterOnce.Do(func() {
-		registry.cluster, registry.clusterErr = startCluster(context.Background(), "cluster")
+		registry.cluster, registry.clusterErr = startCluster(context.Background(), "cluster", sharedNodeTimeout)
 	})
 	if registry.clusterErr != nil {
 		t.Fatalf("start redis cluster: %v", registry.clusterErr)
@@ -150,7 +150,7 @@ func Cluster(t testing.TB) (redis.UniversalClient, []string) {
 func NewCluster(t testing.TB) *LocalCluster {
 	t.Helper()
 	require(t)
-	c, err := startCluster(t.Context(), fmt.Sprintf("cluster-%d", prefixSeq.Add(1)))
+	c, err := startCluster(t.Context(), fmt.Sprintf("cluster-%d", prefixSeq.Add(1)), privateNodeTimeout)
 	if err != nil {
 		t.Fatalf("start redis cluster: %v", err)
 	}
@@ -197,7 +197,17 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func startNode(ctx context.Context, name string, clustered bool) (*node, error) {
+// Cluster node timeouts. The shared cluster is never failed over on purpose, so it gets a timeout that
+// a loaded 2-core machine (tests of several packages at once) cannot trip into a spurious failover or
+// CLUSTERDOWN; private clusters exist for failover tests and keep failovers quick.
+const (
+	sharedNodeTimeout  = 5 * time.Second
+	privateNodeTimeout = 2 * time.Second
+)
+
+// startNode starts one redis-server; a nodeTimeout above zero makes it a cluster node.
+func startNode(ctx context.Context, name string, nodeTimeout time.Duration) (*node, error) {
+	clustered := nodeTimeout > 0
 	dir, err := dataDir(name)
 	if err != nil {
 		return nil, err
@@ -223,7 +233,7 @@ func startNode(ctx context.Context, name string, clustered bool) (*node, error) 
 				"--cluster-enabled", "yes",
 				"--cluster-port", strconv.Itoa(n.busPort),
 				"--cluster-config-file", "nodes.conf",
-				"--cluster-node-timeout", "1000",
+				"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10),
 				// Let a replica take over however long its master was gone.
 				"--cluster-replica-validity-factor", "0",
 				// Replicas sync at once instead of batching for 5 s.

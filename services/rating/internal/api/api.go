@@ -26,7 +26,7 @@ import (
 const (
 	defaultPageSize = 50
 	maxPageSize     = 100
-	maxBatch        = 100
+	maxBatch        = 1000
 )
 
 // Service implements ratingv1.RatingServiceServer.

@@ -256,7 +256,8 @@ func (x *GetRatingResponse) GetRating() *Rating {
 // BatchGetRatingsRequest names players in one pool.
 type BatchGetRatingsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The players, 1 to 100. Duplicates are answered twice.
+	// The players, 1 to 1000 (one matchmaking round asks for every new ticket
+	// at once). Duplicates are answered twice.
 	PlayerIds []string `protobuf:"bytes,1,rep,name=player_ids,json=playerIds,proto3" json:"player_ids,omitempty"`
 	// The pool (rule set name). Required.
 	RuleSet       string `protobuf:"bytes,2,opt,name=rule_set,json=ruleSet,proto3" json:"rule_set,omitempty"`

@@ -49,11 +49,12 @@ type RatingServiceClient interface {
 	//
 	// Errors: only the common ones.
 	GetRating(ctx context.Context, in *GetRatingRequest, opts ...grpc.CallOption) (*GetRatingResponse, error)
-	// BatchGetRatings returns the ratings of up to 100 players in one pool, in
+	// BatchGetRatings returns the ratings of up to 1000 players in one pool, in
 	// request order. Unknown players get the default rating with is_default
 	// set.
 	//
-	// Errors: INVALID_ARGUMENT (more than 100 ids, or an empty id).
+	// Errors: INVALID_ARGUMENT (more than 1000 ids, or an empty id); NOT_FOUND
+	// (unknown rule set).
 	BatchGetRatings(ctx context.Context, in *BatchGetRatingsRequest, opts ...grpc.CallOption) (*BatchGetRatingsResponse, error)
 	// GetLeaderboard lists a pool's players by display rating, highest first.
 	// Provisional players are left out.
@@ -133,11 +134,12 @@ type RatingServiceServer interface {
 	//
 	// Errors: only the common ones.
 	GetRating(context.Context, *GetRatingRequest) (*GetRatingResponse, error)
-	// BatchGetRatings returns the ratings of up to 100 players in one pool, in
+	// BatchGetRatings returns the ratings of up to 1000 players in one pool, in
 	// request order. Unknown players get the default rating with is_default
 	// set.
 	//
-	// Errors: INVALID_ARGUMENT (more than 100 ids, or an empty id).
+	// Errors: INVALID_ARGUMENT (more than 1000 ids, or an empty id); NOT_FOUND
+	// (unknown rule set).
 	BatchGetRatings(context.Context, *BatchGetRatingsRequest) (*BatchGetRatingsResponse, error)
 	// GetLeaderboard lists a pool's players by display rating, highest first.
 	// Provisional players are left out.
