@@ -1,0 +1,415 @@
+// Command devcluster is `make run`: the whole Four Kingdoms backend on one
+// machine, for playing and developing.
+//
+// It builds the three services with `go build` into <dir>/bin (the same
+// binaries production runs), generates a development signing key set on the
+// first run (<dir>/keys.json, never committed), starts an embedded
+// Redis-compatible store unless REDIS_ADDR or REDIS_CLUSTER_ADDRS names a
+// real one, starts the rating, match and matchmaking services as separate
+// processes, waits until each reports SERVING, and runs a pool of bots that
+// fill the empty seats of people who wait. It prints the addresses and the
+// commands to play, then runs until Ctrl-C, when it stops everything it
+// started: bots first, then each service (SIGTERM to its process group,
+// graceful drain, SIGKILL after a grace period), then the store.
+//
+// Usage (from the repository; every flag also reads the environment
+// variable shown by -h):
+//
+//	go run ./cmd/devcluster [-dir .run] [-base-port 8081] [-bots 6] [-bot-level greedy]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/botpool"
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/brain"
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/devredis"
+	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
+	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, nil); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		if ctx.Err() != nil {
+			// Ctrl-C during the build or the start: what was started is
+			// stopped already; the interrupted step's error says nothing new.
+			os.Exit(130)
+		}
+		fmt.Fprintln(os.Stderr, "devcluster:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the launcher's configuration.
+type config struct {
+	// Dir holds binaries, logs and the key set; relative to the repository.
+	Dir string
+	// BasePort is the match service's gRPC port; matchmaking and rating
+	// take the next two, their admin listeners BasePort+1010 and up. 0
+	// picks free ports (tests).
+	BasePort int
+	// RedisAddr / RedisClusterAddrs select a real Redis; with neither the
+	// launcher serves an embedded store.
+	RedisAddr         string
+	RedisClusterAddrs string
+	// Queues is the matchmaker's queue list (MM_QUEUES syntax).
+	Queues string
+	// Bots is the bot pool size; BotLevel and BotThink its strength and
+	// least time per move.
+	Bots     int
+	BotLevel string
+	BotThink time.Duration
+	// LogLevel is the services' log level.
+	LogLevel string
+	// Grace bounds each service's graceful shutdown.
+	Grace time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		Dir:      ".run",
+		BasePort: 8081,
+		Queues:   "fourkingdoms 5+5 bots=5s;fourkingdoms 1+0 bots=3s",
+		Bots:     6,
+		BotLevel: string(brain.Greedy),
+		BotThink: 300 * time.Millisecond,
+		LogLevel: "info",
+		Grace:    15 * time.Second,
+	}
+}
+
+func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
+	b := envflag.New(fs, getenv)
+	b.String(&c.Dir, "dir", "DEV_DIR", "directory for binaries, logs and the dev key set (git-ignored)")
+	b.Int(&c.BasePort, "base-port", "DEV_BASE_PORT", "match gRPC port; matchmaking +1, rating +2, admin ports +1010 (0: free ports)")
+	b.String(&c.RedisAddr, "redis-addr", "REDIS_ADDR", "real standalone Redis (default: embedded store)")
+	b.String(&c.RedisClusterAddrs, "redis-cluster-addrs", "REDIS_CLUSTER_ADDRS", "real Redis Cluster seed nodes, comma separated")
+	b.String(&c.Queues, "queues", "MM_QUEUES", `matchmaking queues, ";"-separated "<rule set> <time control> bots=<wait>"`)
+	b.Int(&c.Bots, "bots", "DEV_BOTS", "bots in the pool (0: none)")
+	b.String(&c.BotLevel, "bot-level", "DEV_BOT_LEVEL", "bot strength: random or greedy")
+	b.Duration(&c.BotThink, "bot-think", "DEV_BOT_THINK", "least time a bot takes per move")
+	b.String(&c.LogLevel, "log-level", "LOG_LEVEL", "services' log level")
+	b.Duration(&c.Grace, "grace", "DEV_GRACE", "graceful shutdown limit per service")
+	return b.Err()
+}
+
+func (c config) validate() error {
+	var errs []error
+	if c.Dir == "" {
+		errs = append(errs, errors.New("dir is empty"))
+	}
+	if c.BasePort < 0 || c.BasePort > 65535-1015 {
+		errs = append(errs, fmt.Errorf("base port %d out of range", c.BasePort))
+	}
+	if c.Bots < 0 {
+		errs = append(errs, fmt.Errorf("bots must be >= 0, got %d", c.Bots))
+	}
+	if _, err := brain.ParseLevel(c.BotLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Grace <= 0 {
+		errs = append(errs, fmt.Errorf("grace must be positive, got %v", c.Grace))
+	}
+	return errors.Join(errs...)
+}
+
+// cluster is what a running local cluster offers (for the banner and tests).
+type cluster struct {
+	Endpoints client.Endpoints
+	// Admin are the admin HTTP addresses by service name.
+	Admin map[string]string
+	// KeysFile is the development key set.
+	KeysFile string
+	// Embedded is set when the embedded store serves Redis.
+	Embedded bool
+	// BotQueues are the queues the bots wait in.
+	BotQueues []string
+	// Pids are the service processes' ids (each leads its process group).
+	Pids []int
+}
+
+// services in start order: the matchmaker calls the other two.
+var services = []string{"rating", "match", "matchmaking"}
+
+// run is the whole program. ready, if not nil, is called once every
+// service is serving (tests); run then keeps going until ctx ends.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, ready func(cluster)) error {
+	cfg := defaultConfig()
+	fs := flag.NewFlagSet("devcluster", flag.ContinueOnError)
+	if err := cfg.bind(fs, getenv); err != nil {
+		return err
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := cfg.validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	repo, err := findRepo(".")
+	if err != nil {
+		return err
+	}
+	dir := cfg.Dir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(repo, dir)
+	}
+	for _, d := range []string{"bin", "logs"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+
+	keysFile := filepath.Join(dir, "keys.json")
+	keys, err := devKeys(keysFile)
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintln(stdout, "building the services ...")
+	if err := build(ctx, repo, filepath.Join(dir, "bin")); err != nil {
+		return err
+	}
+
+	cl := cluster{KeysFile: keysFile, Admin: map[string]string{}}
+	redisEnv := []string{"REDIS_ADDR=" + cfg.RedisAddr, "REDIS_CLUSTER_ADDRS=" + cfg.RedisClusterAddrs}
+	if cfg.RedisAddr == "" && cfg.RedisClusterAddrs == "" {
+		store, err := devredis.Start("127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		cl.Embedded = true
+		redisEnv = []string{"REDIS_ADDR=" + store.Addr(), "REDIS_CLUSTER_ADDRS="}
+	}
+
+	ports, err := pickPorts(cfg.BasePort)
+	if err != nil {
+		return err
+	}
+	addr := func(name string) string { return "localhost:" + strconv.Itoa(ports[name]) }
+	admin := func(name string) string { return "localhost:" + strconv.Itoa(ports[name+"-admin"]) }
+	cl.Endpoints = client.Endpoints{Match: addr("match"), Matchmaking: addr("matchmaking"), Rating: addr("rating")}
+
+	var procs []*proc
+	defer func() {
+		if err := stopAll(procs, cfg.Grace); err != nil {
+			fmt.Fprintln(stdout, "shutdown:", err)
+		}
+	}()
+	for _, name := range services {
+		env := append(os.Environ(), redisEnv...)
+		env = append(env,
+			"GRPC_ADDR="+addr(name), "ADMIN_ADDR="+admin(name),
+			"AUTH_KEYS_FILE="+keysFile, "LOG_LEVEL="+cfg.LogLevel, "SERVICE_NAME="+name)
+		if name == "matchmaking" {
+			env = append(env, "MATCH_ADDR="+addr("match"), "RATING_ADDR="+addr("rating"),
+				"INTERNAL_PLAINTEXT=true", "MM_QUEUES="+cfg.Queues)
+		}
+		p, err := start(name, filepath.Join(dir, "bin", name), env, addr(name), admin(name), filepath.Join(dir, "logs", name+".log"))
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
+		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		err = p.waitReady(rctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		cl.Admin[name] = admin(name)
+		cl.Pids = append(cl.Pids, p.cmd.Process.Pid)
+	}
+
+	botCtx, stopBots := context.WithCancel(ctx)
+	botsDone := make(chan struct{})
+	defer func() { stopBots(); <-botsDone }()
+	if cfg.Bots > 0 {
+		cl.BotQueues, err = botQueues(ctx, cl.Endpoints, keys)
+		if err != nil {
+			close(botsDone)
+			return err
+		}
+	}
+	if cfg.Bots > 0 && len(cl.BotQueues) > 0 {
+		pool := botpool.Config{
+			Endpoints: cl.Endpoints, Size: cfg.Bots, Queues: cl.BotQueues, Level: brain.Level(cfg.BotLevel),
+			Think: cfg.BotThink, Tokens: botpool.MintTokens(keys, 24*time.Hour),
+		}
+		go func() {
+			defer close(botsDone)
+			if err := botpool.Run(botCtx, pool, log); err != nil {
+				fmt.Fprintln(stdout, "bots:", err)
+			}
+		}()
+	} else {
+		close(botsDone)
+	}
+
+	banner(stdout, cfg, cl)
+	if ready != nil {
+		ready(cl)
+	}
+
+	// Run until Ctrl-C, or until a service dies (then stop the rest).
+	died := make(chan *proc, len(procs))
+	for _, p := range procs {
+		go func() {
+			select {
+			case <-p.exited:
+				died <- p
+			case <-ctx.Done():
+			}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(stdout, "\nstopping ...")
+		return nil
+	case p := <-died:
+		return fmt.Errorf("%s exited: %v\n%s", p.name, p.err, tail(p.logPath, 15))
+	}
+}
+
+// devKeys loads the development key set, generating it on the first run.
+func devKeys(path string) (*auth.KeySet, error) {
+	ks, err := auth.LoadFile(path)
+	if err == nil {
+		return ks, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	ks, err = auth.GenerateKeySet("dev-" + time.Now().UTC().Format("20060102"))
+	if err != nil {
+		return nil, err
+	}
+	if err := ks.WriteFile(path); err != nil {
+		return nil, err
+	}
+	return ks, nil
+}
+
+// build compiles the services into bin, from the repository's workspace.
+func build(ctx context.Context, repo, bin string) error {
+	args := []string{"build", "-o", bin + string(filepath.Separator)}
+	for _, name := range services {
+		pkg := "./services/" + name + "/cmd/" + name
+		if _, err := os.Stat(filepath.Join(repo, pkg)); err != nil {
+			return fmt.Errorf("the %s service has no main package (%s): it cannot be started yet", name, pkg)
+		}
+		args = append(args, pkg)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = repo
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// pickPorts returns the gRPC and admin ports of every service: fixed ones
+// from base, or free loopback ports when base is 0.
+func pickPorts(base int) (map[string]int, error) {
+	ports := map[string]int{}
+	for i, name := range []string{"match", "matchmaking", "rating"} {
+		if base > 0 {
+			ports[name] = base + i
+			ports[name+"-admin"] = base + 1010 + i
+			continue
+		}
+		for _, key := range []string{name, name + "-admin"} {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return nil, fmt.Errorf("free port: %w", err)
+			}
+			ports[key] = l.Addr().(*net.TCPAddr).Port
+			l.Close()
+		}
+	}
+	return ports, nil
+}
+
+// botQueues lists the queues that fill with bots, asking the matchmaker
+// like any client would.
+func botQueues(ctx context.Context, ep client.Endpoints, keys *auth.KeySet) ([]string, error) {
+	c, err := client.Dial(ep)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	tok, _, err := keys.Sign(auth.Identity{Subject: "devcluster", Role: auth.RolePlayer, DisplayName: "devcluster", Bot: true}, time.Now(), time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	c.SetToken(tok)
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := c.Matchmaking.ListQueues(cctx, &matchmakingv1.ListQueuesRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	var out []string
+	for _, q := range resp.GetQueues() {
+		if q.GetBotFill() {
+			out = append(out, q.GetName())
+		}
+	}
+	return out, nil
+}
+
+// banner tells the user what runs where and what to type next.
+func banner(w io.Writer, cfg config, cl cluster) {
+	store := "embedded store (set REDIS_ADDR or REDIS_CLUSTER_ADDRS for a real Redis)"
+	if !cl.Embedded {
+		store = "Redis " + cfg.RedisAddr + cfg.RedisClusterAddrs
+	}
+	ep := cl.Endpoints
+	fmt.Fprintf(w, "\nFour Kingdoms is running on %s.\n", store)
+	fmt.Fprintf(w, "  matchmaking + auth  %-16s admin http://%s/metrics\n", ep.Matchmaking, cl.Admin["matchmaking"])
+	fmt.Fprintf(w, "  match               %-16s admin http://%s/metrics\n", ep.Match, cl.Admin["match"])
+	fmt.Fprintf(w, "  rating              %-16s admin http://%s/metrics\n", ep.Rating, cl.Admin["rating"])
+	if cfg.Bots > 0 {
+		fmt.Fprintf(w, "  bots                %d %s bots waiting in %s\n", cfg.Bots, cfg.BotLevel, strings.Join(cl.BotQueues, ", "))
+	}
+	fmt.Fprintf(w, "  logs                %s\n", filepath.Join(cfg.Dir, "logs"))
+	fmt.Fprintln(w, "\nPlay from a second terminal (a guest against three bots):")
+	env := ""
+	if cfg.BasePort != defaultConfig().BasePort {
+		env = fmt.Sprintf("FK_MATCHMAKING_ADDR=%s FK_MATCH_ADDR=%s FK_RATING_ADDR=%s ", ep.Matchmaking, ep.Match, ep.Rating)
+	}
+	fmt.Fprintf(w, "  %sgo run ./cmd/fk login\n", env)
+	queue := "fourkingdoms/5+5"
+	if len(cl.BotQueues) > 0 && !slices.Contains(cl.BotQueues, queue) {
+		queue = cl.BotQueues[0]
+	}
+	fmt.Fprintf(w, "  %sgo run ./cmd/fk play --queue %s\n", env, queue)
+	fmt.Fprintln(w, "\nPoint grpcurl at the services (reflection is on):")
+	fmt.Fprintf(w, "  grpcurl -plaintext -d '{}' %s fourkingdoms.auth.v1.AuthService/GuestLogin\n", ep.Matchmaking)
+	fmt.Fprintf(w, "  grpcurl -plaintext -H \"authorization: Bearer $TOKEN\" %s list\n", ep.Match)
+	fmt.Fprintln(w, "\nStop everything with Ctrl-C.")
+}

@@ -1,0 +1,136 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
+	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
+)
+
+// ErrResign, returned by a Chooser, makes the player resign instead of
+// moving.
+var ErrResign = errors.New("resign")
+
+// Chooser picks the move for the caller's seat in m, a fresh snapshot with
+// fen4 and the caller's legal moves. It returns ErrResign to resign.
+type Chooser func(ctx context.Context, m *matchv1.Match) (string, error)
+
+// SeatLive reports whether seat s of m is a live player and m is running.
+func SeatLive(m *matchv1.Match, s gamev1.Seat) bool {
+	if m.GetStatus() != matchv1.MatchStatus_MATCH_STATUS_ACTIVE {
+		return false
+	}
+	for _, st := range m.GetSeats() {
+		if st.GetSeat() == s {
+			return st.GetStatus() == gamev1.SeatStatus_SEAT_STATUS_LIVE
+		}
+	}
+	return false
+}
+
+// PlayAuto follows match id and plays seat with choose whenever it is that
+// seat's turn, until the match ends (or the seat leaves it and only
+// watching remains). observe, if not nil, sees every update. It returns the
+// final state.
+func (c *Client) PlayAuto(ctx context.Context, id string, seat gamev1.Seat, choose Chooser, observe func(Update)) (*matchv1.Match, error) {
+	actedAt := int64(-1) // the ply of the last move we submitted
+	return c.Follow(ctx, id, FollowOptions{}, func(u Update) error {
+		if observe != nil {
+			observe(u)
+		}
+		m := u.Match
+		if m.GetToMove() != seat || !SeatLive(m, seat) || int64(m.GetPly()) == actedAt {
+			return nil
+		}
+		played, err := c.Turn(ctx, id, choose)
+		if err != nil {
+			return err
+		}
+		if played {
+			actedAt = int64(m.GetPly())
+		}
+		return nil
+	})
+}
+
+// Turn loads match id and, if it is the caller's turn, asks choose for a
+// move and plays it (or resigns). It reports whether it acted. Races with
+// the clock or a concurrent change (the move is no longer wanted) are not
+// errors; unavailable servers are retried with the same client move id,
+// so a move is never applied twice.
+func (c *Client) Turn(ctx context.Context, id string, choose Chooser) (bool, error) {
+	var bo backoff
+	for attempt := 0; ; attempt++ {
+		resp, err := c.Match.GetMatch(ctx, &matchv1.GetMatchRequest{MatchId: id})
+		if err != nil {
+			if retryable(err) && attempt < 8 {
+				if err := bo.wait(ctx); err != nil {
+					return false, err
+				}
+				continue
+			}
+			return false, fmt.Errorf("get match %s: %w", id, err)
+		}
+		m := resp.GetMatch()
+		if len(m.GetLegalMoves()) == 0 {
+			return false, nil // not our turn (any more)
+		}
+		move, err := choose(ctx, m)
+		if errors.Is(err, ErrResign) {
+			_, err := c.Match.Resign(ctx, &matchv1.ResignRequest{MatchId: id})
+			if err != nil && status.Code(err) != codes.FailedPrecondition {
+				return false, fmt.Errorf("resign %s: %w", id, err)
+			}
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		ply := m.GetPly()
+		req := &matchv1.MakeMoveRequest{MatchId: id, Move: move, ExpectedPly: &ply, ClientMoveId: "ply-" + strconv.FormatUint(uint64(ply), 10)}
+		for {
+			_, err = c.Match.MakeMove(ctx, req)
+			if err == nil || !retryable(err) || status.Code(err) == codes.Aborted || attempt >= 8 {
+				break
+			}
+			attempt++
+			if err := bo.wait(ctx); err != nil {
+				return false, err
+			}
+		}
+		switch status.Code(err) {
+		case codes.OK:
+			return true, nil
+		case codes.Aborted:
+			continue // a concurrent change won: reload and decide again
+		case codes.FailedPrecondition:
+			if Reason(err) == "ILLEGAL_MOVE" && attempt < 8 {
+				continue // the chooser disagreed with the server: choose again
+			}
+			return false, nil // the turn passed (clock, zombie, race)
+		}
+		return false, fmt.Errorf("move %s in %s: %w", move, id, err)
+	}
+}
+
+// Reason returns the google.rpc.ErrorInfo reason of a gRPC error
+// ("NOT_YOUR_TURN", "ILLEGAL_MOVE", ...), or "".
+func Reason(err error) string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return ""
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.GetReason()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,208 @@
+// Package api is the gRPC transport of the match service: it checks the
+// caller's identity, calls the domain logic in package match and maps its
+// errors to gRPC status codes in one function (Status).
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/match"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
+)
+
+// Server implements match.v1.MatchService.
+type Server struct {
+	matchv1.UnimplementedMatchServiceServer
+	svc *match.Service
+	hub *fanout.Hub
+	log *slog.Logger
+}
+
+// New returns the gRPC server of the match service.
+func New(svc *match.Service, hub *fanout.Hub, log *slog.Logger) *Server {
+	return &Server{svc: svc, hub: hub, log: log}
+}
+
+// Register registers the service on a gRPC server.
+func (s *Server) Register(g *grpc.Server) { matchv1.RegisterMatchServiceServer(g, s) }
+
+func caller(ctx context.Context) (match.Caller, error) {
+	id, ok := auth.FromContext(ctx)
+	if !ok {
+		return match.Caller{}, status.Error(codes.Unauthenticated, "this call needs a token: send metadata \"authorization: Bearer <token>\"")
+	}
+	return match.Caller{ID: id.Subject, Service: id.Role == auth.RoleService, Operator: id.Role == auth.RoleOperator}, nil
+}
+
+// CreateMatch implements MatchService.
+func (s *Server) CreateMatch(ctx context.Context, req *matchv1.CreateMatchRequest) (*matchv1.CreateMatchResponse, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.svc.Create(ctx, c, req)
+	if err != nil {
+		return nil, s.Status(ctx, err)
+	}
+	return &matchv1.CreateMatchResponse{Match: m}, nil
+}
+
+// GetMatch implements MatchService.
+func (s *Server) GetMatch(ctx context.Context, req *matchv1.GetMatchRequest) (*matchv1.GetMatchResponse, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.svc.Get(ctx, c, req.GetMatchId())
+	if err != nil {
+		return nil, s.Status(ctx, err)
+	}
+	return &matchv1.GetMatchResponse{Match: m}, nil
+}
+
+// MakeMove implements MatchService.
+func (s *Server) MakeMove(ctx context.Context, req *matchv1.MakeMoveRequest) (*matchv1.MakeMoveResponse, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.svc.MakeMove(ctx, c, req)
+	if err != nil {
+		return nil, s.Status(ctx, err)
+	}
+	return resp, nil
+}
+
+// Resign implements MatchService.
+func (s *Server) Resign(ctx context.Context, req *matchv1.ResignRequest) (*matchv1.ResignResponse, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.svc.Resign(ctx, c, req.GetMatchId())
+	if err != nil {
+		return nil, s.Status(ctx, err)
+	}
+	return resp, nil
+}
+
+// WatchMatch implements MatchService.
+func (s *Server) WatchMatch(req *matchv1.WatchMatchRequest, stream grpc.ServerStreamingServer[matchv1.WatchMatchResponse]) error {
+	ctx := stream.Context()
+	c, err := caller(ctx)
+	if err != nil {
+		return err
+	}
+	err = s.svc.Watch(ctx, c, s.hub, req.GetMatchId(), req.GetFromVersion(), stream.Send)
+	if err != nil {
+		return s.Status(ctx, err)
+	}
+	return nil
+}
+
+// ExportGame implements MatchService.
+func (s *Server) ExportGame(ctx context.Context, req *matchv1.ExportGameRequest) (*matchv1.ExportGameResponse, error) {
+	if _, err := caller(ctx); err != nil {
+		return nil, err
+	}
+	pgn, err := s.svc.Export(ctx, req.GetMatchId())
+	if err != nil {
+		return nil, s.Status(ctx, err)
+	}
+	return &matchv1.ExportGameResponse{Pgn4: pgn}, nil
+}
+
+// AbortMatch implements MatchService.
+func (s *Server) AbortMatch(ctx context.Context, req *matchv1.AbortMatchRequest) (*matchv1.AbortMatchResponse, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.svc.Abort(ctx, c, req.GetMatchId(), req.GetReason())
+	if err != nil {
+		return nil, s.Status(ctx, err)
+	}
+	return &matchv1.AbortMatchResponse{Match: m}, nil
+}
+
+// errorDomain is the ErrorInfo domain of the service's error details.
+const errorDomain = "match.fourkingdoms"
+
+// Status maps an error of the domain, the engine or the store to a gRPC
+// status. It is the one place where that mapping lives:
+//
+//	match.ErrInvalid, rules.ErrBadMoveText, match.ErrMoveIDReused  InvalidArgument
+//	match.ErrNotFound, store.ErrNotFound                           NotFound
+//	match.ErrNotPlayer, match.ErrForbidden                         PermissionDenied
+//	rules.ErrNotYourTurn, ErrIllegalMove, ErrSeatNotLive,
+//	  ErrGameOver, match.ErrFinished, match.ErrTimeRanOut,
+//	  *match.PlyMismatchError (ErrorInfo PLY_MISMATCH)             FailedPrecondition
+//	match.ErrConflict                                              Aborted
+//	match.ErrSlowConsumer                                          ResourceExhausted
+//	match.ErrFutureVersion                                         OutOfRange
+//	store.ErrNotReplicated, Redis and network errors,
+//	  fanout.ErrClosed                                             Unavailable
+//	context cancellation / deadline                                Canceled / DeadlineExceeded
+//	anything else                                                  Internal (logged; generic message)
+func (s *Server) Status(ctx context.Context, err error) error {
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	var ply *match.PlyMismatchError
+	switch {
+	case errors.As(err, &ply):
+		st := status.New(codes.FailedPrecondition, err.Error())
+		if d, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: "PLY_MISMATCH", Domain: errorDomain,
+			Metadata: map[string]string{"current_ply": strconv.Itoa(ply.Current)}}); derr == nil {
+			st = d
+		}
+		return st.Err()
+	case errors.Is(err, match.ErrInvalid), errors.Is(err, rules.ErrBadMoveText), errors.Is(err, match.ErrMoveIDReused):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, match.ErrNotFound), errors.Is(err, store.ErrNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, match.ErrNotPlayer), errors.Is(err, match.ErrForbidden):
+		return status.Error(codes.PermissionDenied, err.Error())
+	case errors.Is(err, rules.ErrNotYourTurn), errors.Is(err, rules.ErrIllegalMove), errors.Is(err, rules.ErrSeatNotLive),
+		errors.Is(err, rules.ErrGameOver), errors.Is(err, match.ErrFinished), errors.Is(err, match.ErrTimeRanOut):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, match.ErrConflict):
+		return status.Error(codes.Aborted, err.Error())
+	case errors.Is(err, match.ErrSlowConsumer):
+		return status.Error(codes.ResourceExhausted, err.Error())
+	case errors.Is(err, match.ErrFutureVersion):
+		return status.Error(codes.OutOfRange, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "request cancelled")
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
+	case unavailable(err):
+		s.log.WarnContext(ctx, "storage unavailable", "err", err)
+		return status.Error(codes.Unavailable, "match storage is unavailable, retry with backoff")
+	}
+	s.log.ErrorContext(ctx, "internal error", "err", err)
+	return status.Error(codes.Internal, "internal error")
+}
+
+// unavailable reports errors that a retry may cure: Redis failures,
+// network failures, shutdown.
+func unavailable(err error) bool {
+	var rerr redis.Error
+	var nerr net.Error
+	return errors.Is(err, store.ErrNotReplicated) || errors.Is(err, fanout.ErrClosed) || errors.Is(err, redis.ErrClosed) ||
+		errors.As(err, &rerr) || errors.As(err, &nerr) || errors.Is(err, net.ErrClosed)
+}

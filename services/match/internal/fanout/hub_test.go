@@ -1,0 +1,144 @@
+package fanout_test
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+func setup(t *testing.T, rdb redis.UniversalClient) (*store.Store, string) {
+	t.Helper()
+	cfg := store.DefaultConfig()
+	cfg.Prefix = redistest.Prefix(t)
+	st, err := store.New(rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := store.NewIDFor("r")
+	if _, _, err := st.Create(t.Context(), id, store.NewMatch{RequestID: "r", Game: []byte("g"), Clock: []byte("c"), Meta: []byte("m"), Event: []byte("e")}); err != nil {
+		t.Fatal(err)
+	}
+	return st, id
+}
+
+// commit stores one change with n events, versions from v+1.
+func commit(t *testing.T, st *store.Store, id string, v uint64, n int) {
+	t.Helper()
+	var evs [][]byte
+	for i := range n {
+		b, _ := proto.Marshal(&eventsv1.MatchEvent{MatchId: id, Version: v + uint64(i) + 1})
+		evs = append(evs, b)
+	}
+	cur, err := st.Load(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Commit(t.Context(), id, store.Change{Expected: v, ExpectedStamp: cur.Stamp, Game: []byte("g"), Events: evs})
+	if err != nil || res.Outcome != store.Applied {
+		t.Fatalf("commit = %+v, %v", res, err)
+	}
+}
+
+func TestHub(t *testing.T) {
+	t.Parallel()
+	s, _ := redistest.Standalone(t)
+	c, _ := redistest.Cluster(t)
+	for name, rdb := range map[string]redis.UniversalClient{"standalone": s, "cluster": c} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			t.Run("FanOut", func(t *testing.T) { testFanOut(t, rdb) })
+			t.Run("SlowConsumerDropped", func(t *testing.T) { testSlow(t, rdb) })
+		})
+	}
+}
+
+// testFanOut: many watchers of one match get every change in order.
+func testFanOut(t *testing.T, rdb redis.UniversalClient) {
+	st, id := setup(t, rdb)
+	hub := fanout.New(st, slog.New(slog.NewTextHandler(io.Discard, nil)), 64)
+	defer hub.Close()
+	var ws []*fanout.Watcher
+	for range 20 {
+		w, err := hub.Watch(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		ws = append(ws, w)
+	}
+	if _, ok := rdb.(*redis.Client); ok {
+		// One subscription per match and instance, however many watchers.
+		ch, _ := st.Channel(id)
+		n, err := rdb.PubSubShardNumSub(t.Context(), ch).Result()
+		if err != nil || n[ch] != 1 {
+			t.Fatalf("SHARDNUMSUB %s = %v, %v; want 1 subscriber for 20 watchers", ch, n, err)
+		}
+	}
+	v := uint64(1)
+	for _, n := range []int{1, 3, 2} {
+		commit(t, st, id, v, n)
+		v += uint64(n)
+	}
+	for i, w := range ws {
+		var got []uint64
+		for len(got) < 6 {
+			select {
+			case it := <-w.C:
+				for _, ev := range it.Events {
+					got = append(got, ev.GetVersion())
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("watcher %d got %v, want versions 2..7", i, got)
+			}
+		}
+		if fmt.Sprint(got) != "[2 3 4 5 6 7]" {
+			t.Fatalf("watcher %d got %v", i, got)
+		}
+	}
+}
+
+// testSlow: a watcher that does not read is dropped (Lost) while another
+// keeps receiving everything.
+func testSlow(t *testing.T, rdb redis.UniversalClient) {
+	st, id := setup(t, rdb)
+	hub := fanout.New(st, slog.New(slog.NewTextHandler(io.Discard, nil)), 2)
+	defer hub.Close()
+	slow, err := hub.Watch(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	fast, err := hub.Watch(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Close()
+	for v := uint64(1); v <= 10; v++ {
+		commit(t, st, id, v, 1)
+		select {
+		case it := <-fast.C:
+			if it.Events[0].GetVersion() != v+1 {
+				t.Fatalf("fast watcher got version %d, want %d", it.Events[0].GetVersion(), v+1)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("fast watcher got nothing for version %d", v+1)
+		}
+	}
+	select {
+	case <-slow.Lost():
+	default:
+		t.Fatal("slow watcher not dropped after overflowing its buffer")
+	}
+}

@@ -1,0 +1,180 @@
+package match
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+)
+
+// TimeControl is the clock setting of a match. Delay > 0 selects simple
+// delay mode (the first Delay of each turn is free), otherwise Increment is
+// added after each move (Fischer).
+type TimeControl struct {
+	Initial   time.Duration
+	Increment time.Duration
+	Delay     time.Duration
+}
+
+// noSeat marks "no running clock".
+const noSeat = -1
+
+// Clocks are the four clocks of a match (RULES.md section 10). The server
+// is the only clock authority: the mover's clock runs from the moment the
+// previous change was applied (TurnStart) until the server applies the
+// mover's move.
+type Clocks struct {
+	Remaining [rules.NumSeats]time.Duration
+	// Moved records which seats made their first move (the 30-second
+	// first-move limit applies until then).
+	Moved [rules.NumSeats]bool
+	// Running is the seat whose clock runs, or noSeat.
+	Running int
+	// TurnStart is when the running clock started.
+	TurnStart time.Time
+}
+
+// newClocks returns clocks at the start of a match whose first mover is seat.
+func newClocks(tc TimeControl, first rules.Seat, now time.Time) Clocks {
+	c := Clocks{Running: int(first), TurnStart: now}
+	for s := range c.Remaining {
+		c.Remaining[s] = tc.Initial
+	}
+	return c
+}
+
+// Deadline is when the running seat flags, and whether the first-move limit
+// is what sets it. Zero when no clock runs.
+func (c *Clocks) Deadline(tc TimeControl, firstMoveLimit time.Duration) (time.Time, bool) {
+	if c.Running == noSeat {
+		return time.Time{}, false
+	}
+	d := c.TurnStart.Add(tc.Delay + c.Remaining[c.Running])
+	if !c.Moved[c.Running] {
+		if f := c.TurnStart.Add(firstMoveLimit); f.Before(d) {
+			return f, true
+		}
+	}
+	return d, false
+}
+
+// charge stops the running clock at now: the time used (less any delay) is
+// taken off, and the increment added when the turn ended with a move.
+func (c *Clocks) charge(tc TimeControl, now time.Time, moved bool) {
+	s := c.Running
+	if s == noSeat {
+		return
+	}
+	used := max(now.Sub(c.TurnStart)-tc.Delay, 0)
+	c.Remaining[s] = max(c.Remaining[s]-used, 0)
+	if moved {
+		c.Remaining[s] += tc.Increment
+		c.Moved[s] = true
+	}
+	c.Running = noSeat
+}
+
+// follow updates the clocks after a change to the game: when the turn
+// passed (the ply or the seat to move changed) the old clock is charged and
+// the new mover's clock starts at now; when the game ended no clock runs.
+// moved says whether the running seat ended its turn by moving.
+func (c *Clocks) follow(tc TimeControl, g *rules.Game, now time.Time, turnPassed, moved bool) {
+	if g.Over() {
+		c.charge(tc, now, moved)
+		return
+	}
+	if !turnPassed && c.Running == int(g.ToMove()) {
+		return
+	}
+	c.charge(tc, now, moved)
+	if g.Status(g.ToMove()) == rules.Live {
+		c.Running, c.TurnStart = int(g.ToMove()), now
+	}
+}
+
+// Status is the life-cycle state of a match.
+type Status uint8
+
+// Match statuses (values as in match.v1.MatchStatus).
+const (
+	StatusActive   Status = 1
+	StatusFinished Status = 2
+	StatusAborted  Status = 3
+)
+
+// record is the mutable part of a match besides the engine's game: status,
+// exit reasons, clocks, and the last move for snapshots. It is stored as a
+// small binary value beside the engine's encoding.
+type record struct {
+	Status Status
+	// Exit holds each seat's exit reason (values of game.v1.ExitReason).
+	Exit       [rules.NumSeats]uint8
+	Clocks     Clocks
+	FinishedAt time.Time
+	// LastMove is the encoded game.v1.MoveEffects of the last move, or nil.
+	LastMove []byte
+}
+
+const recordFormat = 1
+
+// recordFixedLen: format, status, 4 exit reasons, moved bits, running seat,
+// turn start, 4 remaining times, finished at.
+const recordFixedLen = 1 + 1 + 4 + 1 + 1 + 8 + 4*8 + 8
+
+func (r *record) marshal() []byte {
+	b := make([]byte, 0, recordFixedLen+len(r.LastMove))
+	b = append(b, recordFormat, byte(r.Status))
+	b = append(b, r.Exit[:]...)
+	var moved byte
+	for s, m := range r.Clocks.Moved {
+		if m {
+			moved |= 1 << s
+		}
+	}
+	b = append(b, moved, byte(int8(r.Clocks.Running)))
+	b = binary.BigEndian.AppendUint64(b, uint64(millis(r.Clocks.TurnStart)))
+	for _, d := range r.Clocks.Remaining {
+		b = binary.BigEndian.AppendUint64(b, uint64(d.Milliseconds()))
+	}
+	b = binary.BigEndian.AppendUint64(b, uint64(millis(r.FinishedAt)))
+	return append(b, r.LastMove...)
+}
+
+var errBadRecord = errors.New("bad match record")
+
+func (r *record) unmarshal(b []byte) error {
+	if len(b) < recordFixedLen || b[0] != recordFormat {
+		return errBadRecord
+	}
+	r.Status = Status(b[1])
+	copy(r.Exit[:], b[2:6])
+	for s := range r.Clocks.Moved {
+		r.Clocks.Moved[s] = b[6]&(1<<s) != 0
+	}
+	r.Clocks.Running = int(int8(b[7]))
+	r.Clocks.TurnStart = fromMillis(int64(binary.BigEndian.Uint64(b[8:])))
+	for s := range r.Clocks.Remaining {
+		r.Clocks.Remaining[s] = time.Duration(binary.BigEndian.Uint64(b[16+8*s:])) * time.Millisecond
+	}
+	r.FinishedAt = fromMillis(int64(binary.BigEndian.Uint64(b[48:])))
+	r.LastMove = nil
+	if len(b) > recordFixedLen {
+		r.LastMove = append([]byte(nil), b[recordFixedLen:]...)
+	}
+	return nil
+}
+
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}

@@ -1,0 +1,341 @@
+package match
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
+)
+
+// Conversions between the engine's types and the wire vocabulary. The
+// engine's seat index is the enum value minus one, piece kinds share numbers.
+
+func seatPB(s rules.Seat) gamev1.Seat { return gamev1.Seat(s + 1) }
+
+func seatFromPB(s gamev1.Seat) (rules.Seat, bool) {
+	if s < gamev1.Seat_SEAT_RED || s > gamev1.Seat_SEAT_GREEN {
+		return 0, false
+	}
+	return rules.Seat(s - 1), true
+}
+
+func kindPB(k rules.PieceKind) gamev1.PieceKind { return gamev1.PieceKind(k) }
+
+func squarePB(q rules.Square) *gamev1.Square {
+	return &gamev1.Square{Name: q.String(), File: uint32(q.File() + 1), Rank: uint32(q.Rank() + 1)}
+}
+
+func seatStatusPB(s rules.SeatStatus) gamev1.SeatStatus {
+	switch s {
+	case rules.Live:
+		return gamev1.SeatStatus_SEAT_STATUS_LIVE
+	case rules.Zombie:
+		return gamev1.SeatStatus_SEAT_STATUS_ZOMBIE
+	case rules.Out:
+		return gamev1.SeatStatus_SEAT_STATUS_OUT
+	}
+	return gamev1.SeatStatus_SEAT_STATUS_UNSPECIFIED
+}
+
+func terminationPB(t rules.Termination) gamev1.Termination {
+	switch t {
+	case rules.LastPlayerStanding:
+		return gamev1.Termination_TERMINATION_LAST_PLAYER_STANDING
+	case rules.NoLivePlayers:
+		return gamev1.Termination_TERMINATION_NO_LIVE_PLAYER
+	case rules.NoProgress:
+		return gamev1.Termination_TERMINATION_FIFTY_MOVE
+	case rules.Repetition:
+		return gamev1.Termination_TERMINATION_THREEFOLD_REPETITION
+	case rules.BareKings:
+		return gamev1.Termination_TERMINATION_INSUFFICIENT_MATERIAL
+	case rules.Aborted:
+		return gamev1.Termination_TERMINATION_ABORTED
+	}
+	return gamev1.Termination_TERMINATION_UNSPECIFIED
+}
+
+func pointsPB(p [rules.NumSeats]int) []*gamev1.SeatPoints {
+	out := make([]*gamev1.SeatPoints, rules.NumSeats)
+	for s := range rules.NumSeats {
+		out[s] = &gamev1.SeatPoints{Seat: seatPB(rules.Seat(s)), Points: int32(p[s])}
+	}
+	return out
+}
+
+func resultPB(g *rules.Game) *gamev1.Result {
+	r := g.Result()
+	out := &gamev1.Result{Points: pointsPB(r.Points), Termination: terminationPB(r.Termination)}
+	if r.Termination != rules.Aborted {
+		for _, s := range r.Ranking {
+			out.Ranking = append(out.Ranking, seatPB(s))
+		}
+	}
+	return out
+}
+
+func seatsPB(ss []rules.Seat) []gamev1.Seat {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]gamev1.Seat, len(ss))
+	for i, s := range ss {
+		out[i] = seatPB(s)
+	}
+	return out
+}
+
+func moveEffectsPB(m *rules.AppliedMove, rs rules.RuleSet) *gamev1.MoveEffects {
+	e := &gamev1.MoveEffects{
+		Move:             m.Text,
+		Seat:             seatPB(m.Seat),
+		From:             squarePB(m.Move.From()),
+		To:               squarePB(m.Move.To()),
+		Piece:            kindPB(m.Move.Piece()),
+		PointsGained:     int32(m.Points),
+		CheckedSeats:     seatsPB(m.Checks),
+		MatedSeats:       seatsPB(m.Mated),
+		CheckBonusPoints: int32(m.CheckBonus),
+		IsZombieMove:     m.Zombie,
+	}
+	if m.Captured != rules.NoPiece {
+		e.Captured = &gamev1.Capture{Kind: kindPB(m.Captured), Owner: seatPB(m.CapturedSeat),
+			Promoted: m.CapturedPromoted, Dead: m.CapturePoints == 0 && !m.KingCaptured}
+	}
+	if m.Promotion {
+		e.Promotion = gamev1.PieceKind_PIECE_KIND_QUEEN
+	}
+	switch m.Move.Castle() {
+	case 1:
+		e.Castling = gamev1.CastlingSide_CASTLING_SIDE_SHORT
+	case 2:
+		e.Castling = gamev1.CastlingSide_CASTLING_SIDE_LONG
+	}
+	if m.KingCaptured {
+		e.KingCapturedSeat = seatPB(m.CapturedSeat)
+	}
+	for _, s := range m.Eliminated {
+		e.Eliminations = append(e.Eliminations, eliminationPB(m, s, rs))
+	}
+	return e
+}
+
+func eliminationPB(m *rules.AppliedMove, s rules.Seat, rs rules.RuleSet) *gamev1.Elimination {
+	el := &gamev1.Elimination{Seat: seatPB(s), Reason: gamev1.ExitReason_EXIT_REASON_KING_CAPTURED,
+		AwardedTo: seatPB(m.Seat), AwardedPoints: int32(rs.KingCapturePoints)}
+	for _, x := range m.Mated {
+		if x == s {
+			el.Reason, el.AwardedPoints = gamev1.ExitReason_EXIT_REASON_MATED, int32(rs.MatePoints)
+		}
+	}
+	if m.Zombie {
+		// A zombie's points never count for its player.
+		el.AwardedTo, el.AwardedPoints = gamev1.Seat_SEAT_UNSPECIFIED, 0
+	}
+	return el
+}
+
+// clocksPB renders the clocks as of now.
+func clocksPB(c *Clocks, tc TimeControl, firstMoveLimit time.Duration, now time.Time) []*gamev1.Clock {
+	out := make([]*gamev1.Clock, rules.NumSeats)
+	for s := range rules.NumSeats {
+		cl := &gamev1.Clock{Seat: seatPB(rules.Seat(s)), Remaining: durationpb.New(c.Remaining[s])}
+		if c.Running == s {
+			cl.Running = true
+			d, _ := c.Deadline(tc, firstMoveLimit)
+			cl.TurnDeadline = timestamppb.New(d)
+			used := max(now.Sub(c.TurnStart)-tc.Delay, 0)
+			cl.Remaining = durationpb.New(max(c.Remaining[s]-used, 0))
+		}
+		out[s] = cl
+	}
+	return out
+}
+
+// parseTimeControl reads a time control given by name, by fields, or both
+// (then they must agree), and returns it with its canonical wire form.
+func parseTimeControl(in *gamev1.TimeControl) (TimeControl, *gamev1.TimeControl, error) {
+	if in == nil {
+		return TimeControl{}, nil, fmt.Errorf("%w: time_control is required", ErrInvalid)
+	}
+	var byName, byFields TimeControl
+	var hasName, hasFields bool
+	if in.GetName() != "" {
+		tc, err := parseTimeControlName(in.GetName())
+		if err != nil {
+			return TimeControl{}, nil, err
+		}
+		byName, hasName = tc, true
+	}
+	if in.GetInitial() != nil {
+		hasFields = true
+		byFields.Initial = in.GetInitial().AsDuration()
+		byFields.Increment = in.GetIncrement().AsDuration()
+		byFields.Delay = in.GetDelay().AsDuration()
+		switch in.GetMode() {
+		case gamev1.TimeControlMode_TIME_CONTROL_MODE_DELAY:
+			byFields.Increment = 0
+			if byFields.Delay <= 0 {
+				return TimeControl{}, nil, fmt.Errorf("%w: time_control: DELAY mode needs a positive delay", ErrInvalid)
+			}
+		case gamev1.TimeControlMode_TIME_CONTROL_MODE_INCREMENT:
+			if byFields.Delay != 0 {
+				return TimeControl{}, nil, fmt.Errorf("%w: time_control: INCREMENT mode takes no delay", ErrInvalid)
+			}
+		default:
+			if byFields.Delay != 0 && byFields.Increment != 0 {
+				return TimeControl{}, nil, fmt.Errorf("%w: time_control: both increment and delay set", ErrInvalid)
+			}
+		}
+	}
+	tc := byName
+	switch {
+	case hasName && hasFields && byName != byFields:
+		return TimeControl{}, nil, fmt.Errorf("%w: time_control: name %q disagrees with the fields", ErrInvalid, in.GetName())
+	case hasFields:
+		tc = byFields
+	case !hasName:
+		return TimeControl{}, nil, fmt.Errorf("%w: time_control: give a name or an initial time", ErrInvalid)
+	}
+	if tc.Initial <= 0 || tc.Increment < 0 || tc.Delay < 0 || tc.Initial > 24*time.Hour || tc.Increment > time.Hour || tc.Delay > time.Hour {
+		return TimeControl{}, nil, fmt.Errorf("%w: time_control: times out of range", ErrInvalid)
+	}
+	return tc, timeControlPB(tc), nil
+}
+
+func timeControlPB(tc TimeControl) *gamev1.TimeControl {
+	out := &gamev1.TimeControl{Initial: durationpb.New(tc.Initial), Increment: durationpb.New(tc.Increment),
+		Delay: durationpb.New(tc.Delay), Mode: gamev1.TimeControlMode_TIME_CONTROL_MODE_INCREMENT}
+	if tc.Delay > 0 {
+		out.Mode = gamev1.TimeControlMode_TIME_CONTROL_MODE_DELAY
+		out.Name = fmt.Sprintf("%s|%s d", fmtMinutes(tc.Initial), fmtSeconds(tc.Delay))
+	} else {
+		out.Name = fmt.Sprintf("%s+%s", fmtMinutes(tc.Initial), fmtSeconds(tc.Increment))
+	}
+	return out
+}
+
+func fmtMinutes(d time.Duration) string { return strconv.FormatFloat(d.Minutes(), 'f', -1, 64) }
+func fmtSeconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
+
+// parseTimeControlName reads "M+S" (increment) or "M|S d" (delay); M in
+// minutes, S in seconds, both possibly fractional.
+func parseTimeControlName(name string) (TimeControl, error) {
+	bad := fmt.Errorf("%w: time_control.name %q: want \"M+S\" or \"M|S d\"", ErrInvalid, name)
+	n := strings.TrimSpace(name)
+	var tc TimeControl
+	var m, s string
+	if before, ok := strings.CutSuffix(n, " d"); ok {
+		var found bool
+		if m, s, found = strings.Cut(before, "|"); !found {
+			return tc, bad
+		}
+	} else {
+		var found bool
+		if m, s, found = strings.Cut(n, "+"); !found {
+			return tc, bad
+		}
+	}
+	mins, err1 := strconv.ParseFloat(strings.TrimSpace(m), 64)
+	secs, err2 := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	// Written so that NaN fails every comparison and is refused.
+	if err1 != nil || err2 != nil || !(mins > 0 && mins <= 24*60) || !(secs >= 0 && secs <= 3600) {
+		return tc, bad
+	}
+	tc.Initial = time.Duration(mins * float64(time.Minute))
+	if strings.HasSuffix(n, " d") {
+		tc.Delay = time.Duration(secs * float64(time.Second))
+	} else {
+		tc.Increment = time.Duration(secs * float64(time.Second))
+	}
+	return tc, nil
+}
+
+// eventsOf turns the effects of one engine call into match events, in the
+// order they happened: moves interleaved with the events that happened
+// between them (an event with Ply q happened after q moves were applied).
+// points is the seats' points before the call; the events carry the points
+// after each step. Versions are assigned from next onwards.
+func eventsOf(id string, g *rules.Game, eff *rules.Effects, before [rules.NumSeats]int,
+	next uint64, now time.Time, clocks []*gamev1.Clock, rec *record) []*eventsv1.MatchEvent {
+	rs := g.Rules()
+	var out []*eventsv1.MatchEvent
+	at := timestamppb.New(now)
+	pts := before
+	add := func(ply int, ev *eventsv1.MatchEvent) {
+		ev.MatchId, ev.Version, ev.Ply, ev.OccurredAt = id, next, uint32(ply), at
+		next++
+		out = append(out, ev)
+	}
+	toMove := seatPB(g.ToMove())
+	if g.Over() {
+		toMove = gamev1.Seat_SEAT_UNSPECIFIED
+	}
+	ei := 0
+	emitEvents := func(upTo int) {
+		for ; ei < len(eff.Events) && eff.Events[ei].Ply <= upTo; ei++ {
+			ev := eff.Events[ei]
+			switch ev.Kind {
+			case rules.EventResigned:
+				rec.Exit[ev.Seat] = uint8(gamev1.ExitReason_EXIT_REASON_RESIGNED)
+				add(ev.Ply, &eventsv1.MatchEvent{Event: &eventsv1.MatchEvent_PlayerResigned{PlayerResigned: &eventsv1.PlayerResigned{
+					Seat: seatPB(ev.Seat), FrozenPoints: int32(pts[ev.Seat])}}})
+			case rules.EventTimedOut:
+				rec.Exit[ev.Seat] = uint8(gamev1.ExitReason_EXIT_REASON_TIMED_OUT)
+				add(ev.Ply, &eventsv1.MatchEvent{Event: &eventsv1.MatchEvent_PlayerTimedOut{PlayerTimedOut: &eventsv1.PlayerTimedOut{
+					Seat: seatPB(ev.Seat), FrozenPoints: int32(pts[ev.Seat]), FirstMoveLimit: !rec.Clocks.Moved[ev.Seat]}}})
+			case rules.EventStalemated, rules.EventMatedOnTurn:
+				reason, awarded := gamev1.ExitReason_EXIT_REASON_STALEMATED, seatPB(ev.Seat)
+				if ev.Kind == rules.EventMatedOnTurn {
+					reason, awarded = gamev1.ExitReason_EXIT_REASON_MATED, gamev1.Seat_SEAT_UNSPECIFIED
+				}
+				if rec.Exit[ev.Seat] == 0 {
+					rec.Exit[ev.Seat] = uint8(reason)
+				}
+				pts[ev.Seat] += ev.Points
+				if ev.Points == 0 {
+					awarded = gamev1.Seat_SEAT_UNSPECIFIED
+				}
+				add(ev.Ply, &eventsv1.MatchEvent{Event: &eventsv1.MatchEvent_PlayerEliminated{PlayerEliminated: &eventsv1.PlayerEliminated{
+					Elimination:  &gamev1.Elimination{Seat: seatPB(ev.Seat), Reason: reason, AwardedTo: awarded, AwardedPoints: int32(ev.Points)},
+					ResultPoints: int32(g.ResultPoints()[ev.Seat]), Points: pointsPB(pts)}}})
+			case rules.EventBonus:
+				pts[ev.Seat] += ev.Points
+			case rules.EventGameOver:
+				// Written last, below, with the final result.
+			}
+		}
+	}
+	for i := range eff.Moves {
+		m := &eff.Moves[i]
+		emitEvents(m.Ply)
+		pts[m.Seat] += m.Points
+		me := moveEffectsPB(m, rs)
+		add(m.Ply+1, &eventsv1.MatchEvent{Event: &eventsv1.MatchEvent_MoveApplied{MoveApplied: &eventsv1.MoveApplied{
+			Effects: me, ToMove: toMove, Clocks: clocks, Points: pointsPB(pts)}}})
+		rec.LastMove = nil
+		if b, err := marshal(me); err == nil {
+			rec.LastMove = b
+		}
+		for _, el := range me.Eliminations {
+			s, _ := seatFromPB(el.Seat)
+			if rec.Exit[s] == 0 || rec.Exit[s] == uint8(gamev1.ExitReason_EXIT_REASON_RESIGNED) || rec.Exit[s] == uint8(gamev1.ExitReason_EXIT_REASON_TIMED_OUT) {
+				rec.Exit[s] = uint8(el.Reason)
+			}
+			add(m.Ply+1, &eventsv1.MatchEvent{Event: &eventsv1.MatchEvent_PlayerEliminated{PlayerEliminated: &eventsv1.PlayerEliminated{
+				Elimination: el, ResultPoints: int32(g.ResultPoints()[s]), Points: pointsPB(pts)}}})
+		}
+	}
+	emitEvents(int(^uint(0) >> 1))
+	if g.Over() && g.Result().Termination != rules.Aborted {
+		add(g.Ply(), &eventsv1.MatchEvent{Event: &eventsv1.MatchEvent_GameOver{GameOver: &eventsv1.GameOver{Result: resultPB(g)}}})
+	}
+	return out
+}

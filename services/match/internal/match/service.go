@@ -1,0 +1,812 @@
+// Package match implements the match service's domain logic on the rules
+// engine and the Redis store: creating matches, applying moves,
+// resignations, time losses and aborts, building snapshots and events.
+//
+// Consistency: every change is computed from a known version of the match
+// (the instance's cached, decoded game, or a fresh read) and stored with one
+// versioned commit; a commit that finds another version gets that state back
+// in the same reply and the change is recomputed from it, up to
+// Config.MaxAttempts times (then ErrConflict). Within an instance, changes to
+// one match are serialised by the cache entry's mutex, so racing is only
+// ever between instances.
+//
+// Clocks follow RULES.md section 10 with the server's clock: the mover's
+// time runs from the commit that gave them the turn to the commit of their
+// move. Each commit stores the running clock's deadline in the partition's
+// deadline set, which the Keeper scans (see keeper.go).
+package match
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
+	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
+)
+
+// Config tunes the service.
+type Config struct {
+	// FirstMoveLimit is the time a player has for their first move (RULES.md 10).
+	FirstMoveLimit time.Duration
+	// MaxAttempts bounds how often a change is recomputed after losing a race.
+	MaxAttempts int
+	// CacheSize bounds the number of decoded games kept per instance.
+	CacheSize int
+}
+
+// DefaultConfig returns the production defaults.
+func DefaultConfig() Config {
+	return Config{FirstMoveLimit: 30 * time.Second, MaxAttempts: 8, CacheSize: 20000}
+}
+
+// Validate reports settings the service cannot work with.
+func (c Config) Validate() error {
+	switch {
+	case c.FirstMoveLimit <= 0:
+		return errors.New("first move limit must be positive")
+	case c.MaxAttempts < 1:
+		return errors.New("max attempts must be at least 1")
+	case c.CacheSize < 1:
+		return errors.New("cache size must be at least 1")
+	}
+	return nil
+}
+
+// Caller is who makes a request.
+type Caller struct {
+	// ID is the player id (or service/operator name).
+	ID string
+	// Service and Operator are the caller's roles besides player.
+	Service, Operator bool
+}
+
+// Limits on request fields.
+const (
+	maxRequestIDLen = 128
+	maxMoveIDLen    = 64
+	maxMoveTextLen  = 32
+	maxPlayerIDLen  = 128
+	maxNameLen      = 64
+	maxReasonLen    = 512
+	maxFEN4Len      = 4096
+)
+
+// Service is the match service's domain logic.
+type Service struct {
+	store *store.Store
+	cfg   Config
+	log   *slog.Logger
+	now   func() time.Time
+	cache *cache
+}
+
+// New returns a Service. now is the clock (time.Now in production).
+func New(st *store.Store, cfg Config, log *slog.Logger, now func() time.Time) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("match config: %w", err)
+	}
+	return &Service{store: st, cfg: cfg, log: log, now: now, cache: newCache(cfg.CacheSize)}, nil
+}
+
+// Store returns the service's store.
+func (s *Service) Store() *store.Store { return s.store }
+
+// clockNow is the service clock at millisecond precision, the precision
+// the store keeps, so a cached state equals a decoded one.
+func (s *Service) clockNow() time.Time { return time.UnixMilli(s.now().UnixMilli()) }
+
+// entry is a cached, decoded match. Its mutex serialises all changes to the
+// match made through this instance.
+type entry struct {
+	mu      sync.Mutex
+	id      string
+	loaded  bool
+	version uint64
+	stamp   string
+	game    *rules.Game
+	rec     record
+	created *eventsv1.MatchEvent
+	tc      TimeControl
+}
+
+// setState decodes a stored state into the entry (Meta only when present).
+func (e *entry) setState(st store.State) error {
+	e.loaded = false
+	if len(st.Meta) > 0 || e.created == nil {
+		ev := &eventsv1.MatchEvent{}
+		if err := proto.Unmarshal(st.Meta, ev); err != nil || ev.GetMatchCreated() == nil {
+			return fmt.Errorf("decode match %s metadata: %v", e.id, err)
+		}
+		tc, _, err := parseTimeControl(ev.GetMatchCreated().GetTimeControl())
+		if err != nil {
+			return fmt.Errorf("decode match %s time control: %w", e.id, err)
+		}
+		e.created, e.tc = ev, tc
+	}
+	g := new(rules.Game)
+	if err := g.UnmarshalBinary(st.Game); err != nil {
+		return fmt.Errorf("decode match %s game: %w", e.id, err)
+	}
+	var rec record
+	if err := rec.unmarshal(st.Clock); err != nil {
+		return fmt.Errorf("decode match %s record: %w", e.id, err)
+	}
+	e.game, e.rec, e.version, e.stamp, e.loaded = g, rec, st.Version, st.Stamp, true
+	return nil
+}
+
+// seatsOf returns the seats the caller plays in the match.
+func (e *entry) seatsOf(c Caller) []rules.Seat {
+	var out []rules.Seat
+	for _, sp := range e.created.GetMatchCreated().GetPlayers() {
+		if sp.GetPlayer().GetPlayerId() == c.ID {
+			if s, ok := seatFromPB(sp.GetSeat()); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// cache keeps decoded games by match id. It is bounded: when full, arbitrary
+// entries are dropped (a dropped entry is simply reloaded when needed).
+type cache struct {
+	mu  sync.Mutex
+	m   map[string]*entry
+	max int
+}
+
+func newCache(max int) *cache { return &cache{m: make(map[string]*entry), max: max} }
+
+// lock returns the locked entry of a match.
+func (c *cache) lock(id string) *entry {
+	c.mu.Lock()
+	e := c.m[id]
+	if e == nil {
+		if len(c.m) >= c.max {
+			n := max(len(c.m)/16, 1)
+			for k := range c.m {
+				delete(c.m, k)
+				if n--; n == 0 {
+					break
+				}
+			}
+		}
+		e = &entry{id: id}
+		c.m[id] = e
+	}
+	c.mu.Unlock()
+	e.mu.Lock()
+	return e
+}
+
+// load reads a match fresh from the store into a locked entry; with a move
+// key it also returns the stored answer to that move (nil if none).
+func (s *Service) load(ctx context.Context, e *entry, moveKey string) ([]byte, error) {
+	var st store.State
+	var reply []byte
+	var err error
+	if moveKey != "" {
+		st, reply, err = s.store.LoadWithReply(ctx, e.id, moveKey)
+	} else {
+		st, err = s.store.Load(ctx, e.id)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		e.loaded = false
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		e.loaded = false
+		return nil, err
+	}
+	if st.Version == e.version && st.Stamp == e.stamp && e.loaded {
+		return reply, nil
+	}
+	return reply, e.setState(st)
+}
+
+// change is a computed state change, ready to commit.
+type change struct {
+	events []*eventsv1.MatchEvent
+	rec    record
+	// replyMove, when set, stores the result (a MakeMoveResponse) under the
+	// move key, prefixed by this move text.
+	replyMove string
+	// result is what the caller gets back.
+	result proto.Message
+	// err is returned after the change was committed (a time loss found
+	// while applying a move).
+	err error
+}
+
+// mutate computes a change with apply from the entry's state and commits
+// it, recomputing after lost races. apply must not change the entry except
+// its game (which it may advance); on any failure the entry is reloaded.
+// It returns the committed change, or the stored reply of a repeated move.
+func (s *Service) mutate(ctx context.Context, id, moveKey string, apply func(e *entry, now time.Time) (*change, error)) (*change, []byte, error) {
+	if _, err := store.PartitionOf(id); err != nil {
+		return nil, nil, ErrNotFound
+	}
+	e := s.cache.lock(id)
+	defer e.mu.Unlock()
+	fresh := false
+	if !e.loaded {
+		reply, err := s.load(ctx, e, moveKey)
+		if err != nil || reply != nil {
+			return nil, reply, err
+		}
+		fresh = true
+	}
+	for range s.cfg.MaxAttempts {
+		now := s.clockNow()
+		ch, err := apply(e, now)
+		if err != nil {
+			if fresh {
+				return nil, nil, err
+			}
+			// The cached state may be stale, or this is a retry of a move
+			// that was applied: decide on a fresh read.
+			e.loaded = false
+			reply, lerr := s.load(ctx, e, moveKey)
+			if lerr != nil || reply != nil {
+				return nil, reply, lerr
+			}
+			fresh = true
+			continue
+		}
+		res, err := s.commit(ctx, e, ch, moveKey)
+		if err != nil {
+			e.loaded = false
+			return nil, nil, err
+		}
+		switch res.Outcome {
+		case store.Applied:
+			e.version, e.stamp, e.rec = res.Version, res.Stamp, ch.rec
+			return ch, nil, ch.err
+		case store.Duplicate:
+			e.loaded = false
+			return nil, res.Reply, nil
+		case store.Conflict:
+			if err := e.setState(res.State); err != nil {
+				return nil, nil, err
+			}
+			fresh = true
+		}
+	}
+	e.loaded = false
+	return nil, nil, ErrConflict
+}
+
+func (s *Service) commit(ctx context.Context, e *entry, ch *change, moveKey string) (store.Result, error) {
+	game, err := e.game.MarshalBinary()
+	if err != nil {
+		return store.Result{}, fmt.Errorf("encode game %s: %w", e.id, err)
+	}
+	c := store.Change{Expected: e.version, ExpectedStamp: e.stamp, Game: game, Clock: ch.rec.marshal()}
+	for _, ev := range ch.events {
+		b, err := marshal(ev)
+		if err != nil {
+			return store.Result{}, err
+		}
+		c.Events = append(c.Events, b)
+	}
+	if ch.replyMove != "" && moveKey != "" {
+		reply, err := encodeReply(ch.replyMove, ch.result.(*matchv1.MakeMoveResponse), c.Events)
+		if err != nil {
+			return store.Result{}, err
+		}
+		c.MoveKey, c.Reply = moveKey, reply
+	}
+	c.Deadline, _ = ch.rec.Clocks.Deadline(e.tc, s.cfg.FirstMoveLimit)
+	if ch.rec.Status != StatusActive {
+		c.Finished, c.Deadline = true, time.Time{}
+		if ch.rec.Status == StatusFinished {
+			fin, err := marshal(s.finishedRecord(e, ch.rec))
+			if err != nil {
+				return store.Result{}, err
+			}
+			c.FinishedData = fin
+		}
+	}
+	return s.store.Commit(ctx, e.id, c)
+}
+
+func (s *Service) finishedRecord(e *entry, rec record) *eventsv1.MatchFinished {
+	mc := e.created.GetMatchCreated()
+	return &eventsv1.MatchFinished{
+		MatchId: e.id, RuleSet: mc.GetRuleSet(), TimeControl: mc.GetTimeControl(), Players: mc.GetPlayers(),
+		Result: resultPB(e.game), StartedAt: e.created.GetOccurredAt(), FinishedAt: timestamppb.New(rec.FinishedAt),
+		Plies: uint32(e.game.Ply()),
+	}
+}
+
+var marshalOpts = proto.MarshalOptions{Deterministic: true}
+
+func marshal(m proto.Message) ([]byte, error) {
+	b, err := marshalOpts.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", m, err)
+	}
+	return b, nil
+}
+
+// Create starts a match (service callers only); repeating a request id
+// returns the match it created.
+func (s *Service) Create(ctx context.Context, c Caller, req *matchv1.CreateMatchRequest) (*matchv1.Match, error) {
+	if !c.Service {
+		return nil, fmt.Errorf("%w: only services create matches", ErrForbidden)
+	}
+	if n := len(req.GetRequestId()); n == 0 || n > maxRequestIDLen {
+		return nil, fmt.Errorf("%w: request_id must have 1 to %d bytes", ErrInvalid, maxRequestIDLen)
+	}
+	players, err := validatePlayers(req.GetPlayers())
+	if err != nil {
+		return nil, err
+	}
+	name := req.GetRuleSet()
+	if name == "" {
+		name = "fourkingdoms"
+	}
+	rs, ok := rules.RuleSetByName(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: rule_set %q is not one of %v", ErrInvalid, name, rules.RuleSetNames())
+	}
+	tc, tcPB, err := parseTimeControl(req.GetTimeControl())
+	if err != nil {
+		return nil, err
+	}
+	if len(req.GetStartFen4()) > maxFEN4Len {
+		return nil, fmt.Errorf("%w: start_fen4 longer than %d bytes", ErrInvalid, maxFEN4Len)
+	}
+	seed := req.GetSeed()
+	if req.Seed == nil {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		seed = binary.LittleEndian.Uint64(b[:])
+	}
+	g, err := rules.NewGame(rs, seed, req.GetStartFen4())
+	if err != nil {
+		return nil, fmt.Errorf("%w: start_fen4: %v", ErrInvalid, err)
+	}
+	if g.Over() {
+		return nil, fmt.Errorf("%w: start_fen4: the game is already over in that position", ErrInvalid)
+	}
+	now := s.clockNow()
+	id := store.NewIDFor(req.GetRequestId())
+	rec := record{Status: StatusActive, Clocks: newClocks(tc, g.ToMove(), now)}
+	created := &eventsv1.MatchEvent{MatchId: id, Version: 1, Ply: uint32(g.Ply()), OccurredAt: timestamppb.New(now),
+		Event: &eventsv1.MatchEvent_MatchCreated{MatchCreated: &eventsv1.MatchCreated{
+			RuleSet: rs.Name, TimeControl: tcPB, Players: players, Fen4: g.FEN4(), ToMove: seatPB(g.ToMove()),
+			Clocks: clocksPB(&rec.Clocks, tc, s.cfg.FirstMoveLimit, now)}}}
+	meta, err := marshal(created)
+	if err != nil {
+		return nil, err
+	}
+	game, err := g.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("encode game: %w", err)
+	}
+	deadline, _ := rec.Clocks.Deadline(tc, s.cfg.FirstMoveLimit)
+	got, made, err := s.store.Create(ctx, id, store.NewMatch{RequestID: req.GetRequestId(), Game: game,
+		Clock: rec.marshal(), Meta: meta, Event: meta, Deadline: deadline})
+	if err != nil {
+		return nil, err
+	}
+	if made {
+		s.log.InfoContext(ctx, "match created", "match", id, "rule_set", rs.Name, "time_control", tcPB.GetName())
+	}
+	return s.Get(ctx, Caller{ID: c.ID}, got)
+}
+
+func validatePlayers(in []*gamev1.SeatPlayer) ([]*gamev1.SeatPlayer, error) {
+	if len(in) != rules.NumSeats {
+		return nil, fmt.Errorf("%w: players: want exactly %d, have %d", ErrInvalid, rules.NumSeats, len(in))
+	}
+	out := make([]*gamev1.SeatPlayer, rules.NumSeats)
+	ids := map[string]bool{}
+	for i, sp := range in {
+		s, ok := seatFromPB(sp.GetSeat())
+		if !ok {
+			return nil, fmt.Errorf("%w: players[%d].seat: not a seat", ErrInvalid, i)
+		}
+		if out[s] != nil {
+			return nil, fmt.Errorf("%w: players[%d].seat: %s given twice", ErrInvalid, i, sp.GetSeat())
+		}
+		p := sp.GetPlayer()
+		if n := len(p.GetPlayerId()); n == 0 || n > maxPlayerIDLen {
+			return nil, fmt.Errorf("%w: players[%d].player.player_id must have 1 to %d bytes", ErrInvalid, i, maxPlayerIDLen)
+		}
+		if len(p.GetDisplayName()) > maxNameLen {
+			return nil, fmt.Errorf("%w: players[%d].player.display_name longer than %d bytes", ErrInvalid, i, maxNameLen)
+		}
+		if ids[p.GetPlayerId()] {
+			return nil, fmt.Errorf("%w: players[%d]: player %q holds two seats", ErrInvalid, i, p.GetPlayerId())
+		}
+		ids[p.GetPlayerId()] = true
+		out[s] = &gamev1.SeatPlayer{Seat: sp.GetSeat(), Player: &gamev1.Player{PlayerId: p.GetPlayerId(),
+			DisplayName: p.GetDisplayName(), IsBot: p.GetIsBot()}}
+	}
+	return out, nil
+}
+
+// Get returns a fresh snapshot of a match as seen by the caller.
+func (s *Service) Get(ctx context.Context, c Caller, id string) (*matchv1.Match, error) {
+	if _, err := store.PartitionOf(id); err != nil {
+		return nil, ErrNotFound
+	}
+	e := s.cache.lock(id)
+	defer e.mu.Unlock()
+	if _, err := s.load(ctx, e, ""); err != nil {
+		return nil, err
+	}
+	return s.snapshot(e, c, s.clockNow()), nil
+}
+
+// snapshot builds the wire form of a loaded entry.
+func (s *Service) snapshot(e *entry, c Caller, now time.Time) *matchv1.Match {
+	g, mc := e.game, e.created.GetMatchCreated()
+	m := &matchv1.Match{
+		MatchId: e.id, Status: matchv1.MatchStatus(e.rec.Status), RuleSet: mc.GetRuleSet(), TimeControl: mc.GetTimeControl(),
+		Fen4: g.FEN4(), Ply: uint32(g.Ply()), Version: e.version, Clocks: clocksPB(&e.rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now),
+		CreatedAt: e.created.GetOccurredAt(),
+	}
+	points, result := g.Points(), g.ResultPoints()
+	for st := range rules.NumSeats {
+		seat := rules.Seat(st)
+		ss := &matchv1.SeatState{Seat: seatPB(seat), Status: seatStatusPB(g.Status(seat)),
+			ExitReason: gamev1.ExitReason(e.rec.Exit[st]), Points: int32(points[st]), ResultPoints: int32(result[st])}
+		if players := mc.GetPlayers(); st < len(players) {
+			ss.Player = players[st].GetPlayer()
+		}
+		m.Seats = append(m.Seats, ss)
+	}
+	for _, sq := range g.Squares() {
+		m.Pieces = append(m.Pieces, &matchv1.PlacedPiece{Square: sq.Name, Seat: seatPB(sq.Seat), Kind: kindPB(sq.Kind),
+			Dead: sq.Dead, Zombie: sq.Zombie, Promoted: sq.Promoted})
+	}
+	if e.rec.Status == StatusActive {
+		m.ToMove = seatPB(g.ToMove())
+		m.LegalMoves = s.legalFor(e, c)
+	} else {
+		m.FinishedAt = timestamppb.New(e.rec.FinishedAt)
+		if e.rec.Status == StatusFinished {
+			m.Result = resultPB(g)
+		}
+	}
+	if len(e.rec.LastMove) > 0 {
+		lm := &gamev1.MoveEffects{}
+		if proto.Unmarshal(e.rec.LastMove, lm) == nil {
+			m.LastMove = lm
+		}
+	}
+	return m
+}
+
+// legalFor lists the caller's legal moves if they hold the live seat to move.
+func (s *Service) legalFor(e *entry, c Caller) []string {
+	if e.rec.Status != StatusActive {
+		return nil
+	}
+	for _, seat := range e.seatsOf(c) {
+		if seat == e.game.ToMove() {
+			moves := e.game.LegalMoves(seat)
+			out := make([]string, len(moves))
+			for i, m := range moves {
+				out[i] = e.game.MoveText(m)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// MakeMove applies the caller's move (and the zombie moves that follow).
+func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveRequest) (*matchv1.MakeMoveResponse, error) {
+	if len(req.GetMove()) == 0 || len(req.GetMove()) > maxMoveTextLen {
+		return nil, fmt.Errorf("%w: move must have 1 to %d bytes", ErrInvalid, maxMoveTextLen)
+	}
+	if len(req.GetClientMoveId()) > maxMoveIDLen {
+		return nil, fmt.Errorf("%w: client_move_id longer than %d bytes", ErrInvalid, maxMoveIDLen)
+	}
+	moveKey := ""
+	if req.GetClientMoveId() != "" {
+		moveKey = c.ID + "\x00" + req.GetClientMoveId()
+	}
+	ch, stored, err := s.mutate(ctx, req.GetMatchId(), moveKey, func(e *entry, now time.Time) (*change, error) {
+		seats := e.seatsOf(c)
+		if len(seats) == 0 {
+			return nil, ErrNotPlayer
+		}
+		if e.rec.Status != StatusActive {
+			return nil, ErrFinished
+		}
+		g := e.game
+		if req.ExpectedPly != nil && int(req.GetExpectedPly()) != g.Ply() {
+			return nil, &PlyMismatchError{Expected: int(req.GetExpectedPly()), Current: g.Ply()}
+		}
+		seat := seats[0]
+		for _, x := range seats {
+			if x == g.ToMove() {
+				seat = x
+			}
+		}
+		if seat != g.ToMove() {
+			return nil, fmt.Errorf("%w: %s to move", rules.ErrNotYourTurn, g.ToMove())
+		}
+		if d, _ := e.rec.Clocks.Deadline(e.tc, s.cfg.FirstMoveLimit); !d.IsZero() && now.After(d) {
+			ch, err := s.leave(e, now, seat, true)
+			if err != nil {
+				return nil, err
+			}
+			ch.err = ErrTimeRanOut
+			return ch, nil
+		}
+		mv, err := g.ParseMove(req.GetMove())
+		if err != nil {
+			return nil, err
+		}
+		before, rec := g.Points(), e.rec
+		eff, err := g.Play(seat, mv)
+		if err != nil {
+			return nil, err
+		}
+		rec.Clocks.follow(e.tc, g, now, true, true)
+		s.finish(g, &rec, now)
+		events := eventsOf(e.id, g, &eff, before, e.version+1, now, clocksPB(&rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now), &rec)
+		resp := &matchv1.MakeMoveResponse{Events: events, Version: e.version + uint64(len(events)), Ply: uint32(g.Ply()),
+			GameOver: g.Over()}
+		if g.Over() {
+			resp.Result = resultPB(g)
+		} else {
+			resp.ToMove = seatPB(g.ToMove())
+		}
+		return &change{events: events, rec: rec, result: resp, replyMove: req.GetMove()}, nil
+	})
+	if stored != nil {
+		return decodeStoredReply(stored, req.GetMove())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ch.result.(*matchv1.MakeMoveResponse), nil
+}
+
+// encodeReply encodes a stored answer: the move text, a zero byte, then
+// the response. The events are already encoded for the commit, so they are
+// appended as field 1 instead of being marshalled a second time (protobuf
+// merges fields in any order).
+func encodeReply(move string, resp *matchv1.MakeMoveResponse, events [][]byte) ([]byte, error) {
+	evs := resp.Events
+	resp.Events = nil
+	b, err := marshal(resp)
+	resp.Events = evs
+	if err != nil {
+		return nil, err
+	}
+	n := len(move) + 1 + len(b)
+	for _, e := range events {
+		n += len(e) + 8
+	}
+	out := make([]byte, 0, n)
+	out = append(append(append(out, move...), 0), b...)
+	for _, e := range events {
+		out = protowire.AppendTag(out, 1, protowire.BytesType)
+		out = protowire.AppendBytes(out, e)
+	}
+	return out, nil
+}
+
+func decodeStoredReply(stored []byte, move string) (*matchv1.MakeMoveResponse, error) {
+	i := 0
+	for i < len(stored) && stored[i] != 0 {
+		i++
+	}
+	if i == len(stored) {
+		return nil, errors.New("stored reply without move text")
+	}
+	if string(stored[:i]) != move {
+		return nil, ErrMoveIDReused
+	}
+	resp := &matchv1.MakeMoveResponse{}
+	if err := proto.Unmarshal(stored[i+1:], resp); err != nil {
+		return nil, fmt.Errorf("decode stored reply: %w", err)
+	}
+	return resp, nil
+}
+
+// finish marks the record finished when the game is over.
+func (s *Service) finish(g *rules.Game, rec *record, now time.Time) {
+	if g.Over() && rec.Status == StatusActive {
+		rec.Status, rec.FinishedAt = StatusFinished, now
+		if g.Result().Termination == rules.Aborted {
+			rec.Status = StatusAborted
+		}
+	}
+}
+
+// leave applies a resignation or time loss of seat to the entry's game.
+func (s *Service) leave(e *entry, now time.Time, seat rules.Seat, timeout bool) (*change, error) {
+	g, rec := e.game, e.rec
+	before, ply, toMove := g.Points(), g.Ply(), g.ToMove()
+	wasRunning := rec.Clocks.Running == int(seat)
+	var eff rules.Effects
+	var err error
+	if timeout {
+		eff, err = g.TimeOut(seat)
+	} else {
+		eff, err = g.Resign(seat)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if wasRunning && timeout {
+		rec.Clocks.Remaining[seat] = 0
+		rec.Clocks.Running = noSeat
+	}
+	rec.Clocks.follow(e.tc, g, now, g.Ply() != ply || g.ToMove() != toMove || wasRunning, false)
+	s.finish(g, &rec, now)
+	events := eventsOf(e.id, g, &eff, before, e.version+1, now, clocksPB(&rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now), &rec)
+	return &change{events: events, rec: rec}, nil
+}
+
+// Resign resigns the caller's (first live) seat.
+func (s *Service) Resign(ctx context.Context, c Caller, id string) (*matchv1.ResignResponse, error) {
+	ch, _, err := s.mutate(ctx, id, "", func(e *entry, now time.Time) (*change, error) {
+		seats := e.seatsOf(c)
+		if len(seats) == 0 {
+			return nil, ErrNotPlayer
+		}
+		if e.rec.Status != StatusActive {
+			return nil, ErrFinished
+		}
+		seat := seats[0]
+		for _, x := range seats {
+			if e.game.Status(x) == rules.Live {
+				seat = x
+				break
+			}
+		}
+		ch, err := s.leave(e, now, seat, false)
+		if err != nil {
+			return nil, err
+		}
+		ch.result = &matchv1.ResignResponse{Events: ch.events, Version: e.version + uint64(len(ch.events))}
+		return ch, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ch.result.(*matchv1.ResignResponse), nil
+}
+
+// Abort ends a match without a result (operators only).
+func (s *Service) Abort(ctx context.Context, c Caller, id, reason string) (*matchv1.Match, error) {
+	if !c.Operator {
+		return nil, fmt.Errorf("%w: only operators abort matches", ErrForbidden)
+	}
+	if reason == "" || len(reason) > maxReasonLen {
+		return nil, fmt.Errorf("%w: reason must have 1 to %d bytes", ErrInvalid, maxReasonLen)
+	}
+	_, _, err := s.mutate(ctx, id, "", func(e *entry, now time.Time) (*change, error) {
+		if e.rec.Status != StatusActive {
+			return nil, ErrFinished
+		}
+		rec := e.rec
+		e.game.Abort()
+		rec.Clocks.charge(e.tc, now, false)
+		rec.Status, rec.FinishedAt = StatusAborted, now
+		ev := &eventsv1.MatchEvent{MatchId: e.id, Version: e.version + 1, Ply: uint32(e.game.Ply()), OccurredAt: timestamppb.New(now),
+			Event: &eventsv1.MatchEvent_MatchAborted{MatchAborted: &eventsv1.MatchAborted{Reason: reason, AbortedBy: c.ID}}}
+		return &change{events: []*eventsv1.MatchEvent{ev}, rec: rec}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := s.cache.lock(id)
+	defer e.mu.Unlock()
+	if !e.loaded {
+		if _, err := s.load(ctx, e, ""); err != nil {
+			return nil, err
+		}
+	}
+	return s.snapshot(e, c, s.clockNow()), nil
+}
+
+// Flag records a time loss for the running seat of a match if its deadline
+// has passed; it reports whether it did. The Keeper calls it for due
+// deadlines; it reads the match fresh, so a stale deadline entry is harmless.
+func (s *Service) Flag(ctx context.Context, id string) (bool, error) {
+	flagged := false
+	_, _, err := s.mutate(ctx, id, "", func(e *entry, now time.Time) (*change, error) {
+		flagged = false
+		if e.rec.Status != StatusActive || e.rec.Clocks.Running == noSeat {
+			return nil, errNothingDue
+		}
+		d, _ := e.rec.Clocks.Deadline(e.tc, s.cfg.FirstMoveLimit)
+		if now.Before(d) {
+			return nil, errNothingDue
+		}
+		ch, err := s.leave(e, now, rules.Seat(e.rec.Clocks.Running), true)
+		if err != nil {
+			return nil, err
+		}
+		flagged = true
+		return ch, nil
+	})
+	if errors.Is(err, errNothingDue) {
+		return false, nil
+	}
+	return flagged && err == nil, err
+}
+
+var errNothingDue = errors.New("no deadline due")
+
+// Export returns the game record in PGN4.
+func (s *Service) Export(ctx context.Context, id string) (string, error) {
+	if _, err := store.PartitionOf(id); err != nil {
+		return "", ErrNotFound
+	}
+	e := s.cache.lock(id)
+	defer e.mu.Unlock()
+	if _, err := s.load(ctx, e, ""); err != nil {
+		return "", err
+	}
+	mc := e.created.GetMatchCreated()
+	tags := []rules.Tag{{Name: "Site", Value: "Four Kingdoms"}, {Name: "MatchId", Value: e.id},
+		{Name: "Date", Value: e.created.GetOccurredAt().AsTime().UTC().Format("2006.01.02")},
+		{Name: "TimeControl", Value: mc.GetTimeControl().GetName()}}
+	for _, sp := range mc.GetPlayers() {
+		if seat, ok := seatFromPB(sp.GetSeat()); ok {
+			tags = append(tags, rules.Tag{Name: seat.String(), Value: sp.GetPlayer().GetDisplayName()})
+		}
+	}
+	pgn := e.game.PGN4(tags)
+	if e.rec.Status == StatusActive {
+		// The seed decides the zombie moves still to come: players must not
+		// learn it while the match runs. The record re-imports without it
+		// (zombie moves are read from the record).
+		var b strings.Builder
+		for line := range strings.SplitAfterSeq(pgn, "\n") {
+			if !strings.HasPrefix(line, "[Seed ") {
+				b.WriteString(line)
+			}
+		}
+		pgn = b.String()
+	}
+	return pgn, nil
+}
+
+// Snapshot returns the caller's snapshot of a match (fresh from the store).
+func (s *Service) Snapshot(ctx context.Context, c Caller, id string) (*matchv1.Match, error) {
+	return s.Get(ctx, c, id)
+}
+
+// LegalMovesAt returns the caller's legal moves if the match is at version
+// and the caller holds the live seat to move; nil otherwise.
+func (s *Service) LegalMovesAt(ctx context.Context, c Caller, id string, version uint64) []string {
+	e := s.cache.lock(id)
+	defer e.mu.Unlock()
+	if !e.loaded || e.version < version {
+		if _, err := s.load(ctx, e, ""); err != nil {
+			return nil
+		}
+	}
+	if e.version != version {
+		return nil
+	}
+	return s.legalFor(e, c)
+}

@@ -1,0 +1,219 @@
+package match
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
+	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
+)
+
+// ErrSlowConsumer: a watcher did not keep up and was disconnected.
+var ErrSlowConsumer = errors.New("watcher too slow: reconnect with the last version seen")
+
+// watchBatch is how many stored events a catching-up watcher reads at once.
+const watchBatch = 256
+
+// Watch streams a match to send: a snapshot (from 0) or the events after
+// from, then every later event in version order, without gaps or
+// duplicates. Live events come from the hub; any gap (lost notification,
+// reconnect) is filled from the match's event stream, and a gap the stream
+// no longer covers (trimmed) is answered with a fresh snapshot. It returns
+// nil after the match's final event, ErrSlowConsumer when the hub dropped
+// the watcher, or the context's error.
+func (s *Service) Watch(ctx context.Context, c Caller, hub *fanout.Hub, id string, from uint64, send func(*matchv1.WatchMatchResponse) error) error {
+	if _, err := store.PartitionOf(id); err != nil {
+		return ErrNotFound
+	}
+	w, err := hub.Watch(ctx, id)
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", id, err)
+	}
+	defer w.Close()
+
+	ws := &watchState{svc: s, c: c, id: id, send: send}
+	if err := ws.start(ctx, from); err != nil || ws.done {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-w.Lost():
+			return ErrSlowConsumer
+		case <-w.Closed():
+			return fanout.ErrClosed
+		case it := <-w.C:
+			var err error
+			if it.Resync {
+				err = ws.catchUp(ctx)
+			} else {
+				err = ws.live(ctx, it.Events)
+			}
+			if err != nil {
+				// A storage error while catching up (failover, reconnect)
+				// is retried for a while before the stream gives up: the
+				// client would otherwise have to reconnect for it.
+				if err = ws.retryCatchUp(ctx, err); err != nil {
+					return err
+				}
+			}
+			if ws.done {
+				return nil
+			}
+		}
+	}
+}
+
+type watchState struct {
+	svc    *Service
+	c      Caller
+	id     string
+	send   func(*matchv1.WatchMatchResponse) error
+	last   uint64
+	player bool // the caller holds a seat
+	done   bool
+}
+
+// errSend marks a failure to send to the client: the stream is over.
+type errSend struct{ err error }
+
+func (e errSend) Error() string { return e.err.Error() }
+func (e errSend) Unwrap() error { return e.err }
+
+// Retry policy for storage errors during a stream.
+const (
+	watchRetries    = 50
+	watchRetryPause = 200 * time.Millisecond
+)
+
+// retryCatchUp retries catching up after err unless err ends the stream.
+func (ws *watchState) retryCatchUp(ctx context.Context, err error) error {
+	for range watchRetries {
+		var se errSend
+		if errors.As(err, &se) || ctx.Err() != nil || errors.Is(err, ErrNotFound) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(watchRetryPause):
+		}
+		if err = ws.catchUp(ctx); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+func (ws *watchState) start(ctx context.Context, from uint64) error {
+	snap, err := ws.svc.Get(ctx, ws.c, ws.id)
+	if err != nil {
+		return err
+	}
+	for _, ss := range snap.GetSeats() {
+		ws.player = ws.player || ss.GetPlayer().GetPlayerId() == ws.c.ID
+	}
+	if from > snap.GetVersion() {
+		return fmt.Errorf("%w: from_version %d, match version %d", ErrFutureVersion, from, snap.GetVersion())
+	}
+	if from == 0 {
+		return ws.sendSnapshot(snap)
+	}
+	ws.last = from
+	if from == snap.GetVersion() {
+		ws.done = snap.GetStatus() != matchv1.MatchStatus_MATCH_STATUS_ACTIVE
+		return nil
+	}
+	return ws.catchUp(ctx)
+}
+
+func (ws *watchState) sendSnapshot(snap *matchv1.Match) error {
+	ws.last = snap.GetVersion()
+	ws.done = snap.GetStatus() != matchv1.MatchStatus_MATCH_STATUS_ACTIVE
+	if err := ws.send(&matchv1.WatchMatchResponse{Version: snap.GetVersion(),
+		Item: &matchv1.WatchMatchResponse_Snapshot{Snapshot: snap}, LegalMoves: snap.GetLegalMoves()}); err != nil {
+		return errSend{err}
+	}
+	return nil
+}
+
+// catchUp sends the stored events after the last one sent.
+func (ws *watchState) catchUp(ctx context.Context) error {
+	for !ws.done {
+		evs, err := ws.svc.store.Events(ctx, ws.id, ws.last, watchBatch)
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil
+		}
+		if evs[0].Version != ws.last+1 {
+			// Trimmed: start over from a snapshot, then continue after it.
+			snap, err := ws.svc.Get(ctx, ws.c, ws.id)
+			if err != nil {
+				return err
+			}
+			if err := ws.sendSnapshot(snap); err != nil {
+				return err
+			}
+			continue
+		}
+		decoded := make([]*eventsv1.MatchEvent, len(evs))
+		for i, e := range evs {
+			ev := &eventsv1.MatchEvent{}
+			if err := proto.Unmarshal(e.Data, ev); err != nil {
+				return fmt.Errorf("decode event %d of %s: %w", e.Version, ws.id, err)
+			}
+			decoded[i] = ev
+		}
+		if err := ws.sendEvents(ctx, decoded); err != nil {
+			return err
+		}
+		if len(evs) < watchBatch {
+			return nil
+		}
+	}
+	return nil
+}
+
+// live sends a live batch, or catches up first if it does not follow on.
+func (ws *watchState) live(ctx context.Context, evs []*eventsv1.MatchEvent) error {
+	if len(evs) == 0 || evs[len(evs)-1].GetVersion() <= ws.last {
+		return nil
+	}
+	if evs[0].GetVersion() > ws.last+1 {
+		return ws.catchUp(ctx)
+	}
+	return ws.sendEvents(ctx, evs)
+}
+
+// sendEvents sends the events after the last one sent; the last event of
+// the batch carries the caller's legal moves when they are to move.
+func (ws *watchState) sendEvents(ctx context.Context, evs []*eventsv1.MatchEvent) error {
+	for i, ev := range evs {
+		v := ev.GetVersion()
+		if v <= ws.last {
+			continue
+		}
+		resp := &matchv1.WatchMatchResponse{Version: v, Item: &matchv1.WatchMatchResponse_Event{Event: ev}}
+		if i == len(evs)-1 && ws.player && ev.GetGameOver() == nil && ev.GetMatchAborted() == nil {
+			resp.LegalMoves = ws.svc.LegalMovesAt(ctx, ws.c, ws.id, v)
+		}
+		if err := ws.send(resp); err != nil {
+			return errSend{err}
+		}
+		ws.last = v
+		if ev.GetGameOver() != nil || ev.GetMatchAborted() != nil {
+			ws.done = true
+			return nil
+		}
+	}
+	return nil
+}

@@ -1,0 +1,671 @@
+// Package store keeps matches in Redis.
+//
+// A match is an opaque, versioned record: the engine's binary game, a small
+// clock record and immutable metadata, all in one hash, plus an event stream
+// (one entry per version), a hash of answered client move ids, and a shard
+// channel for live watchers. Every key of a match carries the hash tag of the
+// match's partition ("{fk:pNN}"), shared with the partition's deadline set and
+// outbox stream, so each state change is a single Lua script that first checks
+// the version the caller computed from: two instances racing on one match
+// never both apply a change for the same version.
+//
+// Guarantees kept here:
+//   - Versions start at 1 (creation) and grow by one per event, without gaps.
+//   - The event stream entry ids are "<version>-0"; it is capped at
+//     Config.EventLogLen entries (approximately, MAXLEN ~), older ones are
+//     trimmed and readers fall back to a snapshot.
+//   - The finishing change writes the MatchFinished record into the partition
+//     outbox in the same script; Relay copies outbox entries to the global
+//     stream and deletes them afterwards (at-least-once: a crash between the
+//     copy and the delete duplicates an entry, consumers dedupe by match id).
+//   - Finished matches expire after Config.Retention.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors returned by the store.
+var (
+	ErrNotFound      = errors.New("match not found")
+	ErrNotReplicated = errors.New("write not confirmed by a replica")
+)
+
+// FinishedType is the `type` field of entries in the match-finished stream.
+const FinishedType = "fourkingdoms.events.v1.MatchFinished"
+
+// Config configures a Store.
+type Config struct {
+	// Prefix is prepended to every key (tests use one per test); empty in production.
+	Prefix string
+	// EventLogLen caps each match's event stream (approximately).
+	EventLogLen int
+	// Retention is how long a finished match stays readable.
+	Retention time.Duration
+	// RequestTTL is how long a CreateMatch request id is remembered.
+	RequestTTL time.Duration
+	// FinishedStream is the global stream MatchFinished records are relayed to.
+	FinishedStream string
+	// FinishedStreamLen caps the global stream (approximately); 0 = no cap.
+	FinishedStreamLen int64
+	// WaitReplicas, when > 0, makes every commit wait (Redis WAIT) until that
+	// many replicas acknowledged it, for at most WaitTimeout.
+	WaitReplicas int
+	// WaitTimeout bounds the WAIT.
+	WaitTimeout time.Duration
+}
+
+// DefaultConfig returns the production defaults.
+func DefaultConfig() Config {
+	return Config{
+		EventLogLen:       1000,
+		Retention:         7 * 24 * time.Hour,
+		RequestTTL:        24 * time.Hour,
+		FinishedStream:    "fk:events:match-finished",
+		FinishedStreamLen: 1_000_000,
+		WaitTimeout:       500 * time.Millisecond,
+	}
+}
+
+// Validate reports a configuration the store cannot work with.
+func (c Config) Validate() error {
+	switch {
+	case c.EventLogLen < 10:
+		return fmt.Errorf("event log length %d: must be at least 10", c.EventLogLen)
+	case c.Retention < time.Second:
+		return fmt.Errorf("retention %v: must be at least 1s", c.Retention)
+	case c.RequestTTL < time.Second:
+		return fmt.Errorf("request TTL %v: must be at least 1s", c.RequestTTL)
+	case c.FinishedStream == "":
+		return errors.New("finished stream name is empty")
+	case c.WaitReplicas < 0:
+		return fmt.Errorf("wait replicas %d: must not be negative", c.WaitReplicas)
+	case c.WaitReplicas > 0 && c.WaitTimeout <= 0:
+		return errors.New("wait timeout must be positive when waiting for replicas")
+	}
+	return nil
+}
+
+// Store reads and writes matches.
+type Store struct {
+	rdb  redis.UniversalClient
+	cfg  Config
+	keys keys
+}
+
+// New returns a Store on the given client.
+func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("store config: %w", err)
+	}
+	return &Store{rdb: rdb, cfg: cfg, keys: keys{prefix: cfg.Prefix}}, nil
+}
+
+// Config returns the store's configuration.
+func (s *Store) Config() Config { return s.cfg }
+
+// State is a match as stored. Game and Clock change with every version; Meta
+// is written once at creation.
+type State struct {
+	Version uint64
+	// Stamp is random per commit; with Version it identifies the state.
+	Stamp string
+	Game  []byte
+	Clock []byte
+	Meta  []byte
+}
+
+// NewMatch is what Create stores.
+type NewMatch struct {
+	// RequestID makes creation idempotent; the match id is derived from a new
+	// random id in the request's partition.
+	RequestID string
+	Game      []byte
+	Clock     []byte
+	Meta      []byte
+	// Event is the creation event (version 1).
+	Event []byte
+	// Deadline is the first clock deadline; zero for none.
+	Deadline time.Time
+}
+
+// NewIDFor returns a fresh match id in the partition of the request id; the
+// caller embeds it in the creation event before calling Create.
+func NewIDFor(requestID string) string { return NewID(PartitionForRequest(requestID)) }
+
+// Create stores a new match with the given id (from NewIDFor) unless the
+// request id was used before; it returns the id of the match that request
+// created and whether it was created now.
+func (s *Store) Create(ctx context.Context, id string, m NewMatch) (string, bool, error) {
+	p, err := PartitionOf(id)
+	if err != nil {
+		return "", false, err
+	}
+	if p != PartitionForRequest(m.RequestID) {
+		return "", false, fmt.Errorf("match id %s is not in the partition of request %q", id, m.RequestID)
+	}
+	ks := []string{s.keys.request(p, m.RequestID), s.keys.match(p, id), s.keys.events(p, id), s.keys.deadlines(p)}
+	res, err := createScript.Run(ctx, s.rdb, ks, id, m.Game, m.Clock, m.Meta, m.Event,
+		unixMilli(m.Deadline), s.cfg.RequestTTL.Milliseconds(), s.cfg.EventLogLen, NewStamp()).Slice()
+	if err != nil {
+		return "", false, fmt.Errorf("create match: %w", err)
+	}
+	if len(res) != 2 {
+		return "", false, fmt.Errorf("create match: unexpected reply %v", res)
+	}
+	got, _ := res[1].(string)
+	return got, res[0] == int64(1), nil
+}
+
+// Load reads the current state of a match.
+func (s *Store) Load(ctx context.Context, id string) (State, error) {
+	p, err := PartitionOf(id)
+	if err != nil {
+		return State{}, err
+	}
+	vals, err := s.rdb.HMGet(ctx, s.keys.match(p, id), "v", "g", "c", "meta").Result()
+	if err != nil {
+		return State{}, fmt.Errorf("load match %s: %w", id, err)
+	}
+	st, ok, err := stateFrom(vals[0], vals[1], vals[2])
+	if err != nil {
+		return State{}, fmt.Errorf("load match %s: %w", id, err)
+	}
+	if !ok {
+		return State{}, ErrNotFound
+	}
+	if m, ok := vals[3].(string); ok {
+		st.Meta = []byte(m)
+	}
+	return st, nil
+}
+
+// LoadWithReply reads the current state and the stored answer to a move key
+// (nil when there is none) in one round trip.
+func (s *Store) LoadWithReply(ctx context.Context, id, moveKey string) (State, []byte, error) {
+	p, err := PartitionOf(id)
+	if err != nil {
+		return State{}, nil, err
+	}
+	pipe := s.rdb.Pipeline()
+	st := pipe.HMGet(ctx, s.keys.match(p, id), "v", "g", "c", "meta")
+	rep := pipe.HGet(ctx, s.keys.moves(p, id), moveKey)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return State{}, nil, fmt.Errorf("load match %s: %w", id, err)
+	}
+	vals := st.Val()
+	state, ok, err := stateFrom(vals[0], vals[1], vals[2])
+	if err != nil {
+		return State{}, nil, fmt.Errorf("load match %s: %w", id, err)
+	}
+	if !ok {
+		return State{}, nil, ErrNotFound
+	}
+	if m, ok := vals[3].(string); ok {
+		state.Meta = []byte(m)
+	}
+	var reply []byte
+	if r, err := rep.Result(); err == nil {
+		reply = []byte(r)
+	}
+	return state, reply, nil
+}
+
+func stateFrom(v, g, c any) (State, bool, error) {
+	vs, ok := v.(string)
+	if !ok {
+		return State{}, false, nil
+	}
+	num, stamp, _ := strings.Cut(vs, ":")
+	ver, err := strconv.ParseUint(num, 10, 64)
+	if err != nil {
+		return State{}, false, fmt.Errorf("bad version %q", vs)
+	}
+	gs, _ := g.(string)
+	cs, _ := c.(string)
+	return State{Version: ver, Stamp: stamp, Game: []byte(gs), Clock: []byte(cs)}, true, nil
+}
+
+// NewStamp returns a fresh random state stamp.
+func NewStamp() string { return strconv.FormatUint(rand.Uint64()&0xffffffffff, 36) }
+
+// Change is one state change of a match, computed from the state with
+// version Expected and stamp ExpectedStamp.
+type Change struct {
+	Expected      uint64
+	ExpectedStamp string
+	// Stamp is the new state's stamp (NewStamp); Result.Stamp echoes it.
+	Stamp string
+	Game  []byte
+	Clock []byte
+	// Events are the events of this change, versions Expected+1 onwards.
+	Events [][]byte
+	// MoveKey identifies a client move; when set, Reply is stored under it and
+	// a later change with the same key answers that reply instead.
+	MoveKey string
+	Reply   []byte
+	// Deadline is the next clock deadline; zero removes the match from the
+	// deadline set.
+	Deadline time.Time
+	// Finished marks the final change: the match keys get the retention TTL
+	// and Finished (if not nil) goes to the outbox.
+	Finished     bool
+	FinishedData []byte
+}
+
+// Outcome says how a Commit ended.
+type Outcome int
+
+// Commit outcomes.
+const (
+	// Applied: the change is stored; Result.Version is the new version.
+	Applied Outcome = iota
+	// Conflict: the match is at another version; Result.State holds it
+	// (without Meta).
+	Conflict
+	// Duplicate: the move key was answered before; Result.Reply is the answer.
+	Duplicate
+)
+
+// Result is the outcome of a Commit.
+type Result struct {
+	Outcome Outcome
+	Version uint64
+	// Stamp is the new state's stamp when applied.
+	Stamp string
+	State State
+	Reply []byte
+}
+
+// Commit applies a change atomically if the match is still at c.Expected.
+// With Config.WaitReplicas > 0 an applied change is confirmed by replicas
+// before Commit returns; if that confirmation fails, it returns
+// ErrNotReplicated although the change was applied on the master.
+func (s *Store) Commit(ctx context.Context, id string, c Change) (Result, error) {
+	p, err := PartitionOf(id)
+	if err != nil {
+		return Result{}, err
+	}
+	ks := []string{s.keys.match(p, id), s.keys.events(p, id), s.keys.moves(p, id),
+		s.keys.deadlines(p), s.keys.outbox(p), s.keys.channel(p, id)}
+	finished := "0"
+	if c.Finished {
+		finished = "1"
+	}
+	args := make([]any, 0, 13+len(c.Events))
+	if c.Stamp == "" {
+		c.Stamp = NewStamp()
+	}
+	args = append(args, id, strconv.FormatUint(c.Expected, 10)+":"+c.ExpectedStamp, c.Game, c.Clock, c.MoveKey, c.Reply,
+		unixMilli(c.Deadline), finished, s.cfg.Retention.Milliseconds(), c.FinishedData, FinishedType, s.cfg.EventLogLen,
+		len(c.Events), c.Stamp)
+	for _, e := range c.Events {
+		args = append(args, e)
+	}
+	var res []any
+	if s.cfg.WaitReplicas > 0 {
+		res, err = s.commitAndWait(ctx, ks, args)
+	} else {
+		res, err = commitScript.Run(ctx, s.rdb, ks, args...).Slice()
+	}
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
+		return Result{}, fmt.Errorf("commit match %s: %w", id, err)
+	}
+	r, perr := parseCommit(res)
+	if perr != nil {
+		return Result{}, fmt.Errorf("commit match %s: %w", id, perr)
+	}
+	if r.Outcome == Applied {
+		r.Stamp = c.Stamp
+	}
+	return r, err
+}
+
+func parseCommit(res []any) (Result, error) {
+	if len(res) == 0 {
+		return Result{}, errors.New("empty reply")
+	}
+	code, _ := res[0].(int64)
+	switch code {
+	case 0:
+		v, _ := res[1].(int64)
+		return Result{Outcome: Applied, Version: uint64(v)}, nil // Stamp filled by Commit
+	case 1:
+		st, ok, err := stateFrom(res[1], res[2], res[3])
+		if err != nil || !ok {
+			return Result{}, fmt.Errorf("bad conflict reply: %v", err)
+		}
+		return Result{Outcome: Conflict, Version: st.Version, State: st}, nil
+	case 2:
+		r, _ := res[1].(string)
+		return Result{Outcome: Duplicate, Reply: []byte(r)}, nil
+	case 3:
+		return Result{}, ErrNotFound
+	}
+	return Result{}, fmt.Errorf("unexpected reply code %d", code)
+}
+
+// commitAndWait runs the commit script and WAIT on one connection of the
+// master owning the match, since WAIT only covers writes made on the same
+// connection.
+func (s *Store) commitAndWait(ctx context.Context, ks []string, args []any) ([]any, error) {
+	var node *redis.Client
+	switch c := s.rdb.(type) {
+	case *redis.ClusterClient:
+		n, err := c.MasterForKey(ctx, ks[0])
+		if err != nil {
+			s.reloadCluster(ctx)
+			return nil, err
+		}
+		node = n
+	case *redis.Client:
+		node = c
+	default:
+		return nil, fmt.Errorf("WAIT needs a standalone or cluster client, have %T", s.rdb)
+	}
+	for attempt := 0; ; attempt++ {
+		var eval *redis.Cmd
+		var wait *redis.IntCmd
+		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			eval = commitScript.EvalSha(ctx, p, ks, args...)
+			wait = redis.NewIntCmd(ctx, "wait", s.cfg.WaitReplicas, s.cfg.WaitTimeout.Milliseconds())
+			_ = p.Process(ctx, wait)
+			return nil
+		})
+		if err != nil && redis.HasErrorPrefix(eval.Err(), "NOSCRIPT") && attempt == 0 {
+			if err := commitScript.Load(ctx, node).Err(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if eval.Err() != nil {
+			s.reloadCluster(ctx)
+			return nil, eval.Err()
+		}
+		res, err := eval.Slice()
+		if err != nil {
+			return nil, err
+		}
+		if n, err := wait.Result(); err != nil || n < int64(s.cfg.WaitReplicas) {
+			if code, _ := res[0].(int64); code == 0 || code == 2 {
+				return res, ErrNotReplicated
+			}
+		}
+		return res, nil
+	}
+}
+
+// reloadCluster refreshes a cluster client's slot map after a failed direct
+// node call: errors on node clients do not reach the cluster client, which
+// would otherwise keep routing to a failed master.
+func (s *Store) reloadCluster(ctx context.Context) {
+	if c, ok := s.rdb.(*redis.ClusterClient); ok {
+		c.ReloadState(ctx)
+	}
+}
+
+// Event is one stored event.
+type Event struct {
+	Version uint64
+	Data    []byte
+}
+
+// Events returns up to max events with versions after the given one, in
+// order. The caller detects trimming: the first event's version is not
+// after+1 although the match is further on.
+func (s *Store) Events(ctx context.Context, id string, after uint64, max int64) ([]Event, error) {
+	p, err := PartitionOf(id)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := s.rdb.XRangeN(ctx, s.keys.events(p, id), strconv.FormatUint(after+1, 10)+"-0", "+", max).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read events of %s: %w", id, err)
+	}
+	out := make([]Event, 0, len(msgs))
+	for _, m := range msgs {
+		v, err := versionOf(m.ID)
+		if err != nil {
+			return nil, fmt.Errorf("read events of %s: %w", id, err)
+		}
+		d, _ := m.Values["e"].(string)
+		out = append(out, Event{Version: v, Data: []byte(d)})
+	}
+	return out, nil
+}
+
+func versionOf(streamID string) (uint64, error) {
+	ms, _, ok := strings.Cut(streamID, "-")
+	if !ok {
+		return 0, fmt.Errorf("bad stream id %q", streamID)
+	}
+	return strconv.ParseUint(ms, 10, 64)
+}
+
+// Channel returns the shard channel carrying a match's live events.
+func (s *Store) Channel(id string) (string, error) {
+	p, err := PartitionOf(id)
+	if err != nil {
+		return "", err
+	}
+	return s.keys.channel(p, id), nil
+}
+
+// Subscribe opens a sharded pub/sub subscription on the node owning the given
+// partition (one per partition and instance: all channels of a partition share
+// its slot). go-redis reconnects and resubscribes it after errors.
+func (s *Store) Subscribe(ctx context.Context, partition int) *redis.PubSub {
+	// Subscribing to the partition's (never published) base channel pins the
+	// connection to the partition's slot before any match channel is added.
+	return s.rdb.SSubscribe(ctx, s.keys.tag(partition)+":base")
+}
+
+// DecodeBatch splits a live notification into its events.
+func DecodeBatch(payload []byte) ([][]byte, error) {
+	var out [][]byte
+	for len(payload) > 0 {
+		if len(payload) < 4 {
+			return nil, errors.New("truncated event batch")
+		}
+		n := int(payload[0])<<24 | int(payload[1])<<16 | int(payload[2])<<8 | int(payload[3])
+		payload = payload[4:]
+		if n > len(payload) {
+			return nil, errors.New("truncated event batch")
+		}
+		out = append(out, payload[:n:n])
+		payload = payload[n:]
+	}
+	return out, nil
+}
+
+// Due is the work a partition has for the lease holder.
+type Due struct {
+	Partition int
+	// Matches whose clock deadline has passed.
+	Matches []string
+	// Outbox entries to relay.
+	Outbox []redis.XMessage
+}
+
+// Scan returns, for every partition, the matches whose deadline is at or
+// before now and the pending outbox entries, at most limit of each. When
+// some partitions cannot be read it returns the others and an error.
+func (s *Store) Scan(ctx context.Context, now time.Time, limit int) ([]Due, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, Partitions)
+	for p := range Partitions {
+		cmds[p] = tickScript.EvalSha(ctx, pipe, []string{s.keys.deadlines(p), s.keys.outbox(p)}, now.UnixMilli(), limit)
+	}
+	_, execErr := pipe.Exec(ctx)
+	if execErr != nil && redis.HasErrorPrefix(execErr, "NOSCRIPT") {
+		// The script is missing on some node (restart, failover): load it
+		// everywhere through Run on each partition once, then retry.
+		for p := range Partitions {
+			if err := tickScript.Run(ctx, s.rdb, []string{s.keys.deadlines(p), s.keys.outbox(p)}, 0, 0).Err(); err != nil {
+				return nil, fmt.Errorf("scan partitions: %w", err)
+			}
+		}
+		return s.Scan(ctx, now, limit)
+	}
+	// Partitions on reachable nodes are processed even when others fail
+	// (a node down, a failover in progress); the error is still reported.
+	var out []Due
+	var failed error
+	for p, c := range cmds {
+		res, err := c.Slice()
+		if err != nil || len(res) != 2 {
+			failed = fmt.Errorf("scan partition %d: %v %w", p, res, err)
+			continue
+		}
+		d := Due{Partition: p}
+		for _, m := range res[0].([]any) {
+			if id, ok := m.(string); ok {
+				d.Matches = append(d.Matches, id)
+			}
+		}
+		for _, e := range res[1].([]any) {
+			if msg, ok := parseXMessage(e); ok {
+				d.Outbox = append(d.Outbox, msg)
+			}
+		}
+		if len(d.Matches) > 0 || len(d.Outbox) > 0 {
+			out = append(out, d)
+		}
+	}
+	return out, failed
+}
+
+func parseXMessage(e any) (redis.XMessage, bool) {
+	pair, ok := e.([]any)
+	if !ok || len(pair) != 2 {
+		return redis.XMessage{}, false
+	}
+	id, _ := pair[0].(string)
+	fields, _ := pair[1].([]any)
+	vals := make(map[string]any, len(fields)/2)
+	for i := 0; i+1 < len(fields); i += 2 {
+		k, _ := fields[i].(string)
+		vals[k] = fields[i+1]
+	}
+	return redis.XMessage{ID: id, Values: vals}, true
+}
+
+// Relay copies a partition's outbox entries to the global finished stream and
+// then deletes them from the outbox. A failure between the two steps leaves
+// the entries in the outbox, so they are copied again later: consumers see
+// each MatchFinished at least once and dedupe by match id.
+func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessage) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	pipe := s.rdb.Pipeline()
+	for _, e := range entries {
+		args := &redis.XAddArgs{Stream: s.keys.prefix + s.cfg.FinishedStream, Values: []any{"type", e.Values["type"], "data", e.Values["data"]}}
+		if s.cfg.FinishedStreamLen > 0 {
+			args.MaxLen, args.Approx = s.cfg.FinishedStreamLen, true
+		}
+		pipe.XAdd(ctx, args)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("relay partition %d: %w", partition, err)
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
+	}
+	if err := s.rdb.XDel(ctx, s.keys.outbox(partition), ids...).Err(); err != nil {
+		return fmt.Errorf("relay partition %d: delete outbox entries: %w", partition, err)
+	}
+	return nil
+}
+
+// FinishedStreamKey is the full key of the global finished stream.
+func (s *Store) FinishedStreamKey() string { return s.keys.prefix + s.cfg.FinishedStream }
+
+// AcquireLease takes or renews the named lease for owner; it reports whether
+// owner holds it now. A lease is an efficiency device, not a correctness one:
+// every change it leads to is a versioned commit, so two holders at once
+// (clock skew, pauses) do no harm.
+func (s *Store) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	n, err := leaseScript.Run(ctx, s.rdb, []string{s.keys.lease(name)}, owner, ttl.Milliseconds()).Int()
+	if err != nil {
+		return false, fmt.Errorf("acquire lease %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// ReleaseLease gives up the named lease if owner holds it.
+func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
+	if err := releaseScript.Run(ctx, s.rdb, []string{s.keys.lease(name)}, owner).Err(); err != nil {
+		return fmt.Errorf("release lease %s: %w", name, err)
+	}
+	return nil
+}
+
+// Deadline returns the stored deadline of a match (zero if none).
+func (s *Store) Deadline(ctx context.Context, id string) (time.Time, error) {
+	p, err := PartitionOf(id)
+	if err != nil {
+		return time.Time{}, err
+	}
+	sc, err := s.rdb.ZScore(ctx, s.keys.deadlines(p), id).Result()
+	if errors.Is(err, redis.Nil) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read deadline of %s: %w", id, err)
+	}
+	return time.UnixMilli(int64(sc)), nil
+}
+
+// TTL returns the remaining time to live of a match's state (negative when
+// it has none).
+func (s *Store) TTL(ctx context.Context, id string) (time.Duration, error) {
+	p, err := PartitionOf(id)
+	if err != nil {
+		return 0, err
+	}
+	return s.rdb.PTTL(ctx, s.keys.match(p, id)).Result()
+}
+
+// MemoryUsage returns the bytes Redis uses for a match's keys (MEMORY USAGE).
+func (s *Store) MemoryUsage(ctx context.Context, id string) (int64, error) {
+	p, err := PartitionOf(id)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, k := range []string{s.keys.match(p, id), s.keys.events(p, id), s.keys.moves(p, id)} {
+		n, err := s.rdb.MemoryUsage(ctx, k).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// RemoveDeadline drops a match from its partition's deadline set (for
+// entries of matches that no longer exist).
+func (s *Store) RemoveDeadline(ctx context.Context, id string) error {
+	p, err := PartitionOf(id)
+	if err != nil {
+		return err
+	}
+	return s.rdb.ZRem(ctx, s.keys.deadlines(p), id).Err()
+}

@@ -1,0 +1,353 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
+)
+
+func newStore(t *testing.T, rdb redis.UniversalClient, mod func(*store.Config)) *store.Store {
+	t.Helper()
+	cfg := store.DefaultConfig()
+	cfg.Prefix = testPrefix(t)
+	cfg.EventLogLen = 10
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := store.New(rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func create(t *testing.T, s *store.Store, req string) string {
+	t.Helper()
+	id := store.NewIDFor(req)
+	got, created, err := s.Create(t.Context(), id, store.NewMatch{
+		RequestID: req, Game: []byte("g1"), Clock: []byte("c1"), Meta: []byte("meta"), Event: []byte("e1"),
+		Deadline: time.Now().Add(time.Hour),
+	})
+	if err != nil || !created || got != id {
+		t.Fatalf("Create = %q, %v, %v; want %q, true, nil", got, created, err, id)
+	}
+	return id
+}
+
+func stampOf(t *testing.T, s *store.Store, id string) string {
+	t.Helper()
+	st, err := s.Load(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Stamp
+}
+
+func TestPartitionOf(t *testing.T) {
+	t.Parallel()
+	for p := range store.Partitions {
+		id := store.NewID(p)
+		got, err := store.PartitionOf(id)
+		if err != nil || got != p {
+			t.Fatalf("PartitionOf(%q) = %d, %v; want %d", id, got, err, p)
+		}
+	}
+	for _, bad := range []string{"", "zz", "0g0000000000000000000000", "00000000000000000000000", "AB00000000000000000000", "../../etc/passwd000000"} {
+		if _, err := store.PartitionOf(bad); err == nil {
+			t.Errorf("PartitionOf(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	for name, rdb := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			t.Run("CreateIsIdempotent", func(t *testing.T) { testCreateIdempotent(t, rdb) })
+			t.Run("CommitOutcomes", func(t *testing.T) { testCommitOutcomes(t, rdb) })
+			t.Run("EventsTrimmed", func(t *testing.T) { testEventsTrimmed(t, rdb) })
+			t.Run("FinishRelaysOutbox", func(t *testing.T) { testFinish(t, rdb) })
+			t.Run("RacingCommits", func(t *testing.T) { testRacingCommits(t, rdb) })
+			t.Run("LiveNotification", func(t *testing.T) { testLive(t, rdb) })
+			t.Run("Lease", func(t *testing.T) { testLease(t, rdb) })
+		})
+	}
+}
+
+func testCreateIdempotent(t *testing.T, rdb redis.UniversalClient) {
+	s := newStore(t, rdb, nil)
+	id := create(t, s, "req-1")
+	other := store.NewIDFor("req-1")
+	got, created, err := s.Create(t.Context(), other, store.NewMatch{RequestID: "req-1", Game: []byte("x")})
+	if err != nil || created || got != id {
+		t.Fatalf("repeated Create = %q, %v, %v; want %q, false, nil", got, created, err, id)
+	}
+	st, err := s.Load(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Version != 1 || string(st.Game) != "g1" || string(st.Clock) != "c1" || string(st.Meta) != "meta" {
+		t.Errorf("Load = %+v", st)
+	}
+	if _, err := s.Load(t.Context(), store.NewID(3)); err != store.ErrNotFound {
+		t.Errorf("Load(unknown) error = %v, want ErrNotFound", err)
+	}
+	if _, _, err := s.Create(t.Context(), store.NewID((store.PartitionForRequest("r2")+1)%store.Partitions), store.NewMatch{RequestID: "r2"}); err == nil {
+		t.Error("Create with an id outside the request's partition succeeded")
+	}
+}
+
+func testCommitOutcomes(t *testing.T, rdb redis.UniversalClient) {
+	s := newStore(t, rdb, nil)
+	ctx := t.Context()
+	id := create(t, s, "req-c")
+	res, err := s.Commit(ctx, id, store.Change{Expected: 1, ExpectedStamp: stampOf(t, s, id), Game: []byte("g2"), Clock: []byte("c2"),
+		Events: [][]byte{[]byte("e2"), []byte("e3")}, MoveKey: "0:m1", Reply: []byte("r1"), Deadline: time.Now().Add(time.Minute)})
+	if err != nil || res.Outcome != store.Applied || res.Version != 3 {
+		t.Fatalf("Commit = %+v, %v; want applied at version 3", res, err)
+	}
+	// The same move key answers the stored reply, even from a stale version.
+	res, err = s.Commit(ctx, id, store.Change{Expected: 1, Game: []byte("gX"), Events: [][]byte{[]byte("x")}, MoveKey: "0:m1", Reply: []byte("r2")})
+	if err != nil || res.Outcome != store.Duplicate || string(res.Reply) != "r1" {
+		t.Fatalf("duplicate Commit = %+v, %v; want the first reply", res, err)
+	}
+	// A stale version returns the current state.
+	res, err = s.Commit(ctx, id, store.Change{Expected: 2, Game: []byte("gX"), Events: [][]byte{[]byte("x")}})
+	if err != nil || res.Outcome != store.Conflict || res.Version != 3 || string(res.State.Game) != "g2" || string(res.State.Clock) != "c2" {
+		t.Fatalf("stale Commit = %+v, %v; want conflict with version 3", res, err)
+	}
+	// The right version with another stamp is a different state.
+	res, err = s.Commit(ctx, id, store.Change{Expected: 3, ExpectedStamp: "other", Game: []byte("gX"), Events: [][]byte{[]byte("x")}})
+	if err != nil || res.Outcome != store.Conflict || res.Version != 3 {
+		t.Fatalf("Commit with a foreign stamp = %+v, %v; want conflict", res, err)
+	}
+	if _, err := s.Commit(ctx, store.NewID(7), store.Change{Expected: 1}); err == nil {
+		t.Error("Commit on an unknown match succeeded")
+	}
+	st, reply, err := s.LoadWithReply(ctx, id, "0:m1")
+	if err != nil || st.Version != 3 || string(reply) != "r1" {
+		t.Errorf("LoadWithReply = %+v, %q, %v", st, reply, err)
+	}
+	_, reply, err = s.LoadWithReply(ctx, id, "0:none")
+	if err != nil || reply != nil {
+		t.Errorf("LoadWithReply(unknown key) = %q, %v; want nil reply", reply, err)
+	}
+	evs, err := s.Events(ctx, id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Event{{1, []byte("e1")}, {2, []byte("e2")}, {3, []byte("e3")}}
+	if fmt.Sprint(evs) != fmt.Sprint(want) {
+		t.Errorf("Events = %v, want %v", evs, want)
+	}
+	evs, err = s.Events(ctx, id, 2, 100)
+	if err != nil || len(evs) != 1 || evs[0].Version != 3 {
+		t.Errorf("Events after 2 = %v, %v", evs, err)
+	}
+}
+
+func testEventsTrimmed(t *testing.T, rdb redis.UniversalClient) {
+	s := newStore(t, rdb, nil)
+	ctx := t.Context()
+	id := create(t, s, "req-t")
+	stamp := stampOf(t, s, id)
+	for v := uint64(1); v < 500; v++ {
+		res, err := s.Commit(ctx, id, store.Change{Expected: v, ExpectedStamp: stamp, Game: []byte("g"), Events: [][]byte{fmt.Appendf(nil, "e%d", v+1)}})
+		if err != nil || res.Outcome != store.Applied {
+			t.Fatalf("Commit %d = %+v, %v", v, res, err)
+		}
+		stamp = res.Stamp
+	}
+	evs, err := s.Events(ctx, id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || len(evs) > 200 || evs[0].Version == 1 || evs[len(evs)-1].Version != 500 {
+		t.Fatalf("after 500 events with log length 10: have %d events from %d", len(evs), evs[0].Version)
+	}
+	for i := 1; i < len(evs); i++ {
+		if evs[i].Version != evs[i-1].Version+1 {
+			t.Fatalf("gap in event log at %d", evs[i].Version)
+		}
+	}
+}
+
+func testFinish(t *testing.T, rdb redis.UniversalClient) {
+	s := newStore(t, rdb, func(c *store.Config) { c.Retention = time.Hour })
+	ctx := t.Context()
+	id := create(t, s, "req-f")
+	if d, err := s.Deadline(ctx, id); err != nil || d.IsZero() {
+		t.Fatalf("Deadline after create = %v, %v", d, err)
+	}
+	if ttl, err := s.TTL(ctx, id); err != nil || ttl >= 0 {
+		t.Fatalf("active match TTL = %v, %v; want none", ttl, err)
+	}
+	res, err := s.Commit(ctx, id, store.Change{Expected: 1, ExpectedStamp: stampOf(t, s, id), Game: []byte("end"), Events: [][]byte{[]byte("over")},
+		Finished: true, FinishedData: []byte("finished:" + id)})
+	if err != nil || res.Outcome != store.Applied {
+		t.Fatalf("finishing Commit = %+v, %v", res, err)
+	}
+	if d, err := s.Deadline(ctx, id); err != nil || !d.IsZero() {
+		t.Errorf("Deadline after finish = %v, %v; want none", d, err)
+	}
+	if ttl, err := s.TTL(ctx, id); err != nil || ttl <= 0 || ttl > time.Hour {
+		t.Errorf("finished match TTL = %v, %v; want at most 1h", ttl, err)
+	}
+	due, err := s.Scan(ctx, time.Now(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := store.PartitionOf(id)
+	var found bool
+	for _, d := range due {
+		if d.Partition != p {
+			continue
+		}
+		for _, e := range d.Outbox {
+			if e.Values["data"] == "finished:"+id {
+				found = true
+			}
+		}
+		if err := s.Relay(ctx, d.Partition, d.Outbox); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !found {
+		t.Fatalf("outbox of partition %d lacks the finished record: %+v", p, due)
+	}
+	msgs, err := rdb.XRange(ctx, s.FinishedStreamKey(), "-", "+").Result()
+	if err != nil || len(msgs) != 1 || msgs[0].Values["type"] != store.FinishedType || msgs[0].Values["data"] != "finished:"+id {
+		t.Fatalf("finished stream = %+v, %v", msgs, err)
+	}
+	due, err = s.Scan(ctx, time.Now(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range due {
+		if d.Partition == p && len(d.Outbox) > 0 {
+			t.Errorf("outbox not emptied after relay: %+v", d.Outbox)
+		}
+	}
+}
+
+// testRacingCommits: many writers race from the same versions; every version
+// is applied exactly once.
+func testRacingCommits(t *testing.T, rdb redis.UniversalClient) {
+	s := newStore(t, rdb, func(c *store.Config) { c.EventLogLen = 10000 })
+	ctx := t.Context()
+	id := create(t, s, "req-r")
+	const writers, perWriter = 8, 25
+	stamp0 := stampOf(t, s, id)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			version, stamp := uint64(1), stamp0
+			for done := 0; done < perWriter; {
+				res, err := s.Commit(ctx, id, store.Change{Expected: version, ExpectedStamp: stamp, Game: fmt.Appendf(nil, "w%d", w),
+					Events: [][]byte{fmt.Appendf(nil, "w%d-%d", w, done)}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				switch res.Outcome {
+				case store.Applied:
+					version, stamp = res.Version, res.Stamp
+					done++
+				case store.Conflict:
+					version, stamp = res.Version, res.State.Stamp
+				}
+			}
+		})
+	}
+	wg.Wait()
+	evs, err := s.Events(ctx, id, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1+writers*perWriter {
+		t.Fatalf("have %d events, want %d", len(evs), 1+writers*perWriter)
+	}
+	seen := map[string]bool{}
+	for i, e := range evs {
+		if e.Version != uint64(i+1) || seen[string(e.Data)] {
+			t.Fatalf("event %d = %v (duplicate or out of order)", i, e)
+		}
+		seen[string(e.Data)] = true
+	}
+}
+
+func testLive(t *testing.T, rdb redis.UniversalClient) {
+	s := newStore(t, rdb, nil)
+	ctx := t.Context()
+	id := create(t, s, "req-l")
+	p, _ := store.PartitionOf(id)
+	ch, _ := s.Channel(id)
+	ps := s.Subscribe(ctx, p)
+	defer ps.Close()
+	if err := ps.SSubscribe(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for both subscription confirmations.
+	for n := 0; n < 2; {
+		msg, err := ps.ReceiveTimeout(ctx, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := msg.(*redis.Subscription); ok {
+			n++
+		}
+	}
+	if _, err := s.Commit(ctx, id, store.Change{Expected: 1, ExpectedStamp: stampOf(t, s, id), Game: []byte("g"), Events: [][]byte{[]byte("a"), {}, []byte("ccc")}}); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := ps.ReceiveTimeout(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := msg.(*redis.Message)
+	if !ok || m.Channel != ch {
+		t.Fatalf("received %#v", msg)
+	}
+	evs, err := store.DecodeBatch([]byte(m.Payload))
+	if err != nil || len(evs) != 3 || !bytes.Equal(evs[0], []byte("a")) || len(evs[1]) != 0 || !bytes.Equal(evs[2], []byte("ccc")) {
+		t.Fatalf("DecodeBatch = %q, %v", evs, err)
+	}
+}
+
+func testLease(t *testing.T, rdb redis.UniversalClient) {
+	s := newStore(t, rdb, nil)
+	ctx := context.Background()
+	ok, err := s.AcquireLease(ctx, "x", "a", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("first acquire = %v, %v", ok, err)
+	}
+	if ok, _ := s.AcquireLease(ctx, "x", "b", time.Minute); ok {
+		t.Fatal("second owner acquired a held lease")
+	}
+	if ok, _ := s.AcquireLease(ctx, "x", "a", time.Minute); !ok {
+		t.Fatal("owner could not renew")
+	}
+	if err := s.ReleaseLease(ctx, "x", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := s.AcquireLease(ctx, "x", "b", time.Minute); !ok {
+		t.Fatal("lease not free after release")
+	}
+}
+
+func TestDecodeBatchRejectsTruncation(t *testing.T) {
+	t.Parallel()
+	for _, in := range [][]byte{{0}, {0, 0, 0, 5, 1}} {
+		if _, err := store.DecodeBatch(in); err == nil {
+			t.Errorf("DecodeBatch(%v) succeeded", in)
+		}
+	}
+}

@@ -1,0 +1,388 @@
+// Package api implements the gRPC services the matchmaking service serves:
+// fourkingdoms.matchmaking.v1.MatchmakingService and
+// fourkingdoms.auth.v1.AuthService (guest login). Handlers check the caller,
+// translate between protobuf and the store, and map errors to gRPC status
+// codes in one place (toStatus).
+package api
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
+	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/remote"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
+)
+
+// Settings are the API's own settings.
+type Settings struct {
+	// TicketTTL is how long a ticket may search (for expires_at).
+	TicketTTL time.Duration
+	// Window is the queues' rating window (for the searching updates).
+	Window grouping.Window
+	// WatchPoll is how often WatchTicket reads the ticket besides being
+	// woken by Events.
+	WatchPoll time.Duration
+	// SearchingEvery is how often WatchTicket repeats a searching update.
+	SearchingEvery time.Duration
+	// StatsWindow is the window GetQueueStats reports on.
+	StatsWindow time.Duration
+}
+
+// Matchmaking implements matchmakingv1.MatchmakingServiceServer.
+type Matchmaking struct {
+	matchmakingv1.UnimplementedMatchmakingServiceServer
+
+	set    Settings
+	store  *store.Store
+	queues []queues.Queue
+	events *Events
+	log    *slog.Logger
+	now    func() time.Time
+}
+
+// NewMatchmaking returns the matchmaking API over st for the configured
+// queues. events wakes WatchTicket streams (its Run must be running); with
+// nil they only poll.
+func NewMatchmaking(set Settings, st *store.Store, qs []queues.Queue, events *Events, log *slog.Logger) *Matchmaking {
+	return &Matchmaking{set: set, store: st, queues: qs, events: events, log: log, now: time.Now}
+}
+
+func (s *Matchmaking) queue(name string) (queues.Queue, bool) {
+	i := slices.IndexFunc(s.queues, func(q queues.Queue) bool { return q.Name() == name })
+	if i < 0 {
+		return queues.Queue{}, false
+	}
+	return s.queues[i], true
+}
+
+// player returns the calling player, or a status error.
+func player(ctx context.Context) (auth.Identity, error) {
+	if err := auth.RequireRole(ctx, auth.RolePlayer); err != nil {
+		return auth.Identity{}, err
+	}
+	id, _ := auth.FromContext(ctx)
+	return id, nil
+}
+
+// Enqueue implements MatchmakingService.Enqueue.
+func (s *Matchmaking) Enqueue(ctx context.Context, req *matchmakingv1.EnqueueRequest) (*matchmakingv1.EnqueueResponse, error) {
+	id, err := player(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var name string
+	switch t := req.GetTarget().(type) {
+	case *matchmakingv1.EnqueueRequest_Queue:
+		name = t.Queue
+	case *matchmakingv1.EnqueueRequest_Key:
+		ruleSet := cmp.Or(t.Key.GetRuleSet(), "fourkingdoms")
+		tc := t.Key.GetTimeControl()
+		tcName := tc.GetName()
+		if tcName == "" && tc.GetInitial().AsDuration() > 0 {
+			// Named by its durations instead: the mode decides the form.
+			q := queues.TimeControl{Initial: tc.GetInitial().AsDuration()}
+			if tc.GetMode() == gamev1.TimeControlMode_TIME_CONTROL_MODE_DELAY {
+				q.Delay = tc.GetDelay().AsDuration()
+			} else {
+				q.Increment = tc.GetIncrement().AsDuration()
+			}
+			tcName = q.Name()
+		}
+		if tcName == "" {
+			return nil, invalidArgument("key.time_control", "name the time control (\"5+5\") or give its initial time")
+		}
+		name = ruleSet + "/" + tcName
+	default:
+		return nil, invalidArgument("target", "name the queue (queue) or its rule set and time control (key)")
+	}
+	if name == "" {
+		return nil, invalidArgument("queue", "the queue name is empty")
+	}
+	if _, ok := s.queue(name); !ok {
+		return nil, status.Errorf(codes.NotFound, "no queue %q: ListQueues lists the queues", name)
+	}
+	tk, existing, err := s.store.Enqueue(ctx, name, store.Player{ID: id.Subject, DisplayName: id.DisplayName, Bot: id.Bot}, s.now())
+	if err != nil {
+		return nil, s.toStatus(ctx, "enqueue", err)
+	}
+	return &matchmakingv1.EnqueueResponse{Ticket: s.ticketProto(tk), Existing: existing}, nil
+}
+
+// CancelTicket implements MatchmakingService.CancelTicket.
+func (s *Matchmaking) CancelTicket(ctx context.Context, req *matchmakingv1.CancelTicketRequest) (*matchmakingv1.CancelTicketResponse, error) {
+	id, err := player(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.GetTicketId() == "" {
+		return nil, invalidArgument("ticket_id", "the ticket id is empty")
+	}
+	tk, err := s.store.Cancel(ctx, req.GetTicketId(), id.Subject)
+	if err != nil {
+		return nil, s.toStatus(ctx, "cancel ticket", err)
+	}
+	return &matchmakingv1.CancelTicketResponse{Ticket: s.ticketProto(tk)}, nil
+}
+
+// WatchTicket implements MatchmakingService.WatchTicket: a searching update
+// at once and every SearchingEvery, then the final update, then the stream
+// ends. It reads the ticket when Events wakes it and every WatchPoll.
+func (s *Matchmaking) WatchTicket(req *matchmakingv1.WatchTicketRequest, stream matchmakingv1.MatchmakingService_WatchTicketServer) error {
+	ctx := stream.Context()
+	id, err := player(ctx)
+	if err != nil {
+		return err
+	}
+	if req.GetTicketId() == "" {
+		return invalidArgument("ticket_id", "the ticket id is empty")
+	}
+	var wake <-chan struct{} // nil without events: never ready
+	if s.events != nil {
+		// Registered before the first read, so a final state reached
+		// after that read always wakes this stream.
+		ch, stop := s.events.watch(req.GetTicketId())
+		defer stop()
+		wake = ch
+	}
+	// The poll also paces the searching updates.
+	poll := time.NewTicker(min(s.set.WatchPoll, s.set.SearchingEvery))
+	defer poll.Stop()
+	var lastSearching time.Time
+	for first := true; ; first = false {
+		tk, err := s.store.Ticket(ctx, req.GetTicketId())
+		if err != nil {
+			return s.toStatus(ctx, "watch ticket", err)
+		}
+		if first && tk.PlayerID != id.Subject {
+			return status.Error(codes.PermissionDenied, "this ticket belongs to another player")
+		}
+		resp := &matchmakingv1.WatchTicketResponse{TicketId: tk.ID}
+		now := s.now()
+		switch tk.State {
+		case store.Matched:
+			resp.Update = &matchmakingv1.WatchTicketResponse_Matched{Matched: &matchmakingv1.Matched{
+				MatchId: tk.MatchID, Seat: gamev1.Seat(tk.Seat),
+			}}
+		case store.Cancelled:
+			resp.Update = &matchmakingv1.WatchTicketResponse_Cancelled{Cancelled: &matchmakingv1.Cancelled{}}
+		case store.Expired:
+			resp.Update = &matchmakingv1.WatchTicketResponse_Expired{Expired: &matchmakingv1.Expired{}}
+		default:
+			if now.Sub(lastSearching) >= s.set.SearchingEvery {
+				lastSearching = now
+				resp.Update = &matchmakingv1.WatchTicketResponse_Searching{Searching: s.searching(tk, now)}
+			}
+		}
+		if resp.Update != nil {
+			if err := stream.Send(resp); err != nil {
+				return err
+			}
+			if !tk.State.Live() {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-poll.C:
+		case <-wake:
+		}
+	}
+}
+
+// searching describes a waiting ticket: its wait, and the rating window it
+// accepts now (unknown until the first formation round rated it: then the
+// window is left zero).
+func (s *Matchmaking) searching(tk store.Ticket, now time.Time) *matchmakingv1.Searching {
+	wait := now.Sub(tk.EnqueuedAt)
+	out := &matchmakingv1.Searching{Waited: durationpb.New(max(wait, 0))}
+	if tk.Rated {
+		hw := s.set.Window.HalfWidth(wait, tk.Provisional)
+		out.RatingWindowLow = int32(math.Floor(tk.Rating - hw))
+		out.RatingWindowHigh = int32(math.Ceil(tk.Rating + hw))
+	}
+	return out
+}
+
+// GetQueueStats implements MatchmakingService.GetQueueStats.
+func (s *Matchmaking) GetQueueStats(ctx context.Context, req *matchmakingv1.GetQueueStatsRequest) (*matchmakingv1.GetQueueStatsResponse, error) {
+	if err := auth.RequireRole(ctx, auth.RolePlayer, auth.RoleService, auth.RoleOperator); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, n := range req.GetQueues() {
+		if _, ok := s.queue(n); !ok {
+			return nil, status.Errorf(codes.NotFound, "no queue %q: ListQueues lists the queues", n)
+		}
+	}
+	for _, q := range s.queues { // in configuration order
+		if len(req.GetQueues()) == 0 || slices.Contains(req.GetQueues(), q.Name()) {
+			names = append(names, q.Name())
+		}
+	}
+	now := s.now()
+	resp := &matchmakingv1.GetQueueStatsResponse{}
+	for _, name := range names {
+		st, err := s.store.QueueStats(ctx, name, s.set.StatsWindow, now)
+		if err != nil {
+			return nil, s.toStatus(ctx, "queue stats", err)
+		}
+		slices.Sort(st.Waits)
+		resp.Stats = append(resp.Stats, &matchmakingv1.QueueStats{
+			Queue:            name,
+			PlayersWaiting:   uint32(st.Waiting),
+			MatchesPerMinute: float64(st.Formed) / s.set.StatsWindow.Minutes(),
+			WaitP50:          durationpb.New(percentile(st.Waits, 0.50)),
+			WaitP90:          durationpb.New(percentile(st.Waits, 0.90)),
+			WaitP99:          durationpb.New(percentile(st.Waits, 0.99)),
+			Window:           durationpb.New(s.set.StatsWindow),
+			ComputedAt:       timestamppb.New(now),
+		})
+	}
+	return resp, nil
+}
+
+// percentile returns the nearest-rank percentile of sorted values (zero for
+// none).
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[min(max(rank, 0), len(sorted)-1)]
+}
+
+// ListQueues implements MatchmakingService.ListQueues.
+func (s *Matchmaking) ListQueues(ctx context.Context, _ *matchmakingv1.ListQueuesRequest) (*matchmakingv1.ListQueuesResponse, error) {
+	if err := auth.RequireRole(ctx, auth.RolePlayer, auth.RoleService, auth.RoleOperator); err != nil {
+		return nil, err
+	}
+	resp := &matchmakingv1.ListQueuesResponse{}
+	for _, q := range s.queues {
+		pq := &matchmakingv1.Queue{
+			Name:        q.Name(),
+			RuleSet:     q.RuleSet,
+			TimeControl: remote.TimeControl(q.TimeControl),
+			BotFill:     q.BotFillAfter > 0,
+		}
+		if q.BotFillAfter > 0 {
+			pq.BotFillAfter = durationpb.New(q.BotFillAfter)
+		}
+		resp.Queues = append(resp.Queues, pq)
+	}
+	return resp, nil
+}
+
+func (s *Matchmaking) ticketProto(tk store.Ticket) *matchmakingv1.Ticket {
+	out := &matchmakingv1.Ticket{
+		TicketId:  tk.ID,
+		PlayerId:  tk.PlayerID,
+		Queue:     tk.Queue,
+		CreatedAt: timestamppb.New(tk.EnqueuedAt),
+		ExpiresAt: timestamppb.New(tk.EnqueuedAt.Add(s.set.TicketTTL)),
+		MatchId:   tk.MatchID,
+		Seat:      gamev1.Seat(tk.Seat),
+	}
+	switch tk.State {
+	case store.Searching, store.Forming:
+		// Forming is internal: to the player the ticket still searches.
+		out.State = matchmakingv1.TicketState_TICKET_STATE_SEARCHING
+	case store.Matched:
+		out.State = matchmakingv1.TicketState_TICKET_STATE_MATCHED
+	case store.Cancelled:
+		out.State = matchmakingv1.TicketState_TICKET_STATE_CANCELLED
+	case store.Expired:
+		out.State = matchmakingv1.TicketState_TICKET_STATE_EXPIRED
+	}
+	return out
+}
+
+func invalidArgument(field, desc string) error {
+	st := status.New(codes.InvalidArgument, field+": "+desc)
+	if d, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
+		{Field: field, Description: desc},
+	}}); err == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+// toStatus maps store errors to gRPC status: the one place this service
+// decides codes. Unexpected errors are logged here and answered with a
+// generic message.
+//
+//	store.ErrNotFound      NOT_FOUND
+//	store.ErrUnknownQueue  NOT_FOUND
+//	store.ErrNotOwner      PERMISSION_DENIED
+//	store.ErrMatched       FAILED_PRECONDITION
+//	store.ErrForming       FAILED_PRECONDITION
+//	store.ErrContention    ABORTED
+//	context errors         CANCELED / DEADLINE_EXCEEDED
+//	Redis unreachable      UNAVAILABLE
+//	anything else          INTERNAL
+func (s *Matchmaking) toStatus(ctx context.Context, op string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return status.Error(codes.NotFound, "no such ticket (unknown, or finished long ago)")
+	case errors.Is(err, store.ErrUnknownQueue):
+		return status.Error(codes.NotFound, "no such queue: ListQueues lists the queues")
+	case errors.Is(err, store.ErrNotOwner):
+		return status.Error(codes.PermissionDenied, "this ticket belongs to another player")
+	case errors.Is(err, store.ErrMatched):
+		return status.Error(codes.FailedPrecondition, "the ticket is already matched: play the match or resign")
+	case errors.Is(err, store.ErrForming):
+		return status.Error(codes.FailedPrecondition, "a match is being formed with this ticket: watch the ticket")
+	case errors.Is(err, store.ErrContention):
+		return status.Error(codes.Aborted, "concurrent requests for this player: retry")
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return status.FromContextError(err).Err()
+	case unavailable(err):
+		s.log.WarnContext(ctx, "storage unavailable", "op", op, "err", err)
+		return status.Error(codes.Unavailable, "matchmaking storage is unavailable: retry with backoff")
+	}
+	s.log.ErrorContext(ctx, "internal error", "op", op, "err", err)
+	return status.Error(codes.Internal, "internal error")
+}
+
+// unavailable reports whether err means Redis could not be reached or
+// refused work for now (as opposed to a bug).
+func unavailable(err error) bool {
+	var ne net.Error
+	var re redis.Error
+	switch {
+	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout):
+		return true
+	case errors.As(err, &re):
+		// Server-side conditions that pass: failover, loading, busy.
+		msg := re.Error()
+		for _, p := range []string{"CLUSTERDOWN", "LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY"} {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,213 @@
+// Package config is the matchmaking service's configuration: every setting,
+// its default, its flag and environment variable, and its validation.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/api"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
+)
+
+// Config holds the matchmaking settings (the gRPC server's and Redis's own
+// settings are bound by their packages).
+type Config struct {
+	// Queues lists the queues, ";"-separated: "<rule set> <time control>
+	// [bots=<wait>]", for example "fourkingdoms 5+5;fourkingdoms 1|15 d".
+	Queues string
+	// MatchAddr is the match service's gRPC address (CreateMatch).
+	MatchAddr string
+	// RatingAddr is the rating service's gRPC address (BatchGetRatings).
+	RatingAddr string
+	// Plaintext dials the match and rating services without TLS (loopback,
+	// or a private network / service mesh that provides transport security).
+	Plaintext bool
+	// KeyPrefix is prepended to every Redis key.
+	KeyPrefix string
+
+	// Interval is the time between formation rounds of a queue.
+	Interval time.Duration
+	// TicketTTL is how long a ticket may search before it expires.
+	TicketTTL time.Duration
+	// Retention is how long finished tickets stay readable (WatchTicket).
+	Retention time.Duration
+	// FormationTimeout is how long a claimed group may stay unfinished
+	// before any instance takes it over (after a crash).
+	FormationTimeout time.Duration
+	// CreateTimeout bounds one CreateMatch call; below FormationTimeout.
+	CreateTimeout time.Duration
+	// Concurrency is the number of CreateMatch calls in flight per queue.
+	Concurrency int
+	// RatingBatch caps the tickets rated per round: one BatchGetRatings
+	// call, which the rating service limits to 100 players.
+	RatingBatch int
+	// DefaultRating is the display rating used when the rating service is
+	// unavailable (unknown players get the service's own default).
+	DefaultRating float64
+
+	// WindowInitial is the half-width of a new ticket's rating window.
+	WindowInitial float64
+	// WindowGrowth widens the half-width per second of waiting.
+	WindowGrowth float64
+	// WindowProvisionalFactor multiplies the growth for provisional players.
+	WindowProvisionalFactor float64
+	// WindowMax caps the half-width.
+	WindowMax float64
+
+	// BotRequestInterval is the least time between two bot requests for one
+	// queue.
+	BotRequestInterval time.Duration
+	// WatchPoll is how often WatchTicket reads its ticket besides being
+	// woken by the ticket events channel (pub/sub is at-most-once).
+	WatchPoll time.Duration
+	// SearchingEvery is how often WatchTicket repeats a searching update.
+	SearchingEvery time.Duration
+	// StatsWindow is the window of GetQueueStats (at most 15m).
+	StatsWindow time.Duration
+	// GuestTokenTTL is the lifetime of guest tokens.
+	GuestTokenTTL time.Duration
+	// ServiceTokenTTL is the lifetime of the service token sent to the
+	// match and rating services (re-minted before it expires).
+	ServiceTokenTTL time.Duration
+}
+
+// Default returns the defaults of every setting.
+func Default() Config {
+	return Config{
+		Queues:                  "fourkingdoms 5+5;fourkingdoms 1|15 d",
+		MatchAddr:               "localhost:8081",
+		RatingAddr:              "localhost:8083",
+		Plaintext:               true,
+		KeyPrefix:               "",
+		Interval:                time.Second,
+		TicketTTL:               10 * time.Minute,
+		Retention:               15 * time.Minute,
+		FormationTimeout:        30 * time.Second,
+		CreateTimeout:           10 * time.Second,
+		Concurrency:             64,
+		RatingBatch:             1000,
+		DefaultRating:           1500,
+		WindowInitial:           50,
+		WindowGrowth:            5,
+		WindowProvisionalFactor: 2,
+		WindowMax:               500,
+		BotRequestInterval:      5 * time.Second,
+		WatchPoll:               2 * time.Second,
+		SearchingEvery:          5 * time.Second,
+		StatsWindow:             5 * time.Minute,
+		GuestTokenTTL:           24 * time.Hour,
+		ServiceTokenTTL:         time.Hour,
+	}
+}
+
+// Bind registers the settings as flags on fs after applying the environment
+// (flag > environment > default).
+func (c *Config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
+	b := envflag.New(fs, getenv)
+	b.String(&c.Queues, "queues", "MM_QUEUES", `queues, ";"-separated: "<rule set> <time control>[ bots=<wait>]"`)
+	b.String(&c.MatchAddr, "match-addr", "MATCH_ADDR", "match service gRPC address")
+	b.String(&c.RatingAddr, "rating-addr", "RATING_ADDR", "rating service gRPC address")
+	b.Bool(&c.Plaintext, "internal-plaintext", "INTERNAL_PLAINTEXT", "dial the match and rating services without TLS")
+	b.String(&c.KeyPrefix, "redis-key-prefix", "MM_REDIS_KEY_PREFIX", "prefix of every Redis key")
+	b.Duration(&c.Interval, "round-interval", "MM_ROUND_INTERVAL", "time between formation rounds")
+	b.Duration(&c.TicketTTL, "ticket-ttl", "MM_TICKET_TTL", "how long a ticket may search")
+	b.Duration(&c.Retention, "ticket-retention", "MM_TICKET_RETENTION", "how long finished tickets stay readable")
+	b.Duration(&c.FormationTimeout, "formation-timeout", "MM_FORMATION_TIMEOUT", "time before another instance takes over an unfinished group")
+	b.Duration(&c.CreateTimeout, "create-timeout", "MM_CREATE_TIMEOUT", "timeout of one CreateMatch call")
+	b.Int(&c.Concurrency, "create-concurrency", "MM_CREATE_CONCURRENCY", "CreateMatch calls in flight per queue")
+	b.Int(&c.RatingBatch, "rating-batch", "MM_RATING_BATCH", "tickets rated per round (one BatchGetRatings call)")
+	b.Float64(&c.DefaultRating, "default-rating", "MM_DEFAULT_RATING", "display rating used when the rating service is unavailable")
+	b.Float64(&c.WindowInitial, "window-initial", "MM_WINDOW_INITIAL", "initial rating window half-width")
+	b.Float64(&c.WindowGrowth, "window-growth", "MM_WINDOW_GROWTH", "window half-width growth per second of waiting")
+	b.Float64(&c.WindowProvisionalFactor, "window-provisional-factor", "MM_WINDOW_PROVISIONAL_FACTOR", "growth multiplier for provisional players")
+	b.Float64(&c.WindowMax, "window-max", "MM_WINDOW_MAX", "maximum window half-width")
+	b.Duration(&c.BotRequestInterval, "bot-request-interval", "MM_BOT_REQUEST_INTERVAL", "least time between bot requests per queue")
+	b.Duration(&c.WatchPoll, "watch-poll", "MM_WATCH_POLL", "how often WatchTicket reads its ticket besides pub/sub wake-ups")
+	b.Duration(&c.SearchingEvery, "searching-every", "MM_SEARCHING_EVERY", "how often WatchTicket repeats a searching update")
+	b.Duration(&c.StatsWindow, "stats-window", "MM_STATS_WINDOW", "GetQueueStats window (at most 15m)")
+	b.Duration(&c.GuestTokenTTL, "guest-token-ttl", "GUEST_TOKEN_TTL", "lifetime of guest tokens")
+	b.Duration(&c.ServiceTokenTTL, "service-token-ttl", "SERVICE_TOKEN_TTL", "lifetime of the service token for internal calls")
+	return b.Err()
+}
+
+// Validate reports every invalid setting.
+func (c Config) Validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	_, err := queues.ParseList(c.Queues)
+	check(err == nil, "queues: %v", err)
+	check(c.MatchAddr != "", "match address is empty")
+	check(c.RatingAddr != "", "rating address is empty")
+	check(c.Interval > 0, "round interval must be positive, got %v", c.Interval)
+	check(c.TicketTTL > 0, "ticket TTL must be positive, got %v", c.TicketTTL)
+	check(c.Retention > 0, "ticket retention must be positive, got %v", c.Retention)
+	check(c.CreateTimeout > 0, "create timeout must be positive, got %v", c.CreateTimeout)
+	// A formation must not be taken over while its first CreateMatch call
+	// may still succeed, or its tickets could be released into a second match.
+	check(c.FormationTimeout > c.CreateTimeout, "formation timeout (%v) must exceed the create timeout (%v)", c.FormationTimeout, c.CreateTimeout)
+	check(c.Concurrency >= 1, "create concurrency must be >= 1, got %d", c.Concurrency)
+	// BatchGetRatings takes 1 to 1000 players; a larger batch would fail every
+	// call and leave everyone at the default rating.
+	check(c.RatingBatch >= 1 && c.RatingBatch <= 1000, "rating batch must be 1 to 1000 (the BatchGetRatings limit), got %d", c.RatingBatch)
+	check(c.WindowInitial >= 0, "window initial must be >= 0, got %v", c.WindowInitial)
+	check(c.WindowGrowth >= 0, "window growth must be >= 0, got %v", c.WindowGrowth)
+	check(c.WindowProvisionalFactor >= 1, "window provisional factor must be >= 1, got %v", c.WindowProvisionalFactor)
+	check(c.WindowMax >= c.WindowInitial, "window max (%v) must be >= window initial (%v)", c.WindowMax, c.WindowInitial)
+	check(c.BotRequestInterval > 0, "bot request interval must be positive, got %v", c.BotRequestInterval)
+	check(c.WatchPoll > 0, "watch poll must be positive, got %v", c.WatchPoll)
+	check(c.SearchingEvery > 0, "searching interval must be positive, got %v", c.SearchingEvery)
+	check(c.StatsWindow >= store.StatsSlot && c.StatsWindow <= 15*time.Minute, "stats window must be between %v and 15m, got %v", store.StatsSlot, c.StatsWindow)
+	check(c.GuestTokenTTL > 0, "guest token TTL must be positive, got %v", c.GuestTokenTTL)
+	check(c.ServiceTokenTTL >= 3*time.Second, "service token TTL must be >= 3s, got %v", c.ServiceTokenTTL)
+	return errors.Join(errs...)
+}
+
+// QueueList returns the parsed queues (Validate first).
+func (c Config) QueueList() []queues.Queue {
+	qs, _ := queues.ParseList(c.Queues)
+	return qs
+}
+
+// Window returns the rating window settings.
+func (c Config) Window() grouping.Window {
+	return grouping.Window{
+		Initial: c.WindowInitial, GrowthPerSecond: c.WindowGrowth,
+		ProvisionalFactor: c.WindowProvisionalFactor, Max: c.WindowMax,
+	}
+}
+
+// Store returns the ticket store settings.
+func (c Config) Store() store.Settings {
+	return store.Settings{
+		TicketTTL: c.TicketTTL, Retention: c.Retention, FormationTimeout: c.FormationTimeout,
+		PointerGrace: 5 * time.Second, WaitSamples: 1000,
+	}
+}
+
+// Matchmaker returns the formation settings.
+func (c Config) Matchmaker() matchmaker.Config {
+	return matchmaker.Config{
+		Interval: c.Interval, TicketTTL: c.TicketTTL, Window: c.Window(), DefaultRating: c.DefaultRating,
+		RatingBatch: c.RatingBatch, CreateTimeout: c.CreateTimeout, Concurrency: c.Concurrency,
+		BotRequestInterval: c.BotRequestInterval,
+	}
+}
+
+// API returns the API settings.
+func (c Config) API() api.Settings {
+	return api.Settings{
+		TicketTTL: c.TicketTTL, Window: c.Window(), WatchPoll: c.WatchPoll,
+		SearchingEvery: c.SearchingEvery, StatsWindow: c.StatsWindow,
+	}
+}

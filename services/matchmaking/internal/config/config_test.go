@@ -1,0 +1,65 @@
+package config
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultValidates(t *testing.T) {
+	t.Parallel()
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	if qs := c.QueueList(); len(qs) != 2 || qs[0].Name() != "fourkingdoms/5+5" || qs[1].Name() != "fourkingdoms/1|15 d" {
+		t.Errorf("default queues = %v", qs)
+	}
+}
+
+func TestBind(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		check   func(Config) bool
+		wantErr string // substring of the Validate error; empty: valid
+	}{
+		{name: "environment", env: map[string]string{"MM_QUEUES": "chesscom-ffa 1+0 bots=5s", "MM_WINDOW_MAX": "300"},
+			check: func(c Config) bool { return c.QueueList()[0].BotFillAfter == 5*time.Second && c.WindowMax == 300 }},
+		{name: "flag beats environment", env: map[string]string{"MM_ROUND_INTERVAL": "2s"}, args: []string{"-round-interval=3s"},
+			check: func(c Config) bool { return c.Interval == 3*time.Second }},
+		{name: "formation timeout below create timeout", env: map[string]string{"MM_FORMATION_TIMEOUT": "5s"}, wantErr: "formation timeout"},
+		{name: "bad queue", env: map[string]string{"MM_QUEUES": "fourkingdoms"}, wantErr: "queues"},
+		{name: "window max below initial", env: map[string]string{"MM_WINDOW_MAX": "10"}, wantErr: "window max"},
+		{name: "rating batch above the rating service's limit", env: map[string]string{"MM_RATING_BATCH": "101"}, wantErr: "rating batch"},
+		{name: "stats window too long", env: map[string]string{"MM_STATS_WINDOW": "1h"}, wantErr: "stats window"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := Default()
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			if err := c.Bind(fs, func(k string) string { return tt.env[k] }); err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			err := c.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("Validate = %v, want an error about %q", err, tt.wantErr)
+			}
+			if tt.check != nil && !tt.check(c) {
+				t.Errorf("config = %+v", c)
+			}
+		})
+	}
+}

@@ -1,0 +1,350 @@
+// Package grouping chooses groups of four players from a queue's waiting
+// tickets so that the rating spread inside each group stays small.
+//
+// Each ticket has an acceptable rating window centred on its own rating. The
+// window starts at [Window.Initial] points either side and widens with the
+// ticket's wait time (faster for provisional players) up to [Window.Max]. A
+// group is acceptable when every member's rating lies inside every member's
+// window; [Acceptable] is that rule, and [Form] never returns a group that
+// breaks it.
+//
+// [Form] is deterministic for a given input and runs in O(n log n): tickets are
+// taken oldest first as anchors, and each anchor is grouped with its nearest
+// free neighbours in rating order (the best group of four that contains a
+// given ticket is always a run of consecutive free tickets in rating order).
+// Bot tickets never join the rating pass; they only fill the empty seats of
+// players who have waited at least [Params.BotFillAfter].
+//
+// The package has no I/O and holds no state between calls.
+package grouping
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// GroupSize is the number of players in a match.
+const GroupSize = 4
+
+// Window says how wide a ticket's acceptable rating window is. All values are
+// rating points (the rating service's display rating) or points per second.
+type Window struct {
+	// Initial is the half-width of the window of a ticket that has just
+	// been enqueued.
+	Initial float64
+	// GrowthPerSecond widens the half-width for every second of waiting.
+	GrowthPerSecond float64
+	// ProvisionalFactor multiplies the growth for provisional players, whose
+	// rating is uncertain anyway, so they wait less.
+	ProvisionalFactor float64
+	// Max caps the half-width.
+	Max float64
+}
+
+// HalfWidth returns the half-width of the window of a ticket that has waited
+// wait.
+func (w Window) HalfWidth(wait time.Duration, provisional bool) float64 {
+	if wait < 0 {
+		wait = 0
+	}
+	growth := w.GrowthPerSecond
+	if provisional {
+		growth *= w.ProvisionalFactor
+	}
+	return min(w.Initial+growth*wait.Seconds(), w.Max)
+}
+
+// Params are the grouping settings of one queue.
+type Params struct {
+	Window Window
+	// BotFillAfter is the wait after which a human ticket that found no
+	// group may be completed with bots. Zero disables bot fill.
+	BotFillAfter time.Duration
+}
+
+// Ticket is what grouping needs to know about a waiting ticket.
+type Ticket struct {
+	Rating      float64
+	Provisional bool
+	Wait        time.Duration
+	Bot         bool
+}
+
+// Result is the outcome of one grouping pass.
+type Result struct {
+	// Groups holds indices into the input slice, four per group. In groups
+	// completed by bots the humans come first.
+	Groups [][GroupSize]int
+	// BotsNeeded is how many more bot tickets would have let every human
+	// eligible for bot fill be placed.
+	BotsNeeded int
+}
+
+// Acceptable reports whether the tickets at idx form an acceptable group:
+// every member's rating inside every member's window. Bots are ignored: they
+// accept and are accepted by anyone.
+func Acceptable(w Window, tickets []Ticket, idx []int) bool {
+	lo, hi, humans := 0.0, 0.0, 0
+	for _, i := range idx {
+		t := tickets[i]
+		if t.Bot {
+			continue
+		}
+		if humans == 0 || t.Rating < lo {
+			lo = t.Rating
+		}
+		if humans == 0 || t.Rating > hi {
+			hi = t.Rating
+		}
+		humans++
+	}
+	for _, i := range idx {
+		t := tickets[i]
+		if t.Bot {
+			continue
+		}
+		if max(hi-t.Rating, t.Rating-lo) > w.HalfWidth(t.Wait, t.Provisional) {
+			return false
+		}
+	}
+	return true
+}
+
+// Form groups the tickets. See the package documentation for the method.
+func Form(tickets []Ticket, p Params) Result {
+	var res Result
+	// The rating order of the human tickets, as a doubly linked list so a
+	// grouped ticket is unlinked in O(1).
+	byRating := make([]int, 0, len(tickets))
+	var bots []int
+	for i, t := range tickets {
+		if t.Bot {
+			bots = append(bots, i)
+			continue
+		}
+		byRating = append(byRating, i)
+	}
+	slices.SortFunc(byRating, func(a, b int) int {
+		if c := cmp.Compare(tickets[a].Rating, tickets[b].Rating); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(tickets[b].Wait, tickets[a].Wait), cmp.Compare(a, b))
+	})
+	n := len(byRating)
+	free := newList(n)
+
+	// Anchors: oldest first, so the longest waits are served first.
+	anchors := make([]int, n)
+	for k := range anchors {
+		anchors[k] = k
+	}
+	slices.SortStableFunc(anchors, func(a, b int) int {
+		return cmp.Compare(tickets[byRating[b]].Wait, tickets[byRating[a]].Wait)
+	})
+
+	// A ticket whose neighbourhood changed after it failed to find a group
+	// is tried again, so when Form returns no run of four consecutive free
+	// tickets is acceptable. Each formed group requeues at most six tickets,
+	// which keeps the whole pass O(n log n).
+	queued := make([]bool, n)
+	for k := range queued {
+		queued[k] = true
+	}
+	for work := anchors; len(work) > 0; {
+		var retry []int
+		for _, a := range work {
+			queued[a] = false
+			if free.used[a] {
+				continue
+			}
+			run, ok := bestRun(tickets, p.Window, byRating, free, a)
+			if !ok {
+				continue
+			}
+			var g [GroupSize]int
+			for m, k := range run {
+				g[m] = byRating[k]
+			}
+			res.Groups = append(res.Groups, g)
+			before, after := free.prev[run[0]], free.next[run[GroupSize-1]]
+			for _, k := range run {
+				free.unlink(k)
+			}
+			for k, steps := before, 0; k >= 0 && steps < GroupSize-1; k, steps = free.prev[k], steps+1 {
+				if !queued[k] {
+					queued[k] = true
+					retry = append(retry, k)
+				}
+			}
+			for k, steps := after, 0; k >= 0 && steps < GroupSize-1; k, steps = free.next[k], steps+1 {
+				if !queued[k] {
+					queued[k] = true
+					retry = append(retry, k)
+				}
+			}
+		}
+		slices.SortStableFunc(retry, func(a, b int) int {
+			return cmp.Compare(tickets[byRating[b]].Wait, tickets[byRating[a]].Wait)
+		})
+		work = retry
+	}
+
+	if p.BotFillAfter > 0 {
+		res.BotsNeeded = fillWithBots(tickets, p, byRating, free, anchors, bots, &res)
+	}
+	return res
+}
+
+// botFillWalk bounds how many rating neighbours a bot-fill anchor looks at.
+const botFillWalk = 64
+
+// fillWithBots completes groups for the humans left over by the rating pass
+// who have waited at least p.BotFillAfter: each such anchor (oldest first)
+// takes the nearest other eligible humans that keep the group acceptable,
+// and bots take the remaining seats. It returns the number of bots that were
+// missing.
+func fillWithBots(tickets []Ticket, p Params, byRating []int, free *list, anchors, bots []int, res *Result) int {
+	eligible := func(k int) bool {
+		return !free.used[k] && tickets[byRating[k]].Wait >= p.BotFillAfter
+	}
+	missingSeats := 0
+	for _, a := range anchors {
+		if !eligible(a) {
+			continue
+		}
+		group := []int{byRating[a]}
+		members := []int{a}
+		// Walk outwards in rating order, nearest first, taking eligible
+		// humans while the group stays acceptable. The walk is bounded:
+		// beyond the anchor's window nobody is acceptable, and a long
+		// stretch of younger tickets is not worth crossing.
+		l, r := free.prev[a], free.next[a]
+		ra := tickets[byRating[a]].Rating
+		reach := p.Window.HalfWidth(tickets[byRating[a]].Wait, tickets[byRating[a]].Provisional)
+		for steps := 0; len(group) < GroupSize && (l >= 0 || r >= 0) && steps < botFillWalk; steps++ {
+			if l >= 0 && ra-tickets[byRating[l]].Rating > reach {
+				l = -1
+			}
+			if r >= 0 && tickets[byRating[r]].Rating-ra > reach {
+				r = -1
+			}
+			var k int
+			switch {
+			case l < 0 && r < 0:
+				continue
+			case l < 0:
+				k, r = r, free.next[r]
+			case r < 0:
+				k, l = l, free.prev[l]
+			default:
+				if ra-tickets[byRating[l]].Rating <= tickets[byRating[r]].Rating-ra {
+					k, l = l, free.prev[l]
+				} else {
+					k, r = r, free.next[r]
+				}
+			}
+			if !eligible(k) {
+				continue
+			}
+			if Acceptable(p.Window, tickets, append(group, byRating[k])) {
+				group = append(group, byRating[k])
+				members = append(members, k)
+			}
+		}
+		missing := GroupSize - len(group)
+		if missing > len(bots) {
+			// Younger anchors may still fit the bots that are left.
+			missingSeats += missing
+			continue
+		}
+		var g [GroupSize]int
+		copy(g[:], group)
+		copy(g[len(group):], bots[:missing])
+		bots = bots[missing:]
+		res.Groups = append(res.Groups, g)
+		for _, k := range members {
+			free.unlink(k)
+		}
+	}
+	return max(missingSeats-len(bots), 0)
+}
+
+// bestRun returns the acceptable run of four consecutive free positions
+// containing a with the smallest rating spread, in rating order.
+func bestRun(tickets []Ticket, w Window, byRating []int, free *list, a int) ([GroupSize]int, bool) {
+	// The run starts at most three free positions left of a.
+	start := a
+	for range GroupSize - 1 {
+		if free.prev[start] < 0 {
+			break
+		}
+		start = free.prev[start]
+	}
+	var best, run [GroupSize]int
+	var idx [GroupSize]int
+	bestSpread, bestWait := -1.0, time.Duration(0)
+	for s := start; s >= 0; s = free.next[s] {
+		m, k := 0, s
+		for ; m < GroupSize && k >= 0; m, k = m+1, free.next[k] {
+			run[m] = k
+		}
+		if m < GroupSize || !slices.Contains(run[:], a) {
+			break
+		}
+		for m, k := range run {
+			idx[m] = byRating[k]
+		}
+		// Smallest spread first; on a tie, the run that has waited
+		// longest in total, so the youngest ticket is the one left out.
+		spread := spreadOf(tickets, idx[:])
+		var wait time.Duration
+		for _, i := range idx {
+			wait += tickets[i].Wait
+		}
+		better := bestSpread < 0 || spread < bestSpread || (spread == bestSpread && wait > bestWait)
+		if better && Acceptable(w, tickets, idx[:]) {
+			bestSpread, bestWait, best = spread, wait, run
+		}
+		if s == a {
+			break
+		}
+	}
+	return best, bestSpread >= 0
+}
+
+func spreadOf(tickets []Ticket, idx []int) float64 {
+	lo, hi := tickets[idx[0]].Rating, tickets[idx[0]].Rating
+	for _, i := range idx[1:] {
+		lo, hi = min(lo, tickets[i].Rating), max(hi, tickets[i].Rating)
+	}
+	return hi - lo
+}
+
+// list is a doubly linked list over positions 0..n-1 from which grouped
+// positions are unlinked in O(1); -1 ends it on both sides.
+type list struct {
+	prev, next []int
+	used       []bool
+}
+
+func newList(n int) *list {
+	l := &list{prev: make([]int, n), next: make([]int, n), used: make([]bool, n)}
+	for k := range n {
+		l.prev[k], l.next[k] = k-1, k+1
+	}
+	if n > 0 {
+		l.next[n-1] = -1
+	}
+	return l
+}
+
+func (l *list) unlink(k int) {
+	l.used[k] = true
+	if p := l.prev[k]; p >= 0 {
+		l.next[p] = l.next[k]
+	}
+	if n := l.next[k]; n >= 0 {
+		l.prev[n] = l.prev[k]
+	}
+}

@@ -1,0 +1,526 @@
+package matchmaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
+)
+
+var (
+	queue5  = queues.Queue{RuleSet: "fourkingdoms", TimeControl: queues.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}}
+	queueBF = queues.Queue{RuleSet: "fourkingdoms", TimeControl: queues.TimeControl{Initial: time.Minute}, BotFillAfter: 20 * time.Second}
+)
+
+var testStoreSettings = store.Settings{
+	TicketTTL:        10 * time.Minute,
+	Retention:        10 * time.Minute,
+	FormationTimeout: 30 * time.Second,
+	PointerGrace:     5 * time.Second,
+	WaitSamples:      1000,
+}
+
+var testConfig = Config{
+	Interval:           50 * time.Millisecond,
+	TicketTTL:          10 * time.Minute,
+	Window:             grouping.Window{Initial: 50, GrowthPerSecond: 5, ProvisionalFactor: 2, Max: 400},
+	DefaultRating:      1500,
+	RatingBatch:        100_000,
+	CreateTimeout:      5 * time.Second,
+	Concurrency:        16,
+	BotRequestInterval: time.Second,
+}
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// fakeRatings serves fixed ratings and counts calls.
+type fakeRatings struct {
+	mu      sync.Mutex
+	ratings map[string]Rating
+	calls   int
+	fail    bool
+}
+
+func (f *fakeRatings) BatchRatings(_ context.Context, _ string, ids []string) (map[string]Rating, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.fail {
+		return nil, errors.New("rating service down")
+	}
+	out := map[string]Rating{}
+	for _, id := range ids {
+		if r, ok := f.ratings[id]; ok {
+			out[id] = r
+		}
+	}
+	return out, nil
+}
+
+// fakeMatches is an idempotent in-memory match service.
+type fakeMatches struct {
+	mu      sync.Mutex
+	byReq   map[string]Match
+	players map[string]string // player -> match id
+	calls   atomic.Int64
+	fail    atomic.Bool
+	dup     []string // players seated in two matches
+	now     func() time.Time
+	created map[string]time.Time
+}
+
+func newFakeMatches() *fakeMatches {
+	return &fakeMatches{byReq: map[string]Match{}, players: map[string]string{}, now: time.Now, created: map[string]time.Time{}}
+}
+
+func (f *fakeMatches) CreateMatch(_ context.Context, req MatchRequest) (Match, error) {
+	f.calls.Add(1)
+	if f.fail.Load() {
+		return Match{}, errors.New("match service down")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if m, ok := f.byReq[req.RequestID]; ok {
+		return m, nil
+	}
+	m := Match{ID: fmt.Sprintf("m%d", len(f.byReq)+1), Seats: map[string]int{}}
+	for i, p := range req.Players {
+		m.Seats[p.ID] = i + 1
+		if _, dup := f.players[p.ID]; dup {
+			f.dup = append(f.dup, p.ID)
+		}
+		f.players[p.ID] = m.ID
+	}
+	f.byReq[req.RequestID] = m
+	f.created[m.ID] = f.now()
+	return m, nil
+}
+
+func (f *fakeMatches) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.byReq)
+}
+
+type env struct {
+	store   *store.Store
+	rdb     redis.UniversalClient
+	ratings *fakeRatings
+	matches *fakeMatches
+}
+
+func forEachRedis(t *testing.T, f func(t *testing.T, e *env)) {
+	t.Helper()
+	for _, kind := range redisKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			rdb, prefix := kind.client(t)
+			e := &env{
+				store:   store.New(rdb, prefix, []string{queue5.Name(), queueBF.Name()}, testStoreSettings),
+				rdb:     rdb,
+				ratings: &fakeRatings{ratings: map[string]Rating{}},
+				matches: newFakeMatches(),
+			}
+			f(t, e)
+		})
+	}
+}
+
+func (e *env) matchmaker(bots BotProvider) *Matchmaker {
+	return New(testConfig, e.store, e.ratings, e.matches, bots, noop.Meter{}, discard())
+}
+
+func (e *env) enqueue(t *testing.T, q queues.Queue, id string, rating float64, at time.Time) store.Ticket {
+	t.Helper()
+	e.ratings.mu.Lock()
+	e.ratings.ratings[id] = Rating{Value: rating}
+	e.ratings.mu.Unlock()
+	tk, _, err := e.store.Enqueue(context.Background(), q.Name(), store.Player{ID: id, DisplayName: id}, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+func TestRoundFormsMatches(t *testing.T) {
+	t.Parallel()
+	forEachRedis(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		now := time.Now()
+		var tks []store.Ticket
+		for i := range 8 {
+			// Two rating clusters far apart, interleaved in enqueue order.
+			tks = append(tks, e.enqueue(t, queue5, fmt.Sprintf("p%d", i), 1000+float64(i%2)*1000+float64(i), now))
+		}
+		e.enqueue(t, queue5, "loner", 3000, now) // nobody near: keeps waiting
+		m := e.matchmaker(nil)
+		res, err := m.Round(ctx, queue5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Formed != 2 || res.Waiting != 9 || e.ratings.calls != 1 {
+			t.Fatalf("round = %+v, %d rating calls; want 2 formed of 9 waiting, 1 call", res, e.ratings.calls)
+		}
+		seats := map[string]map[int]bool{}
+		for i, tk := range tks {
+			got, err := e.store.Ticket(ctx, tk.ID)
+			if err != nil || got.State != store.Matched {
+				t.Fatalf("ticket %d = %+v, %v; want matched", i, got, err)
+			}
+			if seats[got.MatchID] == nil {
+				seats[got.MatchID] = map[int]bool{}
+			}
+			if seats[got.MatchID][got.Seat] {
+				t.Errorf("match %s: seat %d given twice", got.MatchID, got.Seat)
+			}
+			seats[got.MatchID][got.Seat] = true
+			// Same cluster, same match.
+			first, _ := e.store.Ticket(ctx, tks[i%2].ID)
+			if got.MatchID != first.MatchID {
+				t.Errorf("ticket %d in %s, want %s with its rating cluster", i, got.MatchID, first.MatchID)
+			}
+		}
+		// A second round rates nobody again and forms nothing.
+		res, err = m.Round(ctx, queue5)
+		if err != nil || res.Formed != 0 || res.Waiting != 1 || e.ratings.calls != 1 {
+			t.Errorf("second round = %+v, %v, %d rating calls", res, err, e.ratings.calls)
+		}
+	})
+}
+
+func TestRoundRatingServiceDown(t *testing.T) {
+	t.Parallel()
+	forEachRedis(t, func(t *testing.T, e *env) {
+		e.ratings.fail = true
+		now := time.Now()
+		var tks []store.Ticket
+		for i := range 5 {
+			// Their real ratings are far apart, but nobody can tell.
+			tks = append(tks, e.enqueue(t, queue5, fmt.Sprintf("p%d", i), float64(i)*1000, now))
+		}
+		m := e.matchmaker(nil)
+		res, err := m.Round(context.Background(), queue5)
+		if err != nil || res.Formed != 1 || res.More {
+			t.Fatalf("round = %+v, %v; want one match at the default rating", res, err)
+		}
+		// The one left over keeps no stand-in rating: once the rating
+		// service is back, the next round asks for its real one.
+		var left store.Ticket
+		for _, tk := range tks {
+			if got, _ := e.store.Ticket(context.Background(), tk.ID); got.State == store.Searching {
+				left = got
+			}
+		}
+		if left.ID == "" || left.Rated {
+			t.Fatalf("leftover ticket = %+v, want searching and unrated", left)
+		}
+		e.ratings.fail = false
+		if _, err := m.Round(context.Background(), queue5); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := e.store.Ticket(context.Background(), left.ID)
+		if want := e.ratings.ratings[left.PlayerID].Value; !got.Rated || got.Rating != want {
+			t.Errorf("leftover ticket rating = %v (rated %v), want %v", got.Rating, got.Rated, want)
+		}
+	})
+}
+
+func TestRecoverAfterCrash(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// createdBeforeCrash: the dead instance had already created the
+		// match but not marked the tickets.
+		createdBeforeCrash bool
+		// matchServiceDown: recovery cannot create the match, so the
+		// tickets go back to the queue.
+		matchServiceDown bool
+	}{
+		{name: "crash between claim and create"},
+		{name: "crash between create and complete", createdBeforeCrash: true},
+		{name: "match service down during recovery", matchServiceDown: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			forEachRedis(t, func(t *testing.T, e *env) {
+				ctx := context.Background()
+				now := time.Now().Truncate(time.Millisecond)
+				var entries [4]store.Entry
+				for i := range entries {
+					tk := e.enqueue(t, queue5, fmt.Sprintf("p%d", i), 1500, now.Add(time.Duration(i)*time.Millisecond))
+					entries[i] = store.Entry{TicketID: tk.ID, Player: store.Player{ID: tk.PlayerID, DisplayName: tk.PlayerID}, EnqueuedMs: tk.EnqueuedAt.UnixMilli()}
+				}
+				// The dead instance: claims, maybe creates, then vanishes.
+				f := newFormation(queue5.Name(), entries, now)
+				if claimed, err := e.store.Claim(ctx, queue5.Name(), []*store.Formation{f}, now); err != nil || !claimed[0] {
+					t.Fatalf("Claim = %v, %v", claimed, err)
+				}
+				var first Match
+				if tt.createdBeforeCrash {
+					dead := e.matchmaker(nil)
+					o, err := dead.create(ctx, queue5, f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					first.ID = o.MatchID
+				}
+				e.matches.fail.Store(tt.matchServiceDown)
+
+				m := e.matchmaker(nil)
+				// Before the deadline nothing happens to the formation.
+				m.now = func() time.Time { return now.Add(time.Second) }
+				if n, err := m.recover(ctx, queue5, m.now()); err != nil || n != 0 {
+					t.Fatalf("recovery before the deadline = %d, %v", n, err)
+				}
+				m.now = func() time.Time { return now.Add(testStoreSettings.FormationTimeout + time.Second) }
+				if n, err := m.recover(ctx, queue5, m.now()); err != nil || n != 1 {
+					t.Fatalf("recovery after the deadline = %d, %v; want one", n, err)
+				}
+				for i, en := range entries {
+					tk, err := e.store.Ticket(ctx, en.TicketID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if tt.matchServiceDown {
+						if tk.State != store.Searching || !tk.EnqueuedAt.Equal(en.EnqueuedAt()) {
+							t.Errorf("ticket %d = %+v; want searching since %v", i, tk, en.EnqueuedAt())
+						}
+						continue
+					}
+					if tk.State != store.Matched || tk.MatchID == "" || (tt.createdBeforeCrash && tk.MatchID != first.ID) {
+						t.Errorf("ticket %d = %+v; want matched (into %q if already created)", i, tk, first.ID)
+					}
+				}
+				if want := map[bool]int{true: 0, false: 1}[tt.matchServiceDown]; e.matches.count() != want {
+					t.Errorf("%d matches exist, want %d", e.matches.count(), want)
+				}
+				if tt.matchServiceDown {
+					// Released tickets are matched in a later round once
+					// the match service is back, as the same four.
+					e.matches.fail.Store(false)
+					res, err := m.Round(ctx, queue5)
+					if err != nil || res.Formed != 1 || e.matches.count() != 1 {
+						t.Errorf("round after the match service is back = %+v, %v, %d matches", res, err, e.matches.count())
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestTwoMatchmakers runs two matchmakers on one queue of thousands of
+// tickets arriving over time: every ticket is matched exactly once.
+func TestTwoMatchmakers(t *testing.T) {
+	t.Parallel()
+	forEachRedis(t, func(t *testing.T, e *env) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		n := 4000
+		if testing.Short() {
+			n = 800
+		}
+		rng := rand.New(rand.NewPCG(7, 7))
+		var wg sync.WaitGroup
+		for range 2 {
+			m := e.matchmaker(nil)
+			wg.Go(func() { m.Run(ctx, []queues.Queue{queue5}) })
+		}
+		start := time.Now()
+		tickets := make([]store.Ticket, n)
+		for i := range tickets {
+			// Enqueued "two minutes ago", so every window has its maximum
+			// width (400) and takes anyone of this distribution.
+			tickets[i] = e.enqueue(t, queue5, fmt.Sprintf("p%d", i), math.Round(1500+rng.NormFloat64()*50), start.Add(-2*time.Minute))
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			st, err := e.store.QueueStats(ctx, queue5.Name(), 15*time.Minute, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Formed == int64(n/4) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d of %d matches formed; %d waiting", st.Formed, n/4, st.Waiting)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+		wg.Wait()
+
+		perMatch := map[string]int{}
+		for _, tk := range tickets {
+			got, err := e.store.Ticket(context.Background(), tk.ID)
+			if err != nil || got.State != store.Matched {
+				t.Fatalf("ticket %s = %+v, %v; want matched", tk.ID, got, err)
+			}
+			if want := e.matches.players[tk.PlayerID]; got.MatchID != want {
+				t.Fatalf("ticket %s reports match %s, the match service seated the player in %s", tk.ID, got.MatchID, want)
+			}
+			perMatch[got.MatchID]++
+		}
+		if len(e.matches.dup) > 0 {
+			t.Errorf("players seated twice: %v", e.matches.dup)
+		}
+		if e.matches.count() != n/4 || len(perMatch) != n/4 {
+			t.Errorf("%d matches created, %d reported by tickets; want %d", e.matches.count(), len(perMatch), n/4)
+		}
+		for id, c := range perMatch {
+			if c != 4 {
+				t.Errorf("match %s has %d tickets", id, c)
+			}
+		}
+	})
+}
+
+// botPool enqueues bot tickets when asked, as a bot pool would through the
+// public API.
+type botPool struct {
+	t     *testing.T
+	e     *env
+	asked atomic.Int64
+	seq   atomic.Int64
+}
+
+func (b *botPool) RequestBots(ctx context.Context, queue string, n int) error {
+	b.asked.Add(int64(n))
+	for range n {
+		id := fmt.Sprintf("bot%d", b.seq.Add(1))
+		if _, _, err := b.e.store.Enqueue(ctx, queue, store.Player{ID: id, DisplayName: id, Bot: true}, time.Now()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestBotFill(t *testing.T) {
+	t.Parallel()
+	forEachRedis(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		now := time.Now()
+		human := e.enqueue(t, queueBF, "human", 1500, now)
+		bots := &botPool{t: t, e: e}
+		m := e.matchmaker(bots)
+		// Before the fill delay nobody is asked for.
+		if res, err := m.Round(ctx, queueBF); err != nil || res.Formed != 0 || bots.asked.Load() != 0 {
+			t.Fatalf("early round = %+v, %v, %d bots asked", res, err, bots.asked.Load())
+		}
+		m.now = func() time.Time { return now.Add(queueBF.BotFillAfter + time.Second) }
+		if res, err := m.Round(ctx, queueBF); err != nil || res.Formed != 0 || bots.asked.Load() != 3 {
+			t.Fatalf("round after the delay = %+v, %v, %d bots asked; want 3 asked", res, err, bots.asked.Load())
+		}
+		res, err := m.Round(ctx, queueBF)
+		if err != nil || res.Formed != 1 {
+			t.Fatalf("round with bots = %+v, %v; want one match", res, err)
+		}
+		tk, _ := e.store.Ticket(ctx, human.ID)
+		if tk.State != store.Matched {
+			t.Fatalf("human ticket %+v, want matched", tk)
+		}
+		if e.ratings.calls != 1 {
+			t.Errorf("%d rating calls; bots are not rated", e.ratings.calls)
+		}
+		for p, id := range e.matches.players {
+			if id != tk.MatchID {
+				t.Errorf("player %s in match %s, want %s", p, id, tk.MatchID)
+			}
+		}
+	})
+}
+
+func TestSeat(t *testing.T) {
+	t.Parallel()
+	var four [4]store.Entry
+	for i := range four {
+		four[i].TicketID = fmt.Sprint(i)
+	}
+	// The seed decides the seating, reproducibly, and every order occurs.
+	orders := map[[4]string]bool{}
+	for seed := range uint64(500) {
+		a, b := Seat(four, seed), Seat(four, seed)
+		if a != b {
+			t.Fatalf("seed %d seats differently twice", seed)
+		}
+		orders[[4]string{a[0].TicketID, a[1].TicketID, a[2].TicketID, a[3].TicketID}] = true
+	}
+	if len(orders) != 24 {
+		t.Errorf("%d of 24 seatings seen", len(orders))
+	}
+}
+
+// hangingMatches never answers CreateMatch (until the call's timeout): its
+// matchmaker is "killed" while the calls are in flight.
+type hangingMatches struct{ calls atomic.Int64 }
+
+func (h *hangingMatches) CreateMatch(ctx context.Context, _ MatchRequest) (Match, error) {
+	h.calls.Add(1)
+	<-ctx.Done()
+	return Match{}, ctx.Err()
+}
+
+// TestKillDuringFormation runs a matchmaker whose CreateMatch calls hang and
+// kills it (cancels its context; the calls then time out, as if the process
+// died) after it claimed its groups: another matchmaker finishes those
+// formations after the deadline, and every ticket ends matched exactly once.
+func TestKillDuringFormation(t *testing.T) {
+	t.Parallel()
+	forEachRedis(t, func(t *testing.T, e *env) {
+		now := time.Now()
+		var tks []store.Ticket
+		for i := range 12 {
+			tks = append(tks, e.enqueue(t, queue5, fmt.Sprintf("p%d", i), 1500, now))
+		}
+		hang := &hangingMatches{}
+		cfg := testConfig
+		cfg.CreateTimeout = 300 * time.Millisecond // the calls hang until then
+		doomed := New(cfg, e.store, e.ratings, hang, nil, noop.Meter{}, discard())
+		ctx, kill := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { _, err := doomed.Round(ctx, queue5); done <- err }()
+		for hang.calls.Load() < 3 { // all three groups claimed, calls in flight
+			time.Sleep(5 * time.Millisecond)
+		}
+		kill()
+		<-done
+		for _, tk := range tks {
+			got, _ := e.store.Ticket(context.Background(), tk.ID)
+			if got.State != store.Forming {
+				t.Fatalf("after the kill ticket %s is %v, want forming", tk.ID, got.State)
+			}
+		}
+
+		survivor := e.matchmaker(nil)
+		survivor.now = func() time.Time { return now.Add(testStoreSettings.FormationTimeout + time.Second) }
+		res, err := survivor.Round(context.Background(), queue5)
+		if err != nil || res.Recovered != 3 {
+			t.Fatalf("survivor round = %+v, %v; want 3 recovered", res, err)
+		}
+		perMatch := map[string]int{}
+		for _, tk := range tks {
+			got, _ := e.store.Ticket(context.Background(), tk.ID)
+			if got.State != store.Matched || e.matches.players[tk.PlayerID] != got.MatchID {
+				t.Fatalf("ticket %s = %+v, want matched into the match service's match", tk.ID, got)
+			}
+			perMatch[got.MatchID]++
+		}
+		if len(perMatch) != 3 || e.matches.count() != 3 || len(e.matches.dup) != 0 {
+			t.Errorf("%d matches reported, %d created, duplicates %v; want 3, 3, none", len(perMatch), e.matches.count(), e.matches.dup)
+		}
+	})
+}

@@ -1,0 +1,73 @@
+package queues
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		spec    string
+		want    Queue
+		name    string
+		wantErr bool
+	}{
+		{spec: "fourkingdoms 5+5", want: Queue{RuleSet: "fourkingdoms", TimeControl: TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}}, name: "fourkingdoms/5+5"},
+		{spec: "fourkingdoms 1|15 d", want: Queue{RuleSet: "fourkingdoms", TimeControl: TimeControl{Initial: time.Minute, Delay: 15 * time.Second}}, name: "fourkingdoms/1|15 d"},
+		{spec: " chesscom-ffa  1+0 bots=20s ", want: Queue{RuleSet: "chesscom-ffa", TimeControl: TimeControl{Initial: time.Minute}, BotFillAfter: 20 * time.Second}, name: "chesscom-ffa/1+0"},
+		{spec: "fourkingdoms 3|2 d bots=1m", want: Queue{RuleSet: "fourkingdoms", TimeControl: TimeControl{Initial: 3 * time.Minute, Delay: 2 * time.Second}, BotFillAfter: time.Minute}, name: "fourkingdoms/3|2 d"},
+		{spec: "fourkingdoms", wantErr: true},
+		{spec: "fourkingdoms 5", wantErr: true},
+		{spec: "fourkingdoms 0+5", wantErr: true},
+		{spec: "fourkingdoms 5+x", wantErr: true},
+		{spec: "fourkingdoms 1|15", wantErr: true},
+		{spec: "fourkingdoms 5+5 bots=soon", wantErr: true},
+		{spec: "fourkingdoms 5+5 colour=red", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			t.Parallel()
+			got, err := Parse(tt.spec)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("Parse(%q) = %+v, want an error", tt.spec, got)
+				}
+				return
+			}
+			if err != nil || got != tt.want || got.Name() != tt.name {
+				t.Fatalf("Parse(%q) = %+v (%q), %v; want %+v (%q)", tt.spec, got, got.Name(), err, tt.want, tt.name)
+			}
+		})
+	}
+}
+
+func TestParseList(t *testing.T) {
+	t.Parallel()
+	qs, err := ParseList("fourkingdoms 5+5; fourkingdoms 1|15 d\nchesscom-ffa 1+0;")
+	if err != nil || len(qs) != 3 || qs[1].Name() != "fourkingdoms/1|15 d" {
+		t.Fatalf("ParseList = %+v, %v", qs, err)
+	}
+	if _, err := ParseList("fourkingdoms 5+5;fourkingdoms  5+5"); err == nil {
+		t.Error("duplicate queue accepted")
+	}
+	if _, err := ParseList(" ; "); err == nil {
+		t.Error("empty list accepted")
+	}
+}
+
+func FuzzParseTimeControl(f *testing.F) {
+	for _, s := range []string{"5+5", "1|15 d", "0+0", "x", "3|2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tc, err := ParseTimeControl(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseTimeControl(tc.Name())
+		if err != nil || again != tc {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", s, tc, tc.Name(), again, err)
+		}
+	})
+}

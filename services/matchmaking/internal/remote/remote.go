@@ -1,0 +1,89 @@
+// Package remote adapts the gRPC clients of the rating and match services to
+// the interfaces the matchmaker consumes.
+package remote
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
+	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
+	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
+)
+
+// Ratings asks the rating service.
+type Ratings struct {
+	Client ratingv1.RatingServiceClient
+}
+
+// BatchRatings makes one BatchGetRatings call. Players the service does not
+// know come back with the pool's default rating and count as provisional.
+func (r Ratings) BatchRatings(ctx context.Context, ruleSet string, playerIDs []string) (map[string]matchmaker.Rating, error) {
+	resp, err := r.Client.BatchGetRatings(ctx, &ratingv1.BatchGetRatingsRequest{PlayerIds: playerIDs, RuleSet: ruleSet})
+	if err != nil {
+		return nil, fmt.Errorf("batch get ratings: %w", err)
+	}
+	out := make(map[string]matchmaker.Rating, len(resp.GetRatings()))
+	for _, rt := range resp.GetRatings() {
+		out[rt.GetPlayerId()] = matchmaker.Rating{
+			Value:       float64(rt.GetDisplayRating()),
+			Provisional: rt.GetProvisional() || rt.GetIsDefault(),
+		}
+	}
+	return out, nil
+}
+
+// Matches creates matches through the match service.
+type Matches struct {
+	Client matchv1.MatchServiceClient
+}
+
+// TimeControl converts a queue's time control to its protobuf form.
+func TimeControl(tc queues.TimeControl) *gamev1.TimeControl {
+	mode := gamev1.TimeControlMode_TIME_CONTROL_MODE_INCREMENT
+	if tc.Delay > 0 {
+		mode = gamev1.TimeControlMode_TIME_CONTROL_MODE_DELAY
+	}
+	return &gamev1.TimeControl{
+		Initial:   durationpb.New(tc.Initial),
+		Increment: durationpb.New(tc.Increment),
+		Delay:     durationpb.New(tc.Delay),
+		Mode:      mode,
+		Name:      tc.Name(),
+	}
+}
+
+// CreateMatch calls MatchService.CreateMatch with the request's players in
+// seat order (Red, Blue, Yellow, Green) and returns the seats the match has
+// (on a retry, those of the match created the first time).
+func (m Matches) CreateMatch(ctx context.Context, req matchmaker.MatchRequest) (matchmaker.Match, error) {
+	in := &matchv1.CreateMatchRequest{
+		RequestId:   req.RequestID,
+		RuleSet:     req.RuleSet,
+		TimeControl: TimeControl(req.TimeControl),
+		Seed:        &req.Seed,
+	}
+	for i, p := range req.Players {
+		in.Players = append(in.Players, &gamev1.SeatPlayer{
+			Seat:   gamev1.Seat(i + 1),
+			Player: &gamev1.Player{PlayerId: p.ID, DisplayName: p.DisplayName, IsBot: p.Bot},
+		})
+	}
+	resp, err := m.Client.CreateMatch(ctx, in)
+	if err != nil {
+		return matchmaker.Match{}, fmt.Errorf("create match %s: %w", req.RequestID, err)
+	}
+	match := resp.GetMatch()
+	out := matchmaker.Match{ID: match.GetMatchId(), Seats: make(map[string]int, 4)}
+	for _, s := range match.GetSeats() {
+		out.Seats[s.GetPlayer().GetPlayerId()] = int(s.GetSeat())
+	}
+	if out.ID == "" {
+		return matchmaker.Match{}, fmt.Errorf("create match %s: the answer has no match id", req.RequestID)
+	}
+	return out, nil
+}
