@@ -29,6 +29,7 @@ type KeySet struct {
 	keys    []Key
 	byID    map[string]int
 	signing int // index into keys, -1 if the set cannot sign
+	cache   verified
 }
 
 // NewKeySet builds a key set. It rejects duplicate or empty IDs, keys of the

@@ -75,6 +75,12 @@ func (ks *KeySet) Verify(token string, now time.Time) (Identity, error) {
 	if token == "" {
 		return Identity{}, ErrMissingToken
 	}
+	if id, ok := ks.cache.get(token); ok {
+		if expired(id, now) {
+			return Identity{}, ErrExpiredToken
+		}
+		return id, nil
+	}
 	var c claims
 	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
 		kid, _ := t.Header["kid"].(string)
@@ -112,5 +118,6 @@ func (ks *KeySet) Verify(token string, now time.Time) (Identity, error) {
 	if err := id.validate(); err != nil {
 		return Identity{}, fmt.Errorf("%w: %v", ErrInvalidToken, err)
 	}
+	ks.cache.put(token, id, now)
 	return id, nil
 }

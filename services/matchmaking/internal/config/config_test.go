@@ -35,7 +35,7 @@ func TestBind(t *testing.T) {
 		{name: "formation timeout below create timeout", env: map[string]string{"MM_FORMATION_TIMEOUT": "5s"}, wantErr: "formation timeout"},
 		{name: "bad queue", env: map[string]string{"MM_QUEUES": "fourkingdoms"}, wantErr: "queues"},
 		{name: "window max below initial", env: map[string]string{"MM_WINDOW_MAX": "10"}, wantErr: "window max"},
-		{name: "rating batch above the rating service's limit", env: map[string]string{"MM_RATING_BATCH": "101"}, wantErr: "rating batch"},
+		{name: "rating batch above the rating service's limit", env: map[string]string{"MM_RATING_BATCH": "1001"}, wantErr: "rating batch"},
 		{name: "stats window too long", env: map[string]string{"MM_STATS_WINDOW": "1h"}, wantErr: "stats window"},
 	}
 	for _, tt := range tests {
