@@ -405,22 +405,7 @@ const (
 // after its deadline any instance retries it with the same request id, and
 // releases its tickets if that fails too.
 func (m *Matchmaker) finish(ctx context.Context, q queues.Queue, fs []*store.Formation, sem chan struct{}) (int, error) {
-	outs := make([]*store.Outcome, len(fs))
-	var wg sync.WaitGroup
-	for i, f := range fs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			o, err := m.create(ctx, q, f)
-			if err != nil {
-				m.log.WarnContext(ctx, "create match failed; the formation will be retried",
-					"queue", q.Name(), "formation", f.ID, "err", err)
-				return
-			}
-			outs[i] = o
-		})
-	}
-	wg.Wait()
+	outs := m.createAll(ctx, q, fs, sem, "create match failed; the formation will be retried")
 	var done []store.Outcome
 	for _, o := range outs {
 		if o != nil {
@@ -470,6 +455,27 @@ func (m *Matchmaker) create(ctx context.Context, q queues.Queue, f *store.Format
 	return o, nil
 }
 
+// createAll creates the formations' matches concurrently (sem bounds the calls in flight) and returns
+// their outcomes by index, nil where CreateMatch failed; failures are logged with failMsg.
+func (m *Matchmaker) createAll(ctx context.Context, q queues.Queue, fs []*store.Formation, sem chan struct{}, failMsg string) []*store.Outcome {
+	outs := make([]*store.Outcome, len(fs))
+	var wg sync.WaitGroup
+	for i, f := range fs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			o, err := m.create(ctx, q, f)
+			if err != nil {
+				m.log.WarnContext(ctx, failMsg, "queue", q.Name(), "formation", f.ID, "err", err)
+				return
+			}
+			outs[i] = o
+		})
+	}
+	wg.Wait()
+	return outs
+}
+
 // recover finishes or releases the queue's overdue formations.
 func (m *Matchmaker) recover(ctx context.Context, q queues.Queue, now time.Time) (int, error) {
 	n := 0
@@ -482,23 +488,8 @@ func (m *Matchmaker) recover(ctx context.Context, q queues.Queue, now time.Time)
 			return n, nil
 		}
 		n += len(fs)
-		outs := make([]*store.Outcome, len(fs))
-		var wg sync.WaitGroup
 		sem := make(chan struct{}, max(m.cfg.Concurrency, 1))
-		for i, f := range fs {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				o, err := m.create(ctx, q, f)
-				if err != nil {
-					m.log.WarnContext(ctx, "recovering formation: create match failed, releasing its tickets",
-						"queue", q.Name(), "formation", f.ID, "err", err)
-					return
-				}
-				outs[i] = o
-			})
-		}
-		wg.Wait()
+		outs := m.createAll(ctx, q, fs, sem, "recovering formation: create match failed, releasing its tickets")
 		var done []store.Outcome
 		for i, o := range outs {
 			if o != nil {
