@@ -7,9 +7,8 @@
 // watchers about new events; this package adds SPUBLISH, SSUBSCRIBE and
 // SUNSUBSCRIBE on top of miniredis's ordinary channels (one Redis node owns
 // every slot, so sharded and ordinary channels behave the same). Its Lua
-// also lacks Redis's built-in struct library; scripts that use it get a
-// small pure-Lua struct.pack for integer formats (see luaStruct). miniredis
-// also does not enforce CROSSSLOT, so it cannot catch a script touching keys
+// lacks Redis's built-in struct library, so the services' scripts do not use
+// it. miniredis also does not enforce CROSSSLOT, so it cannot catch a script touching keys
 // of two hash slots: that is what the real-Redis integration tests are for.
 package devredis
 
@@ -34,7 +33,6 @@ func Start(addr string) (*miniredis.Miniredis, error) {
 		m.Close()
 		return nil, fmt.Errorf("embedded store: %w", err)
 	}
-	addStructLibrary(m)
 	return m, nil
 }
 

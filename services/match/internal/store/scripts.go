@@ -68,11 +68,16 @@ end
 local base = tonumber(string.match(v, '^%d+'))
 local n = tonumber(ARGV[13])
 redis.call('HSET', KEYS[1], 'v', string.format('%d:', base + n) .. ARGV[14], 'g', ARGV[3], 'c', ARGV[4])
+-- Big-endian 4-byte length prefix, written by hand rather than with struct.pack so the script also
+-- runs on the embedded development store, whose Lua has no struct library.
+local function be32(len)
+  return string.char(math.floor(len / 16777216) % 256, math.floor(len / 65536) % 256, math.floor(len / 256) % 256, len % 256)
+end
 local parts = {}
 for i = 1, n do
   local e = ARGV[14 + i]
   redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[12], string.format('%d-0', base + i), 'e', e)
-  parts[#parts + 1] = struct.pack('>I4', #e)
+  parts[#parts + 1] = be32(#e)
   parts[#parts + 1] = e
 end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[3], ARGV[5], ARGV[6]) end
