@@ -85,7 +85,7 @@ func DefaultConfig() Config {
 		Workers:          2,
 		DeadLetter:       "fk:events:match-finished:dead",
 		DeadLetterMaxLen: 100_000,
-		Batch:            256,
+		Batch:            1024,
 		Block:            2 * time.Second,
 		ClaimMinIdle:     30 * time.Second,
 		ClaimInterval:    5 * time.Second,

@@ -55,16 +55,20 @@ func FromEvent(ev *eventsv1.MatchFinished) (ladder.Result, error) {
 	if !ev.GetFinishedAt().IsValid() {
 		return ladder.Result{}, fmt.Errorf("match %q: finished_at missing or invalid", ev.GetMatchId())
 	}
-	points := map[ladder.Seat]int{}
+	// Arrays by seat, not maps: this runs for every event.
+	var points [ladder.Seats]int
+	var hasPoints [ladder.Seats]bool
+	seats := 0
 	for _, sp := range result.GetPoints() {
 		s, err := seat(sp.GetSeat())
 		if err != nil {
 			return ladder.Result{}, fmt.Errorf("match %q: points: %w", ev.GetMatchId(), err)
 		}
-		if _, dup := points[s]; dup {
+		if hasPoints[s] {
 			return ladder.Result{}, fmt.Errorf("match %q: points of seat %v given twice", ev.GetMatchId(), s)
 		}
-		points[s] = int(sp.GetPoints())
+		points[s], hasPoints[s] = int(sp.GetPoints()), true
+		seats++
 	}
 	players := make([]ladder.Participant, 0, len(ev.GetPlayers()))
 	for _, sp := range ev.GetPlayers() {
@@ -72,7 +76,7 @@ func FromEvent(ev *eventsv1.MatchFinished) (ladder.Result, error) {
 		if err != nil {
 			return ladder.Result{}, fmt.Errorf("match %q: players: %w", ev.GetMatchId(), err)
 		}
-		pts, ok := points[s]
+		pts, ok := points[s], hasPoints[s]
 		if !ok {
 			return ladder.Result{}, fmt.Errorf("match %q: no points for seat %v", ev.GetMatchId(), s)
 		}
@@ -84,8 +88,8 @@ func FromEvent(ev *eventsv1.MatchFinished) (ladder.Result, error) {
 			Bot:      sp.GetPlayer().GetIsBot(),
 		})
 	}
-	if len(points) != len(players) {
-		return ladder.Result{}, fmt.Errorf("match %q: points for %d seats but %d players", ev.GetMatchId(), len(points), len(players))
+	if seats != len(players) {
+		return ladder.Result{}, fmt.Errorf("match %q: points for %d seats but %d players", ev.GetMatchId(), seats, len(players))
 	}
 	ranking := make([]ladder.Seat, 0, len(result.GetRanking()))
 	for _, gs := range result.GetRanking() {

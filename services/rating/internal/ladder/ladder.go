@@ -181,7 +181,6 @@ func NewResult(matchID, pool string, finishedAt time.Time, players []Participant
 		return res, fmt.Errorf("%w: ranking has %d seats, want %d", ErrInvalidResult, len(ranking), Seats)
 	}
 	var bySeat [Seats]*Participant
-	ids := make(map[string]bool, Seats)
 	for i := range players {
 		pl := &players[i]
 		if pl.Seat < Red || pl.Seat > Green {
@@ -193,10 +192,11 @@ func NewResult(matchID, pool string, finishedAt time.Time, players []Participant
 		if err := checkID("player id", pl.PlayerID, MaxIDLen); err != nil {
 			return res, err
 		}
-		if ids[pl.PlayerID] {
-			return res, fmt.Errorf("%w: player %q plays more than one seat", ErrInvalidResult, pl.PlayerID)
+		for _, other := range players[:i] {
+			if other.PlayerID == pl.PlayerID {
+				return res, fmt.Errorf("%w: player %q plays more than one seat", ErrInvalidResult, pl.PlayerID)
+			}
 		}
-		ids[pl.PlayerID] = true
 		bySeat[pl.Seat] = pl
 	}
 	var seen [Seats]bool

@@ -15,7 +15,11 @@ import (
 // so that the apply script compares and replaces it with one command each.
 // Floats use the shortest exact representation: they read back bit for bit.
 func encodePlayer(p Player) string {
-	b := make([]byte, 0, 64+len(p.Name))
+	return string(appendPlayer(make([]byte, 0, 64+len(p.Name)), p))
+}
+
+// appendPlayer appends the encoding of p to b.
+func appendPlayer(b []byte, p Player) []byte {
 	st := p.Standing
 	b = strconv.AppendInt(b, st.Version, 10)
 	b = append(b, '|')
@@ -35,8 +39,7 @@ func encodePlayer(p Player) string {
 	} else {
 		b = append(b, "|0|"...)
 	}
-	b = append(b, p.Name...)
-	return string(b)
+	return append(b, p.Name...)
 }
 
 // decodePlayer decodes a stored standing; "" means never rated.
@@ -45,10 +48,16 @@ func (s *Store) decodePlayer(id, raw string) (Player, error) {
 	if raw == "" {
 		return p, nil
 	}
-	f := strings.SplitN(raw, "|", 7)
-	if len(f) != 7 {
-		return p, fmt.Errorf("read player %s: corrupt standing %q", id, raw)
+	// Cut by hand: strings.SplitN would allocate for every standing read.
+	var f [7]string
+	rest := raw
+	for i := range 6 {
+		var ok bool
+		if f[i], rest, ok = strings.Cut(rest, "|"); !ok {
+			return p, fmt.Errorf("read player %s: corrupt standing %q", id, raw)
+		}
 	}
+	f[6] = rest
 	var errs [5]error
 	p.Standing.Version, errs[0] = strconv.ParseInt(f[0], 10, 64)
 	p.Standing.Rating.Mu, errs[1] = strconv.ParseFloat(f[1], 64)
@@ -74,7 +83,11 @@ func (s *Store) decodePlayer(id, raw string) (Player, error) {
 //
 // (the match id last: it may contain '|').
 func encodeHistory(e HistoryEntry) string {
-	b := make([]byte, 0, 80+len(e.MatchID))
+	return string(appendHistory(make([]byte, 0, 80+len(e.MatchID)), e))
+}
+
+// appendHistory appends the encoding of e to b.
+func appendHistory(b []byte, e HistoryEntry) []byte {
 	b = strconv.AppendInt(b, e.Game, 10)
 	b = append(b, '|')
 	b = strconv.AppendInt(b, int64(e.Place), 10)
@@ -89,8 +102,7 @@ func encodeHistory(e HistoryEntry) string {
 	b = append(b, '|')
 	b = strconv.AppendFloat(b, e.Sigma, 'g', -1, 64)
 	b = append(b, '|')
-	b = append(b, e.MatchID...)
-	return string(b)
+	return append(b, e.MatchID...)
 }
 
 func decodeHistory(raw string) (HistoryEntry, error) {

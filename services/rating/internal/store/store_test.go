@@ -419,3 +419,114 @@ func TestPlayersUnknown(t *testing.T) {
 		}
 	})
 }
+
+// A command that fails halfway through the apply script (a key of the wrong
+// type) fails the call, but never lets a match be applied twice, and the
+// matches applied before it keep their leaderboard entries and sequence
+// numbers.
+func TestApplyFailingHalfway(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *Store, rdb redis.UniversalClient) {
+		ctx := t.Context()
+		k := newKeys(s.prefix, pool)
+		if err := rdb.HSet(ctx, k.history("eve"), "not", "a list").Err(); err != nil {
+			t.Fatal(err)
+		}
+		m1 := result(t, "m1", pool, "ann", "bob", "cat", "dan")
+		m2 := result(t, "m2", pool, "ann", "eve", "fay", "gus")
+		if _, err := s.Apply(ctx, []ladder.Result{m1, m2}); err == nil {
+			t.Fatal("Apply succeeded with a broken history key")
+		}
+		if seq, ok, err := s.Applied(ctx, pool, "m1"); err != nil || !ok || seq != 1 {
+			t.Fatalf("m1 applied = %d, %v, %v; want seq 1", seq, ok, err)
+		}
+		if n, err := rdb.Get(ctx, k.seq()).Int64(); err != nil || n < 1 {
+			t.Fatalf("sequence counter = %d, %v; want at least 1", n, err)
+		}
+		if err := rdb.Del(ctx, k.history("eve")).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// m2 claimed its marker before failing: it counts as applied
+		// and is not applied again.
+		out, err := s.Apply(ctx, []ladder.Result{m2, result(t, "m3", pool, "hal", "ida", "jon", "kim")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[0].Status != Duplicate {
+			t.Errorf("m2 after the failure: %v, want Duplicate", out[0].Status)
+		}
+		seq2, _, err := s.Applied(ctx, pool, "m2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[1].Status != Applied || out[1].Seq <= seq2 {
+			t.Errorf("m3: %+v, want Applied after m2's seq %d", out[1], seq2)
+		}
+		ann, err := s.Players(ctx, pool, []string{"ann"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ann[0].Standing.Games != 2 {
+			t.Errorf("ann played %d games, want 2 (m1 and m2 once each)", ann[0].Standing.Games)
+		}
+	})
+}
+
+// A batch larger than one script run is split into several runs (one
+// pipeline); the matches of a later run build on those of the earlier ones
+// and all are applied in batch order.
+func TestApplyLargeBatch(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *Store, rdb redis.UniversalClient) {
+		ctx := t.Context()
+		// Every run then meets NOSCRIPT first and is sent whole.
+		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		ids := []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "bot0"}
+		n := 2*maxScriptMatches + 77
+		var results []ladder.Result
+		for i := range n {
+			pick := rng.Perm(len(ids))[:4]
+			order := make([]string, 4)
+			for j, k := range pick {
+				order[j] = ids[k]
+			}
+			pl := pool
+			if i%5 == 0 {
+				pl = "chesscom-ffa"
+			}
+			results = append(results, result(t, fmt.Sprintf("m%04d", i), pl, order...))
+		}
+		// A redelivery inside the batch, in a later run than the original.
+		batch := append(slices.Clone(results), results[3])
+		out, err := s.Apply(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, o := range out[:n] {
+			if o.Status != Applied {
+				t.Fatalf("match %s: status %v, want Applied", results[i].MatchID, o.Status)
+			}
+		}
+		if out[n].Status != Duplicate {
+			t.Errorf("redelivered match: status %v, want Duplicate", out[n].Status)
+		}
+		for _, pl := range []string{pool, "chesscom-ffa"} {
+			var mine []ladder.Result
+			for _, r := range results {
+				if r.Pool == pl {
+					mine = append(mine, r)
+				}
+			}
+			ordered := inApplyOrder(t, ctx, s, mine)
+			for i := range ordered {
+				if ordered[i].MatchID != mine[i].MatchID {
+					t.Fatalf("pool %s: apply order %s at %d, want %s", pl, ordered[i].MatchID, i, mine[i].MatchID)
+				}
+			}
+			checkStandings(t, ctx, s, pl, replay(t, s.policy, mine))
+		}
+	})
+}
