@@ -316,3 +316,26 @@ func (n *node) logTail() string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Kind is a Redis deployment that integration tests run against.
+type Kind struct {
+	// Name is "standalone" or "cluster", for subtest names.
+	Name string
+	// Client returns a client of the deployment and the calling test's own key prefix.
+	Client func(t testing.TB) (redis.UniversalClient, string)
+}
+
+// Kinds lists the shared standalone server and the shared 6-node cluster, so a test runs the same
+// body against both: for _, k := range redistest.Kinds() { t.Run(k.Name, ...) }.
+func Kinds() []Kind {
+	return []Kind{
+		{Name: "standalone", Client: func(t testing.TB) (redis.UniversalClient, string) {
+			c, _ := Standalone(t)
+			return c, Prefix(t)
+		}},
+		{Name: "cluster", Client: func(t testing.TB) (redis.UniversalClient, string) {
+			c, _ := Cluster(t)
+			return c, Prefix(t)
+		}},
+	}
+}

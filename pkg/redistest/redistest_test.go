@@ -17,15 +17,13 @@ return redis.call('INCRBY', KEYS[2], ARGV[1])`)
 
 func TestScriptOnHashTaggedKeys(t *testing.T) {
 	t.Parallel()
-	standalone, _ := Standalone(t)
-	cluster, addrs := Cluster(t)
-	if len(addrs) != 6 {
+	if _, addrs := Cluster(t); len(addrs) != 6 {
 		t.Fatalf("cluster has %d nodes, want 6", len(addrs))
 	}
-	for name, c := range map[string]redis.UniversalClient{"standalone": standalone, "cluster": cluster} {
-		t.Run(name, func(t *testing.T) {
+	for _, k := range Kinds() {
+		t.Run(k.Name, func(t *testing.T) {
 			t.Parallel()
-			p := Prefix(t)
+			c, p := k.Client(t)
 			keys := []string{p + "{m:1}:last", p + "{m:1}:sum"}
 			for i, want := range []int64{5, 10} {
 				got, err := script.Run(t.Context(), c, keys, 5).Int64()

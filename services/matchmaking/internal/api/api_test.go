@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
 	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
@@ -49,9 +50,9 @@ type harness struct {
 	auth  authv1.AuthServiceClient
 }
 
-func newHarness(t *testing.T, kind redisKind, set Settings) *harness {
+func newHarness(t *testing.T, kind redistest.Kind, set Settings) *harness {
 	t.Helper()
-	rdb, prefix := kind.client(t)
+	rdb, prefix := kind.Client(t)
 	names := make([]string, len(testQueues))
 	for i, q := range testQueues {
 		names[i] = q.Name()
@@ -142,8 +143,8 @@ func forEachRedis(t *testing.T, f func(t *testing.T, h *harness)) {
 
 func forEachRedisWith(t *testing.T, set Settings, f func(t *testing.T, h *harness)) {
 	t.Helper()
-	for _, kind := range redisKinds {
-		t.Run(kind.name, func(t *testing.T) {
+	for _, kind := range redistest.Kinds() {
+		t.Run(kind.Name, func(t *testing.T) {
 			t.Parallel()
 			f(t, newHarness(t, kind, set))
 		})

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
@@ -24,13 +25,13 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkFormAll -benchtime 3x ./internal/matchmaker
 func BenchmarkFormAll(b *testing.B) {
-	for _, kind := range redisKinds {
-		b.Run(kind.name, func(b *testing.B) { benchFormAll(b, kind, 100_000) })
+	for _, kind := range redistest.Kinds() {
+		b.Run(kind.Name, func(b *testing.B) { benchFormAll(b, kind, 100_000) })
 	}
 }
 
-func benchFormAll(b *testing.B, kind redisKind, n int) {
-	rdb, basePrefix := kind.client(b)
+func benchFormAll(b *testing.B, kind redistest.Kind, n int) {
+	rdb, basePrefix := kind.Client(b)
 	q := queues.Queue{RuleSet: "fourkingdoms", TimeControl: queues.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}}
 	cfg := testConfig
 	cfg.RatingBatch = n // the in-process fake has no batch limit

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
@@ -125,10 +126,10 @@ type env struct {
 
 func forEachRedis(t *testing.T, f func(t *testing.T, e *env)) {
 	t.Helper()
-	for _, kind := range redisKinds {
-		t.Run(kind.name, func(t *testing.T) {
+	for _, kind := range redistest.Kinds() {
+		t.Run(kind.Name, func(t *testing.T) {
 			t.Parallel()
-			rdb, prefix := kind.client(t)
+			rdb, prefix := kind.Client(t)
 			e := &env{
 				store:   store.New(rdb, prefix, []string{queue5.Name(), queueBF.Name()}, testStoreSettings),
 				rdb:     rdb,

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,10 +29,10 @@ const (
 // with a fresh store under its own key prefix.
 func forEachRedis(t *testing.T, f func(t *testing.T, s *Store, rdb redis.UniversalClient)) {
 	t.Helper()
-	for _, kind := range redisKinds {
-		t.Run(kind.name, func(t *testing.T) {
+	for _, kind := range redistest.Kinds() {
+		t.Run(kind.Name, func(t *testing.T) {
 			t.Parallel()
-			rdb, prefix := kind.client(t)
+			rdb, prefix := kind.Client(t)
 			f(t, New(rdb, prefix, []string{queueA, queueB}, testSettings), rdb)
 		})
 	}
