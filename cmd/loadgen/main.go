@@ -25,6 +25,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -78,6 +79,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.cluster, "redis-cluster", "", "comma-separated cluster seeds for the baseline instead")
 	fs.DurationVar(&o.baseline, "baseline-duration", 5*time.Second, "baseline measurement time")
 	writeKeys := fs.String("write-keys", "", "write a fresh key set to this file for the service and exit")
+	cpuProfile := fs.String("cpuprofile", "", "write the load tool's own CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -94,6 +96,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	ks, err := auth.LoadFile(o.keys)
 	if err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	conns := make([]*grpc.ClientConn, o.conns)
 	for i := range conns {

@@ -138,7 +138,11 @@ func New(ctx context.Context, cfg Config, tp trace.TracerProvider, mp metric.Met
 		})
 	}
 	if tp != nil {
-		if err := redisotel.InstrumentTracing(rdb, redisotel.WithTracerProvider(tp)); err != nil {
+		if err := redisotel.InstrumentTracing(rdb, redisotel.WithTracerProvider(tp),
+			// Command text holds binary game state and costs a formatted
+			// copy of every argument; the caller's file and line cost a
+			// stack walk per command. Neither is worth it on the move path.
+			redisotel.WithDBStatement(false), redisotel.WithCallerEnabled(false)); err != nil {
 			rdb.Close()
 			return nil, fmt.Errorf("redis tracing: %w", err)
 		}

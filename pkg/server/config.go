@@ -45,6 +45,11 @@ type Config struct {
 	// OTLPEndpoint is the OTLP/gRPC collector URL ("http://otel:4317") for
 	// traces and metrics. Empty disables OTLP export; /metrics always works.
 	OTLPEndpoint string
+	// TraceSampleRatio is the share of new traces recorded and exported
+	// when OTLPEndpoint is set (a call that arrives in a sampled trace is
+	// always recorded). Without an endpoint nothing is recorded: spans that
+	// nobody exports would only cost CPU on every call.
+	TraceSampleRatio float64
 	// Pprof serves net/http/pprof on the admin listener.
 	Pprof bool
 }
@@ -63,6 +68,7 @@ func DefaultConfig(serviceName string) Config {
 		MaxSendMsgSize:     4 << 20,
 		ShutdownDrainDelay: 0,
 		ShutdownTimeout:    20 * time.Second,
+		TraceSampleRatio:   0.05,
 	}
 }
 
@@ -84,6 +90,7 @@ func (c *Config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.ShutdownDrainDelay, "shutdown-drain-delay", "SHUTDOWN_DRAIN_DELAY", "time between NOT_SERVING and closing listeners")
 	b.Duration(&c.ShutdownTimeout, "shutdown-timeout", "SHUTDOWN_TIMEOUT", "graceful drain limit before in-flight calls are cancelled")
 	b.String(&c.OTLPEndpoint, "otlp-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP/gRPC collector URL (empty: no export)")
+	b.Float64(&c.TraceSampleRatio, "trace-sample-ratio", "TRACE_SAMPLE_RATIO", "share of new traces recorded when exporting (0 to 1)")
 	b.Bool(&c.Pprof, "pprof", "PPROF", "serve /debug/pprof on the admin listener")
 	return b.Err()
 }
@@ -108,6 +115,7 @@ func (c Config) Validate() error {
 	check(c.MaxRecvMsgSize > 0, "max recv msg size must be positive, got %d", c.MaxRecvMsgSize)
 	check(c.MaxSendMsgSize > 0, "max send msg size must be positive, got %d", c.MaxSendMsgSize)
 	check(c.ShutdownDrainDelay >= 0, "shutdown drain delay must be >= 0, got %v", c.ShutdownDrainDelay)
+	check(c.TraceSampleRatio >= 0 && c.TraceSampleRatio <= 1, "trace sample ratio must be within [0, 1], got %v", c.TraceSampleRatio)
 	check(c.ShutdownTimeout > 0, "shutdown timeout must be positive, got %v", c.ShutdownTimeout)
 	return errors.Join(errs...)
 }

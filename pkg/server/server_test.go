@@ -543,9 +543,9 @@ func TestConfigBindAndValidate(t *testing.T) {
 	}
 
 	bad := DefaultConfig("")
-	bad.LogLevel, bad.ShutdownTimeout, bad.RateLimitBurst = "loud", 0, 0
+	bad.LogLevel, bad.ShutdownTimeout, bad.RateLimitBurst, bad.TraceSampleRatio = "loud", 0, 0, 1.5
 	err := bad.Validate()
-	for _, want := range []string{"service name", "log level", "AUTH_KEYS_FILE", "shutdown timeout", "burst"} {
+	for _, want := range []string{"service name", "log level", "AUTH_KEYS_FILE", "shutdown timeout", "burst", "trace sample ratio"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate error %v does not mention %q", err, want)
 		}
@@ -555,6 +555,30 @@ func TestConfigBindAndValidate(t *testing.T) {
 		return map[string]string{"SHUTDOWN_TIMEOUT": "soon"}[k]
 	}); err == nil {
 		t.Error("unparsable env accepted")
+	}
+}
+
+// TestTracerProviderOnlyWhenExporting: without an OTLP endpoint there is no
+// tracer provider to instrument clients with, since their spans would go
+// nowhere; with one there is.
+func TestTracerProviderOnlyWhenExporting(t *testing.T) {
+	t.Parallel()
+	keys, _ := auth.GenerateKeySet("k")
+	keyFile := filepath.Join(t.TempDir(), "keys.json")
+	if err := keys.WriteFile(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	for _, endpoint := range []string{"", "http://127.0.0.1:1"} {
+		cfg := DefaultConfig("tracing")
+		cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile, cfg.OTLPEndpoint = "127.0.0.1:0", "127.0.0.1:0", keyFile, endpoint
+		s, err := New(t.Context(), cfg, NewLogger(io.Discard, slog.LevelInfo, "tracing"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.TracerProvider(); (got != nil) != (endpoint != "") {
+			t.Errorf("endpoint %q: TracerProvider() = %v", endpoint, got)
+		}
+		s.discard()
 	}
 }
 

@@ -28,6 +28,8 @@ type telemetry struct {
 	tracer   *sdktrace.TracerProvider
 	meter    *sdkmetric.MeterProvider
 	prop     propagation.TextMapPropagator
+	// exporting: an OTLP endpoint is set, so recorded spans go somewhere.
+	exporting bool
 }
 
 func newTelemetry(ctx context.Context, cfg Config) (*telemetry, error) {
@@ -39,7 +41,7 @@ func newTelemetry(ctx context.Context, cfg Config) (*telemetry, error) {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
 	mopts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(promExp)}
-	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSampler(sdktrace.NeverSample())}
 	if cfg.OTLPEndpoint != "" {
 		// The exporters connect lazily: an unreachable collector does not
 		// block startup, it only drops telemetry.
@@ -51,14 +53,16 @@ func newTelemetry(ctx context.Context, cfg Config) (*telemetry, error) {
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("otlp metric exporter: %w", err), texp.Shutdown(ctx))
 		}
-		topts = append(topts, sdktrace.WithBatcher(texp))
+		topts = append(topts, sdktrace.WithBatcher(texp),
+			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.TraceSampleRatio))))
 		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp)))
 	}
 	return &telemetry{
-		registry: reg,
-		tracer:   sdktrace.NewTracerProvider(topts...),
-		meter:    sdkmetric.NewMeterProvider(mopts...),
-		prop:     propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+		registry:  reg,
+		tracer:    sdktrace.NewTracerProvider(topts...),
+		meter:     sdkmetric.NewMeterProvider(mopts...),
+		prop:      propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+		exporting: cfg.OTLPEndpoint != "",
 	}, nil
 }
 

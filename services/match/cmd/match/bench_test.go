@@ -21,7 +21,7 @@ func BenchmarkIdleGameMemory(b *testing.B) {
 		t := b
 		e := newEnv(t, standalone(t))
 		inst := e.start(nil)
-		st, err := store.New(e.rdb(), func() store.Config { c := store.DefaultConfig(); c.Prefix = e.prefix; return c }())
+		st, err := store.New(e.rdb(), func() store.Config { c := store.DefaultConfig(); c.Prefix = e.prefix; return c }(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisbatch"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
@@ -101,7 +102,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer rdb.Close()
-	st, err := store.New(rdb, cfg.Store)
+	commits := redisbatch.New(rdb, redisbatch.DefaultConfig())
+	defer commits.Close()
+	st, err := store.New(rdb, cfg.Store, commits)
 	if err != nil {
 		return err
 	}

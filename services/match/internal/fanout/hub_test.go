@@ -22,7 +22,7 @@ func setup(t *testing.T, rdb redis.UniversalClient) (*store.Store, string) {
 	t.Helper()
 	cfg := store.DefaultConfig()
 	cfg.Prefix = redistest.Prefix(t)
-	st, err := store.New(rdb, cfg)
+	st, err := store.New(rdb, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

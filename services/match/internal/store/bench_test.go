@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisbatch"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
@@ -14,14 +17,24 @@ import (
 // BenchmarkCommit measures the hot-path write of one move: one EVALSHA with
 // a 400-byte game, a 60-byte record, one 300-byte event, a move id and a
 // 400-byte reply, from 50 concurrent writers on their own matches
-// (standalone Redis, no pipelining).
+// (standalone Redis), each in a round trip of its own (direct) or sharing
+// round trips (batched, as the service runs).
 //
 //	go test ./internal/store -run '^$' -bench Commit
 func BenchmarkCommit(b *testing.B) {
 	rdb, _ := redistest.Standalone(b)
+	b.Run("direct", func(b *testing.B) { benchCommit(b, rdb, nil) })
+	b.Run("batched", func(b *testing.B) {
+		bt := redisbatch.New(rdb, redisbatch.DefaultConfig())
+		defer bt.Close()
+		benchCommit(b, rdb, bt)
+	})
+}
+
+func benchCommit(b *testing.B, rdb redis.UniversalClient, via store.Doer) {
 	cfg := store.DefaultConfig()
 	cfg.Prefix = redistest.Prefix(b)
-	s, err := store.New(rdb, cfg)
+	s, err := store.New(rdb, cfg, via)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -96,18 +96,33 @@ func (c Config) Validate() error {
 
 // Store reads and writes matches.
 type Store struct {
-	rdb  redis.UniversalClient
-	cfg  Config
-	keys keys
+	rdb     redis.UniversalClient
+	commits Doer
+	cfg     Config
+	keys    keys
 }
 
-// New returns a Store on the given client.
-func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
+// Doer sends one command and waits for its reply. A redisbatch.Batcher
+// is one: it lets concurrent commits share round trips.
+type Doer interface {
+	Do(ctx context.Context, cmd redis.Cmder) error
+}
+
+// New returns a Store on the given client. Commits, one per move, go
+// through commits; nil sends each on rdb in a round trip of its own.
+func New(rdb redis.UniversalClient, cfg Config, commits Doer) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("store config: %w", err)
 	}
-	return &Store{rdb: rdb, cfg: cfg, keys: keys{prefix: cfg.Prefix}}, nil
+	if commits == nil {
+		commits = direct{rdb}
+	}
+	return &Store{rdb: rdb, commits: commits, cfg: cfg, keys: keys{prefix: cfg.Prefix}}, nil
 }
+
+type direct struct{ rdb redis.UniversalClient }
+
+func (d direct) Do(ctx context.Context, cmd redis.Cmder) error { return d.rdb.Process(ctx, cmd) }
 
 // Config returns the store's configuration.
 func (s *Store) Config() Config { return s.cfg }
@@ -314,7 +329,7 @@ func (s *Store) Commit(ctx context.Context, id string, c Change) (Result, error)
 	if s.cfg.WaitReplicas > 0 {
 		res, err = s.commitAndWait(ctx, ks, args)
 	} else {
-		res, err = commitScript.Run(ctx, s.rdb, ks, args...).Slice()
+		res, err = s.commit(ctx, ks, args)
 	}
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return Result{}, fmt.Errorf("commit match %s: %w", id, err)
@@ -351,6 +366,27 @@ func parseCommit(res []any) (Result, error) {
 		return Result{}, ErrNotFound
 	}
 	return Result{}, fmt.Errorf("unexpected reply code %d", code)
+}
+
+// commit runs the commit script through s.commits, loading the script
+// first where a node lacks it (a restarted or new node): a NOSCRIPT
+// reply means nothing ran.
+func (s *Store) commit(ctx context.Context, ks []string, args []any) ([]any, error) {
+	cargs := make([]any, 0, 3+len(ks)+len(args))
+	cargs = append(cargs, "evalsha", commitScript.Hash(), len(ks))
+	for _, k := range ks {
+		cargs = append(cargs, k)
+	}
+	cmd := redis.NewCmd(ctx, append(cargs, args...)...)
+	err := s.commits.Do(ctx, cmd)
+	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return commitScript.Run(ctx, s.rdb, ks, args...).Slice()
+	}
+	if err != nil {
+		// Possibly ctx's error while cmd is still in flight: not read here.
+		return nil, err
+	}
+	return cmd.Slice()
 }
 
 // commitAndWait runs the commit script and WAIT on one connection of the

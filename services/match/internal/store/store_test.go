@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisbatch"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
 
@@ -21,7 +23,10 @@ func newStore(t *testing.T, rdb redis.UniversalClient, mod func(*store.Config)) 
 	if mod != nil {
 		mod(&cfg)
 	}
-	s, err := store.New(rdb, cfg)
+	// Commits share round trips, as in the service.
+	bt := redisbatch.New(rdb, redisbatch.DefaultConfig())
+	t.Cleanup(bt.Close)
+	s, err := store.New(rdb, cfg, bt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +83,7 @@ func TestStore(t *testing.T) {
 			t.Run("RacingCommits", func(t *testing.T) { testRacingCommits(t, rdb) })
 			t.Run("LiveNotification", func(t *testing.T) { testLive(t, rdb) })
 			t.Run("Lease", func(t *testing.T) { testLease(t, rdb) })
+			t.Run("CommitAfterScriptFlush", func(t *testing.T) { testCommitAfterScriptFlush(t, rdb) })
 		})
 	}
 }
@@ -151,6 +157,26 @@ func testCommitOutcomes(t *testing.T, rdb redis.UniversalClient) {
 	evs, err = s.Events(ctx, id, 2, 100)
 	if err != nil || len(evs) != 1 || evs[0].Version != 3 {
 		t.Errorf("Events after 2 = %v, %v", evs, err)
+	}
+	// A caller that gives up gets its context's error, not a decoding error.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Commit(cctx, id, store.Change{Expected: 3, ExpectedStamp: stampOf(t, s, id)}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Commit with a cancelled context: %v, want context.Canceled", err)
+	}
+}
+
+// testCommitAfterScriptFlush: a node without the commit script (restarted,
+// or a new master) loads it on the first commit that reaches it.
+func testCommitAfterScriptFlush(t *testing.T, rdb redis.UniversalClient) {
+	s := newStore(t, rdb, nil)
+	id := create(t, s, "req-flush")
+	if err := rdb.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Commit(t.Context(), id, store.Change{Expected: 1, ExpectedStamp: stampOf(t, s, id), Game: []byte("g2"), Events: [][]byte{[]byte("e2")}})
+	if err != nil || res.Outcome != store.Applied || res.Version != 2 {
+		t.Fatalf("Commit after SCRIPT FLUSH = %+v, %v; want applied at version 2", res, err)
 	}
 }
 
