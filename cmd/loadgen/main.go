@@ -7,7 +7,10 @@
 // With -think 0 every game moves as fast as its replies arrive (closed loop:
 // a throughput test); with -think D each game waits D between moves (open
 // loop at games/D moves per second: a latency test). A finished game is
-// replaced by a new one. With -redis set, loadgen also measures the
+// replaced by a new one. Moves count only after -warmup: the start is
+// dominated by creating every game and verifying each player's token once,
+// which a running service does once per game or token, not per move.
+// With -redis set, loadgen also measures the
 // baseline: EVALSHA of one small script from 50 connections without
 // pipelining, the Redis-side ceiling to compare moves/s against.
 //
@@ -59,6 +62,7 @@ type options struct {
 	keys     string
 	games    int
 	think    time.Duration
+	warmup   time.Duration
 	duration time.Duration
 	conns    int
 	redis    string
@@ -73,7 +77,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.keys, "keys", "", "auth key set file with a private key (to mint tokens)")
 	fs.IntVar(&o.games, "games", 100, "concurrent games")
 	fs.DurationVar(&o.think, "think", 0, "pause between moves of one game (0: closed loop)")
-	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measurement time")
+	fs.DurationVar(&o.warmup, "warmup", 5*time.Second, "time before measuring: games are created, tokens verified once, caches filled")
+	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measurement time, after the warm-up")
 	fs.IntVar(&o.conns, "conns", 4, "gRPC connections shared by the games")
 	fs.StringVar(&o.redis, "redis", "", "standalone Redis for the EVALSHA baseline (empty: skip)")
 	fs.StringVar(&o.cluster, "redis-cluster", "", "comma-separated cluster seeds for the baseline instead")
@@ -122,7 +127,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	res := lg.drive(ctx)
-	fmt.Fprintf(out, "games=%d think=%v duration=%v\n", o.games, o.think, res.elapsed.Round(time.Millisecond))
+	fmt.Fprintf(out, "games=%d think=%v warmup=%v duration=%v\n", o.games, o.think, o.warmup, res.elapsed.Round(time.Millisecond))
 	fmt.Fprintf(out, "moves=%d moves/s=%.0f games finished=%d\n", len(res.lat), float64(len(res.lat))/res.elapsed.Seconds(), res.finished)
 	if len(res.lat) > 0 {
 		fmt.Fprintf(out, "MakeMove latency p50=%v p90=%v p99=%v max=%v\n", pct(res.lat, 50), pct(res.lat, 90), pct(res.lat, 99), res.lat[len(res.lat)-1])
@@ -173,11 +178,13 @@ type result struct {
 	finished int64
 }
 
-// drive runs the games for the configured duration.
+// drive runs the games for the warm-up and the measurement time; only
+// moves started after the warm-up count.
 func (lg *loadgen) drive(ctx context.Context) result {
-	ctx, cancel := context.WithTimeout(ctx, lg.o.duration)
+	ctx, cancel := context.WithTimeout(ctx, lg.o.warmup+lg.o.duration)
 	defer cancel()
-	start := time.Now()
+	start := time.Now().Add(lg.o.warmup)
+	end := start.Add(lg.o.duration)
 	lats := make([][]time.Duration, lg.o.games)
 	var finished atomic.Int64
 	var wg sync.WaitGroup
@@ -194,8 +201,9 @@ func (lg *loadgen) drive(ctx context.Context) result {
 				}
 			}
 			for ctx.Err() == nil {
-				done, err := lg.play(ctx, client, rng, &lats[g])
-				if err != nil && ctx.Err() == nil {
+				done, err := lg.play(ctx, client, rng, start, &lats[g])
+				// Calls cut off by the end of the run are not failures.
+				if err != nil && ctx.Err() == nil && time.Now().Before(end) {
 					lg.fail(err)
 					time.Sleep(100 * time.Millisecond)
 				}
@@ -211,11 +219,11 @@ func (lg *loadgen) drive(ctx context.Context) result {
 		all = append(all, l...)
 	}
 	slices.Sort(all)
-	return result{lat: all, elapsed: time.Since(start), finished: finished.Load()}
+	return result{lat: all, elapsed: min(time.Since(start), lg.o.duration), finished: finished.Load()}
 }
 
 // play creates a game and plays it until it ends or ctx ends.
-func (lg *loadgen) play(ctx context.Context, c matchv1.MatchServiceClient, rng *rand.Rand, lat *[]time.Duration) (bool, error) {
+func (lg *loadgen) play(ctx context.Context, c matchv1.MatchServiceClient, rng *rand.Rand, from time.Time, lat *[]time.Duration) (bool, error) {
 	n := lg.seq.Add(1)
 	req := &matchv1.CreateMatchRequest{RequestId: fmt.Sprintf("lg-%d-%d", time.Now().UnixNano(), n),
 		TimeControl: &gamev1.TimeControl{Name: "60+0"}}
@@ -253,7 +261,9 @@ func (lg *loadgen) play(ctx context.Context, c matchv1.MatchServiceClient, rng *
 		if err != nil {
 			return false, err
 		}
-		*lat = append(*lat, time.Since(t0))
+		if t0.After(from) {
+			*lat = append(*lat, time.Since(t0))
+		}
 		if _, err := g.Play(seat, mv); err != nil {
 			return false, err
 		}

@@ -360,18 +360,9 @@ func (g *Game) MoveText(m Move) string { return m.text(g.rules.PromotionLetter) 
 // ErrNotYourTurn, ErrSeatNotLive or ErrIllegalMove and then changes
 // nothing.
 func (g *Game) Play(s Seat, m Move) (Effects, error) {
-	if s >= NumSeats {
-		return Effects{}, ErrBadSeat
-	}
-	if g.over {
-		return Effects{}, ErrGameOver
-	}
-	if s != g.pos.toMove {
-		return Effects{}, fmt.Errorf("%w: %s to move", ErrNotYourTurn, g.pos.toMove)
-	}
-	zombie := g.pos.status[s] == Zombie
-	if g.pos.status[s] != Live && !(zombie && g.manualZombies) {
-		return Effects{}, ErrSeatNotLive
+	zombie, err := g.mayMove(s)
+	if err != nil {
+		return Effects{}, err
 	}
 	lm, idx, ok := g.findLegal(s, m)
 	if !ok {
@@ -381,6 +372,57 @@ func (g *Game) Play(s Seat, m Move) (Effects, error) {
 	g.applyMove(s, lm, idx, zombie, &eff)
 	g.settle(&eff)
 	return eff, nil
+}
+
+// PlayText reads text as ParseMove does and plays it for seat s, like
+// Play; it returns the move played. It generates the legal moves once
+// where ParseMove and Play generate them twice (a server applying moves
+// sent as text does this for every move).
+func (g *Game) PlayText(s Seat, text string) (Move, Effects, error) {
+	zombie, err := g.mayMove(s)
+	if err != nil {
+		return NoMove, Effects{}, err
+	}
+	mt, err := parseMoveText(text)
+	if err != nil {
+		return NoMove, Effects{}, err
+	}
+	g.moves.N = 0
+	g.pos.LegalMoves(s, &g.moves)
+	legal := g.moves.Moves[:g.moves.N]
+	lm := mt.find(legal)
+	if lm == NoMove {
+		return NoMove, Effects{}, fmt.Errorf("%w: %q for %s", ErrIllegalMove, text, s)
+	}
+	idx := 0
+	for _, c := range legal {
+		if c < lm {
+			idx++
+		}
+	}
+	var eff Effects
+	g.applyMove(s, lm, idx, zombie, &eff)
+	g.settle(&eff)
+	return lm, eff, nil
+}
+
+// mayMove reports why seat s may not move now, and whether it moves as a
+// zombie (record replay with manual zombie moves).
+func (g *Game) mayMove(s Seat) (zombie bool, err error) {
+	if s >= NumSeats {
+		return false, ErrBadSeat
+	}
+	if g.over {
+		return false, ErrGameOver
+	}
+	if s != g.pos.toMove {
+		return false, fmt.Errorf("%w: %s to move", ErrNotYourTurn, g.pos.toMove)
+	}
+	zombie = g.pos.status[s] == Zombie
+	if g.pos.status[s] != Live && !(zombie && g.manualZombies) {
+		return false, ErrSeatNotLive
+	}
+	return zombie, nil
 }
 
 // findLegal finds the legal move of s matching m's squares and promotion,

@@ -1,7 +1,10 @@
 package rules
 
 import (
+	"bytes"
+	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 )
 
@@ -46,5 +49,56 @@ func TestRandomGames(t *testing.T) {
 				_ = g.Result()
 			}
 		})
+	}
+}
+
+// TestPlayTextMatchesParseMoveThenPlay plays the same random games twice,
+// once with ParseMove and Play and once with PlayText: every move, effect,
+// error and the final games are the same.
+func TestPlayTextMatchesParseMoveThenPlay(t *testing.T) {
+	for _, rs := range []RuleSet{FourKingdoms(), ChesscomFFA()} {
+		for seed := uint64(1); seed <= 12; seed++ {
+			a, err := NewGame(rs, seed, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := NewGame(rs, seed, "")
+			r := rand.New(rand.NewPCG(seed, 77))
+			for !a.Over() && a.Ply() < 600 {
+				s := a.ToMove()
+				if r.IntN(60) == 0 {
+					quitter := Seat(r.IntN(4))
+					ea, erra := a.Resign(quitter)
+					eb, errb := b.Resign(quitter)
+					if !reflect.DeepEqual(ea, eb) || (erra == nil) != (errb == nil) {
+						t.Fatalf("%s seed %d: resignations differ", rs.Name, seed)
+					}
+					continue
+				}
+				var text string
+				if r.IntN(5) == 0 {
+					// Often not a legal move at all.
+					text = fmt.Sprintf("%c%d-%c%d", 'a'+r.IntN(14), 1+r.IntN(14), 'a'+r.IntN(14), 1+r.IntN(14))
+				} else {
+					ms := a.LegalMoves(s)
+					text = a.MoveText(ms[r.IntN(len(ms))])
+				}
+				var ea Effects
+				ma, erra := a.ParseMove(text)
+				if erra == nil {
+					ea, erra = a.Play(s, ma)
+				}
+				mb, eb, errb := b.PlayText(s, text)
+				if fmt.Sprint(erra) != fmt.Sprint(errb) || !reflect.DeepEqual(ea, eb) || (erra == nil && ma != mb) {
+					t.Fatalf("%s seed %d ply %d %q: ParseMove+Play = %v, %+v, %v; PlayText = %v, %+v, %v",
+						rs.Name, seed, a.Ply(), text, ma, ea, erra, mb, eb, errb)
+				}
+			}
+			da, _ := a.MarshalBinary()
+			db, _ := b.MarshalBinary()
+			if !bytes.Equal(da, db) || a.FEN4() != b.FEN4() {
+				t.Fatalf("%s seed %d: games differ at the end", rs.Name, seed)
+			}
+		}
 	}
 }

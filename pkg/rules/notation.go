@@ -71,16 +71,24 @@ func parseMoveFor(p *Position, s Seat, text string) (Move, error) {
 	}
 	var l MoveList
 	p.LegalMoves(s, &l)
-	for _, m := range l.Moves[:l.N] {
+	if m := mt.find(l.Moves[:l.N]); m != NoMove {
+		return m, nil
+	}
+	return NoMove, fmt.Errorf("%w: %q for %s", ErrIllegalMove, text, s)
+}
+
+// find returns the move of legal that the text names, or NoMove.
+func (mt moveText) find(legal []Move) Move {
+	for _, m := range legal {
 		if mt.castle != 0 {
 			if m.Castle() == mt.castle {
-				return m, nil
+				return m
 			}
 			continue
 		}
 		if m.From() == mt.from && m.To() == mt.to && (!mt.promo || m.Promotion()) {
-			return m, nil
+			return m
 		}
 	}
-	return NoMove, fmt.Errorf("%w: %q for %s", ErrIllegalMove, text, s)
+	return NoMove
 }

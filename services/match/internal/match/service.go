@@ -555,12 +555,8 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 			ch.err = ErrTimeRanOut
 			return ch, nil
 		}
-		mv, err := g.ParseMove(req.GetMove())
-		if err != nil {
-			return nil, err
-		}
 		before, rec := g.Points(), e.rec
-		eff, err := g.Play(seat, mv)
+		_, eff, err := g.PlayText(seat, req.GetMove())
 		if err != nil {
 			return nil, err
 		}
