@@ -3,12 +3,13 @@
 //
 // Every Redis round trip costs both sides a write and a read system call
 // and Redis an event-loop wakeup; on a busy service those cost more CPU
-// than the commands themselves. A [Batcher] keeps a few sender goroutines:
-// an idle sender takes a command at once (so a lone command waits for
-// nothing), and while every sender is busy, the commands that arrive queue
-// up and leave together as one pipeline. The busier the service, the
-// larger the batches and the cheaper each command: batching costs latency
-// only when there is a queue anyway.
+// than the commands themselves. A [Batcher] allows a few round trips in
+// flight at once. A command that finds one of them free is sent at once
+// by its own caller (so a lone command waits for nothing and costs no
+// goroutine switch); the commands that arrive while all are busy queue up
+// and leave together as one pipeline, sent by a background sender. The
+// busier the service, the larger the batches and the cheaper each command:
+// batching costs latency only when there is a queue anyway.
 //
 // The commands of one batch are independent: each gets its own reply or
 // error, as if sent alone. On a cluster client a batch is split by node
@@ -28,9 +29,9 @@ var ErrClosed = errors.New("redisbatch: batcher closed")
 
 // Config sizes a Batcher.
 type Config struct {
-	// Senders is the number of pipelines in flight at once. More senders
-	// mean lower latency under light load and smaller batches under heavy
-	// load.
+	// Senders is the number of round trips in flight at once. More
+	// senders mean lower latency under light load and smaller batches
+	// under heavy load.
 	Senders int
 	// MaxBatch bounds the commands in one pipeline.
 	MaxBatch int
@@ -44,98 +45,132 @@ func DefaultConfig() Config { return Config{Senders: 4, MaxBatch: 128} }
 // for concurrent use.
 type Batcher struct {
 	rdb      redis.UniversalClient
+	senders  int
 	maxBatch int
-	calls    chan *call
-	stop     chan struct{}
-	once     sync.Once
-	wg       sync.WaitGroup
+	// work hands a batch, and with it a round-trip slot, to a background
+	// sender; it has room for every slot, so a hand-off never blocks.
+	work chan []*call
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	queue   []*call
+	running int // round trips in flight or being started
+	closed  bool
+	idle    sync.Cond // signalled when running drops to 0
 }
 
 type call struct {
 	cmd  redis.Cmder
-	done chan struct{}
+	done chan struct{} // buffered: the sender never waits for a caller that gave up
 }
 
-var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
-
-// New starts a Batcher's senders on rdb. Close stops them.
+// New starts a Batcher's background senders on rdb. Close stops them.
 func New(rdb redis.UniversalClient, cfg Config) *Batcher {
-	cfg.Senders = max(cfg.Senders, 1)
-	cfg.MaxBatch = max(cfg.MaxBatch, 1)
 	b := &Batcher{
 		rdb:      rdb,
-		maxBatch: cfg.MaxBatch,
-		calls:    make(chan *call),
-		stop:     make(chan struct{}),
+		senders:  max(cfg.Senders, 1),
+		maxBatch: max(cfg.MaxBatch, 1),
 	}
-	for range cfg.Senders {
+	b.idle.L = &b.mu
+	b.work = make(chan []*call, b.senders)
+	for range b.senders {
 		b.wg.Go(b.send)
 	}
 	return b
 }
 
-// Do sends cmd in the next pipeline and waits for its reply; the reply or
-// error is in cmd, and Do returns cmd.Err().
+// Do sends cmd, alone or in the next pipeline, and waits for its reply;
+// the reply or error is in cmd, and Do returns cmd.Err().
 //
 // If ctx ends first, Do returns ctx.Err(), but the command may still run:
 // as with any Redis call that times out, its outcome is unknown. Spans and
-// deadlines of ctx do not reach the pipeline, which serves many callers;
-// the client's own read and write timeouts bound it.
+// deadlines of ctx do not reach a shared pipeline; the client's own read
+// and write timeouts bound it.
 func (b *Batcher) Do(ctx context.Context, cmd redis.Cmder) error {
-	c := callPool.Get().(*call)
-	c.cmd = cmd
-	select {
-	case b.calls <- c:
-	case <-ctx.Done():
-		c.cmd = nil
-		callPool.Put(c)
-		return ctx.Err()
-	case <-b.stop:
-		c.cmd = nil
-		callPool.Put(c)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
 		return ErrClosed
 	}
+	if b.running < b.senders && len(b.queue) == 0 {
+		// A free slot and nobody waiting: send it from here.
+		b.running++
+		b.mu.Unlock()
+		_ = b.rdb.Process(ctx, cmd)
+		b.mu.Lock()
+		b.release()
+		b.mu.Unlock()
+		return cmd.Err()
+	}
+	c := &call{cmd: cmd, done: make(chan struct{}, 1)}
+	b.queue = append(b.queue, c)
+	if b.running < b.senders {
+		b.running++
+		b.work <- b.take()
+	}
+	b.mu.Unlock()
 	select {
 	case <-c.done:
-		c.cmd = nil
-		callPool.Put(c)
 		return cmd.Err()
 	case <-ctx.Done():
-		// The sender still owns c and signals it later; c is not reused.
 		return ctx.Err()
 	}
 }
 
-// Close stops the senders after the pipelines in flight. Commands given
-// afterwards fail with ErrClosed.
+// take removes the next batch from the queue. b.mu is held.
+func (b *Batcher) take() []*call {
+	n := min(len(b.queue), b.maxBatch)
+	batch := make([]*call, n)
+	copy(batch, b.queue)
+	rest := copy(b.queue, b.queue[n:])
+	clear(b.queue[rest:])
+	b.queue = b.queue[:rest]
+	return batch
+}
+
+// release gives back a round-trip slot, or passes it on to a background
+// sender with the next batch if commands are waiting. b.mu is held.
+func (b *Batcher) release() {
+	if len(b.queue) > 0 {
+		b.work <- b.take()
+		return
+	}
+	b.running--
+	if b.running == 0 {
+		b.idle.Broadcast()
+	}
+}
+
+// Close waits for the commands given so far and stops the background
+// senders. Commands given afterwards fail with ErrClosed.
 func (b *Batcher) Close() {
-	b.once.Do(func() { close(b.stop) })
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		b.wg.Wait()
+		return
+	}
+	b.closed = true
+	for b.running > 0 {
+		b.idle.Wait()
+	}
+	b.mu.Unlock()
+	close(b.work)
 	b.wg.Wait()
 }
 
 func (b *Batcher) send() {
-	batch := make([]*call, 0, b.maxBatch)
-	for {
-		select {
-		case c := <-b.calls:
-			batch = append(batch[:0], c)
-		case <-b.stop:
-			return
-		}
-	more:
-		for len(batch) < b.maxBatch {
-			select {
-			case c := <-b.calls:
-				batch = append(batch, c)
-			default:
-				break more
-			}
-		}
+	for batch := range b.work {
 		b.exec(batch)
 		for _, c := range batch {
 			c.done <- struct{}{}
 		}
-		clear(batch)
+		b.mu.Lock()
+		b.release()
+		b.mu.Unlock()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -192,4 +193,41 @@ func BenchmarkIncr(b *testing.B) {
 			}
 		})
 	})
+}
+
+// TestCloseWhileBusy: Close lets every accepted command finish; the rest
+// fail with ErrClosed; nothing hangs and no accepted command is lost.
+func TestCloseWhileBusy(t *testing.T) {
+	rdb, _ := redistest.Standalone(t)
+	key := redistest.Prefix(t) + "n"
+	b := redisbatch.New(rdb, redisbatch.Config{Senders: 2, MaxBatch: 8})
+	var ok, closed atomic.Int64
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			for range 40 {
+				err := b.Do(t.Context(), redis.NewIntCmd(t.Context(), "incr", key))
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case errors.Is(err, redisbatch.ErrClosed):
+					closed.Add(1)
+				default:
+					t.Error(err)
+				}
+			}
+		})
+	}
+	for ok.Load() < 200 {
+		time.Sleep(time.Millisecond)
+	}
+	b.Close()
+	wg.Wait()
+	n, err := rdb.Get(t.Context(), key).Int64()
+	if err != nil || n != ok.Load() {
+		t.Fatalf("counter = %d (%v), %d commands acknowledged", n, err, ok.Load())
+	}
+	if closed.Load() == 0 {
+		t.Error("no command was refused after Close")
+	}
 }
