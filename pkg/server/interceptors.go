@@ -117,6 +117,9 @@ func (ic *interceptors) logCall(ctx context.Context, method string, start time.T
 	case codes.Internal, codes.Unknown, codes.DataLoss:
 		level = slog.LevelError
 	}
+	if !ic.log.Enabled(ctx, level) {
+		return // building the record costs allocations on every call
+	}
 	attrs := []slog.Attr{
 		slog.String("method", method),
 		slog.String("code", code.String()),

@@ -1,0 +1,398 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// TestRunAgainstMatchService is the Performance recipe of docs/match.md at
+// a small scale: a real Redis, the match service built from this tree and
+// started as its own process, and loadgen driving it in the closed loop
+// (with the EVALSHA baseline) and in the open loop (-think).
+func TestRunAgainstMatchService(t *testing.T) {
+	if os.Getenv("CI") != "true" {
+		if testing.Short() {
+			t.Skip("builds and starts the match service")
+		}
+		if _, err := exec.LookPath("go"); err != nil {
+			t.Skip("the go command is not on PATH: cannot build the match service")
+		}
+	}
+	_, redisAddr := redistest.Standalone(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys.json")
+	if err := run(ctx, []string{"-write-keys", keys}, io.Discard); err != nil {
+		t.Fatalf("write keys: %v", err)
+	}
+	addr := startMatchService(ctx, t, dir, []string{
+		"AUTH_KEYS_FILE=" + keys,
+		"REDIS_ADDR=" + redisAddr,
+		"REDIS_CLUSTER_ADDRS=",
+		"MATCH_KEY_PREFIX=" + redistest.Prefix(t),
+		"RATE_LIMIT_RPS=0",
+		"LOG_LEVEL=warn",
+	})
+
+	t.Run("closed loop with baseline", func(t *testing.T) {
+		out := runLoadgen(ctx, t, "-addr", addr, "-keys", keys, "-games", "4",
+			"-warmup", "500ms", "-duration", "2s", "-redis", redisAddr, "-baseline-duration", "500ms")
+		r, err := parseReport(out)
+		if err != nil {
+			t.Errorf("bad report: %v\n%s", err, out)
+		}
+		if r.baseline <= 0 {
+			t.Errorf("no baseline measured with -redis:\n%s", out)
+		}
+	})
+
+	t.Run("open loop with think time", func(t *testing.T) {
+		const games, think, duration = 4, 50 * time.Millisecond, 2 * time.Second
+		out := runLoadgen(ctx, t, "-addr", addr, "-keys", keys, "-games", strconv.Itoa(games),
+			"-think", think.String(), "-warmup", "500ms", "-duration", duration.String())
+		r, err := parseReport(out)
+		if err != nil {
+			t.Errorf("bad report: %v\n%s", err, out)
+		}
+		if !strings.Contains(out, "think=50ms") {
+			t.Errorf("the header does not report the think time:\n%s", out)
+		}
+		// Every game waits at least -think between moves, so it starts at
+		// most duration/think+1 counted moves: more means the pause is
+		// skipped. This is an upper bound, so a slow machine cannot trip it.
+		if limit := games * (int(duration/think) + 1); r.moves > limit {
+			t.Errorf("moves = %d with -think %v, want at most %d\n%s", r.moves, think, limit, out)
+		}
+		if r.baseline != 0 {
+			t.Errorf("baseline measured without -redis:\n%s", out)
+		}
+	})
+}
+
+// report is what every load run prints, parsed.
+type report struct {
+	moves       int
+	movesPerSec float64
+	baseline    float64 // EVALSHA ops/s; 0 without a baseline line
+}
+
+var (
+	headerLine   = regexp.MustCompile(`(?m)^games=\d+ think=\S+ warmup=\S+ duration=(\S+)$`)
+	movesLine    = regexp.MustCompile(`(?m)^moves=(\d+) moves/s=(\S+) games finished=(\d+)$`)
+	latencyLine  = regexp.MustCompile(`(?m)^MakeMove latency p50=(\S+) p90=(\S+) p99=(\S+) max=(\S+)$`)
+	baselineLine = regexp.MustCompile(`(?m)^baseline EVALSHA \(50 conns, no pipelining\): (\S+) ops/s; moves/s = (\S+)% of it$`)
+)
+
+// parseReport checks the lines a successful run prints: the header, a
+// positive move count with a finite rate consistent with it, an ordered
+// latency line, no failed calls, and (if present) a positive baseline
+// whose share matches the move rate. Every problem found is returned.
+func parseReport(out string) (report, error) {
+	var r report
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	h := headerLine.FindStringSubmatch(out)
+	m := movesLine.FindStringSubmatch(out)
+	if h == nil || m == nil {
+		return r, errors.New("no header or moves line")
+	}
+	elapsed, err := time.ParseDuration(h[1])
+	if err != nil || elapsed <= 0 {
+		bad("measured duration %q: want a positive duration", h[1])
+	}
+	r.moves, _ = strconv.Atoi(m[1])
+	r.movesPerSec, err = strconv.ParseFloat(m[2], 64)
+	switch {
+	case err != nil || math.IsInf(r.movesPerSec, 0) || math.IsNaN(r.movesPerSec):
+		bad("moves/s = %q: want a finite number", m[2])
+	case r.moves <= 0 || r.movesPerSec <= 0:
+		bad("moves = %d, moves/s = %v: want both positive", r.moves, r.movesPerSec)
+	case elapsed > 0:
+		// moves/s is moves over the measured time, printed rounded.
+		if want := float64(r.moves) / elapsed.Seconds(); math.Abs(r.movesPerSec-want) > 1+want*0.01 {
+			bad("moves/s = %v, want about %.1f (%d moves in %v)", r.movesPerSec, want, r.moves, elapsed)
+		}
+	}
+
+	if l := latencyLine.FindStringSubmatch(out); l == nil {
+		bad("no latency line")
+	} else {
+		var lat [4]time.Duration
+		for i := range lat {
+			if lat[i], err = time.ParseDuration(l[i+1]); err != nil {
+				bad("latency %q: %v", l[i+1], err)
+			}
+		}
+		if lat[0] <= 0 || lat[0] > lat[1] || lat[1] > lat[2] || lat[2] > lat[3] {
+			bad("latency p50, p90, p99, max = %v: want positive and non-decreasing", lat)
+		}
+	}
+	if strings.Contains(out, "errors by code") {
+		bad("calls failed")
+	}
+
+	if b := baselineLine.FindStringSubmatch(out); b != nil {
+		ops, err1 := strconv.ParseFloat(b[1], 64)
+		share, err2 := strconv.ParseFloat(b[2], 64)
+		switch {
+		case err1 != nil || err2 != nil || !(ops > 0) || math.IsInf(ops, 0):
+			bad("baseline %q ops/s, %q%%: want a positive finite rate", b[1], b[2])
+		default:
+			r.baseline = ops
+			// Both printed numbers are rounded to integers: allow a point
+			// of slack plus the relative rounding error of ops/s.
+			if want := 100 * r.movesPerSec / ops; math.Abs(share-want) > 1+want*0.5/ops {
+				bad("baseline share = %v%%, want %.2f%% (moves/s %v over %v ops/s)", share, want, r.movesPerSec, ops)
+			}
+		}
+	} else if strings.Contains(out, "baseline") {
+		bad("malformed baseline line")
+	}
+	return r, errors.Join(errs...)
+}
+
+// TestParseReportRejectsBadRuns makes sure the checks on the load runs'
+// output can fail: each case spoils one line of a good report.
+func TestParseReportRejectsBadRuns(t *testing.T) {
+	const good = "games=4 think=0s warmup=500ms duration=2s\n" +
+		"moves=1991 moves/s=996 games finished=0\n" +
+		"MakeMove latency p50=2.8ms p90=6.5ms p99=26.3ms max=65.7ms\n" +
+		"baseline EVALSHA (50 conns, no pipelining): 5012 ops/s; moves/s = 20% of it\n"
+	r, err := parseReport(good)
+	if err != nil {
+		t.Fatalf("parseReport(good report) = %v", err)
+	}
+	if r.moves != 1991 || r.movesPerSec != 996 || r.baseline != 5012 {
+		t.Fatalf("parseReport(good report) = %+v, want 1991 moves, 996 moves/s, 5012 ops/s", r)
+	}
+	tests := []struct{ name, old, new string }{
+		{"no moves", "moves=1991 moves/s=996", "moves=0 moves/s=0"},
+		{"infinite rate", "moves/s=996", "moves/s=+Inf"},
+		{"NaN rate", "moves/s=996", "moves/s=NaN"},
+		{"rate not moves over time", "moves/s=996", "moves/s=1991"},
+		{"no latency line", "MakeMove latency p50=2.8ms p90=6.5ms p99=26.3ms max=65.7ms\n", ""},
+		{"zero latency", "p50=2.8ms", "p50=0s"},
+		{"unordered latency", "p99=26.3ms", "p99=1ms"},
+		{"failed calls", "games finished=0\n", "games finished=0\nerrors by code: map[Unavailable:3]\n"},
+		{"zero baseline", "5012 ops/s", "0 ops/s"},
+		{"baseline share off", "= 20% of it", "= 50% of it"},
+		{"malformed baseline", "(50 conns, no pipelining)", "(50 conns)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out := strings.Replace(good, tt.old, tt.new, 1)
+			if out == good {
+				t.Fatalf("%q is not in the good report", tt.old)
+			}
+			if _, err := parseReport(out); err == nil {
+				t.Errorf("parseReport accepted:\n%s", out)
+			}
+		})
+	}
+}
+
+func runLoadgen(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
+	var out strings.Builder
+	if err := run(ctx, args, &out); err != nil {
+		t.Fatalf("loadgen %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	t.Logf("loadgen %s\n%s", strings.Join(args, " "), out.String())
+	return out.String()
+}
+
+// startMatchService builds the match service from this tree, starts it on
+// free loopback ports with env, waits until its health check reports
+// SERVING and returns its gRPC address. It is stopped when t ends: SIGTERM
+// to its process group, SIGKILL if it has not exited after a few seconds.
+func startMatchService(ctx context.Context, t *testing.T, dir string, env []string) string {
+	t.Helper()
+	repo, err := findRepo(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "match")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./services/match/cmd/match")
+	build.Dir = repo
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build the match service: %v\n%s", err, out)
+	}
+
+	addr, admin := freeAddr(t), freeAddr(t)
+	logPath := filepath.Join(dir, "match.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), append(env, "GRPC_ADDR="+addr, "ADMIN_ADDR="+admin)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own process group, killed with the test binary should that die first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("start the match service: %v", err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		pgid := -cmd.Process.Pid
+		_ = syscall.Kill(pgid, syscall.SIGTERM)
+		select {
+		case <-exited:
+			if waitErr != nil {
+				t.Errorf("the match service exited with %v on SIGTERM\n%s", waitErr, readLog(logPath))
+			}
+			return
+		case <-time.After(5 * time.Second):
+		}
+		_ = syscall.Kill(pgid, syscall.SIGKILL)
+		<-exited
+		t.Errorf("the match service did not stop within 5s of SIGTERM: killed\n%s", readLog(logPath))
+	})
+
+	if err := waitServing(ctx, addr, exited); err != nil {
+		t.Fatalf("match service: %v\n%s", err, readLog(logPath))
+	}
+	return addr
+}
+
+// waitServing polls the gRPC health service at addr until it reports
+// SERVING, the process exits, or ctx ends.
+func waitServing(ctx context.Context, addr string, exited <-chan struct{}) error {
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	hc := healthpb.NewHealthClient(cc)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var last error
+	for {
+		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		resp, err := hc.Check(cctx, &healthpb.HealthCheckRequest{})
+		ccancel()
+		switch {
+		case err != nil:
+			last = err
+		case resp.GetStatus() == healthpb.HealthCheckResponse_SERVING:
+			return nil
+		default:
+			last = fmt.Errorf("health status %v", resp.GetStatus())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not serving: %w (last check: %v)", ctx.Err(), last)
+		case <-exited:
+			return errors.New("exited at start")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// freeAddr returns a loopback address with a port the kernel just had
+// free. Another process could take it before the service binds it; the
+// service would then exit at start and the test fail with its log.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func readLog(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	return "service log:\n" + string(b)
+}
+
+// findRepo returns the directory holding go.work at or above dir (as
+// cmd/devcluster does).
+func findRepo(dir string) (string, error) {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("no go.work at or above %s", dir)
+		}
+		d = parent
+	}
+}
+
+// TestRunRejectsBadFlags checks that invalid settings come back as errors
+// before any connection is made, never as a panic or an exit.
+func TestRunRejectsBadFlags(t *testing.T) {
+	keys := filepath.Join(t.TempDir(), "keys.json")
+	if err := run(t.Context(), []string{"-write-keys", keys}, io.Discard); err != nil {
+		t.Fatalf("write keys: %v", err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string // a substring of the error
+	}{
+		{"no keys", []string{"-games", "1"}, "need -keys"},
+		{"zero games", []string{"-keys", keys, "-games", "0"}, "-games >= 1"},
+		{"negative games", []string{"-keys", keys, "-games", "-3"}, "-games >= 1"},
+		{"zero conns", []string{"-keys", keys, "-conns", "0"}, "-conns >= 1"},
+		{"missing key file", []string{"-keys", filepath.Join(t.TempDir(), "absent.json")}, "absent.json"},
+		{"games not a number", []string{"-keys", keys, "-games", "many"}, "invalid value"},
+		{"bad duration", []string{"-keys", keys, "-duration", "soon"}, "invalid value"},
+		{"unknown flag", []string{"-keys", keys, "-players", "4"}, "not defined"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var out strings.Builder
+			err := run(t.Context(), tt.args, &out)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("run(%q) = %v, want an error containing %q", tt.args, err, tt.want)
+			}
+			if out.Len() > 0 {
+				t.Errorf("run(%q) printed a report for invalid flags:\n%s", tt.args, out.String())
+			}
+		})
+	}
+}
