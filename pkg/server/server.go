@@ -107,8 +107,6 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts Options) (*Serv
 		// grows a fresh stack on every call (a few percent of a move's CPU).
 		// Calls beyond the pool still get their own goroutine.
 		grpc.NumStreamWorkers(uint32(16*runtime.GOMAXPROCS(0))),
-		// Idle connections (players between moves) hold no write buffer.
-		grpc.SharedWriteBuffer(true),
 	)
 	healthpb.RegisterHealthServer(s.grpc, s.hs)
 	reflection.Register(s.grpc)
