@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/workspace"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 )
@@ -53,7 +54,7 @@ func TestMakeRunPlaysAFullGameAgainstBots(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts the whole cluster")
 	}
-	repo, err := findRepo(".")
+	repo, err := workspace.Root(".")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/brain"
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/devredis"
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/workspace"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
@@ -169,7 +170,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	repo, err := findRepo(".")
+	repo, err := workspace.Root(".")
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -121,22 +120,4 @@ func stopAll(ps []*proc, grace time.Duration) error {
 		errs = append(errs, ps[i].stop(grace))
 	}
 	return errors.Join(errs...)
-}
-
-// findRepo returns the directory holding go.work at or above dir.
-func findRepo(dir string) (string, error) {
-	d, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
-			return d, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("no go.work at or above %s: run from the repository", dir)
-		}
-		d = parent
-	}
 }

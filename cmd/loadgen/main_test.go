@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/workspace"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 )
 
@@ -232,7 +233,7 @@ func runLoadgen(ctx context.Context, t *testing.T, args ...string) string {
 // to its process group, SIGKILL if it has not exited after a few seconds.
 func startMatchService(ctx context.Context, t *testing.T, dir string, env []string) string {
 	t.Helper()
-	repo, err := findRepo(".")
+	repo, err := workspace.Root(".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,25 +341,6 @@ func readLog(path string) string {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
 	return "service log:\n" + string(b)
-}
-
-// findRepo returns the directory holding go.work at or above dir (as
-// cmd/devcluster does).
-func findRepo(dir string) (string, error) {
-	d, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
-			return d, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", fmt.Errorf("no go.work at or above %s", dir)
-		}
-		d = parent
-	}
 }
 
 // TestRunRejectsBadFlags checks that invalid settings come back as errors

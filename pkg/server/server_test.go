@@ -558,16 +558,26 @@ func TestConfigBindAndValidate(t *testing.T) {
 	}
 }
 
+// writeKeyFile writes a fresh key set and returns its path.
+func writeKeyFile(t *testing.T) string {
+	t.Helper()
+	keys, err := auth.GenerateKeySet("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "keys.json")
+	if err := keys.WriteFile(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	return keyFile
+}
+
 // TestTracerProviderOnlyWhenExporting: without an OTLP endpoint there is no
 // tracer provider to instrument clients with, since their spans would go
 // nowhere; with one there is.
 func TestTracerProviderOnlyWhenExporting(t *testing.T) {
 	t.Parallel()
-	keys, _ := auth.GenerateKeySet("k")
-	keyFile := filepath.Join(t.TempDir(), "keys.json")
-	if err := keys.WriteFile(keyFile); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeKeyFile(t)
 	for _, endpoint := range []string{"", "http://127.0.0.1:1"} {
 		cfg := DefaultConfig("tracing")
 		cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile, cfg.OTLPEndpoint = "127.0.0.1:0", "127.0.0.1:0", keyFile, endpoint
@@ -584,11 +594,7 @@ func TestTracerProviderOnlyWhenExporting(t *testing.T) {
 
 func TestWorkers(t *testing.T) {
 	t.Parallel()
-	keys, _ := auth.GenerateKeySet("k")
-	keyFile := filepath.Join(t.TempDir(), "keys.json")
-	if err := keys.WriteFile(keyFile); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeKeyFile(t)
 	cfg := DefaultConfig("workers")
 	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile = "127.0.0.1:0", "127.0.0.1:0", keyFile
 	log := NewLogger(io.Discard, slog.LevelInfo, "workers")
