@@ -60,9 +60,20 @@ func PartitionForRequest(requestID string) int {
 // script can touch all of them on a Redis Cluster node.
 type keys struct {
 	prefix string
+	// tags holds every partition's tag, built once: key names are built on
+	// every commit.
+	tags *[Partitions]string
 }
 
-func (k keys) tag(p int) string { return fmt.Sprintf("%s{fk:p%02x}", k.prefix, p) }
+func newKeys(prefix string) keys {
+	k := keys{prefix: prefix, tags: new([Partitions]string)}
+	for p := range Partitions {
+		k.tags[p] = fmt.Sprintf("%s{fk:p%02x}", prefix, p)
+	}
+	return k
+}
+
+func (k keys) tag(p int) string { return k.tags[p%Partitions] }
 
 func (k keys) match(p int, id string) string  { return k.tag(p) + ":m:" + id }
 func (k keys) events(p int, id string) string { return k.tag(p) + ":m:" + id + ":ev" }

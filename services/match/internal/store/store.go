@@ -96,10 +96,11 @@ func (c Config) Validate() error {
 
 // Store reads and writes matches.
 type Store struct {
-	rdb     redis.UniversalClient
-	commits Doer
-	cfg     Config
-	keys    keys
+	rdb         redis.UniversalClient
+	commits     Doer
+	cfg         Config
+	keys        keys
+	retentionMS int64
 }
 
 // Doer sends one command and waits for its reply. A redisbatch.Batcher
@@ -117,7 +118,8 @@ func New(rdb redis.UniversalClient, cfg Config, commits Doer) (*Store, error) {
 	if commits == nil {
 		commits = direct{rdb}
 	}
-	return &Store{rdb: rdb, commits: commits, cfg: cfg, keys: keys{prefix: cfg.Prefix}}, nil
+	return &Store{rdb: rdb, commits: commits, cfg: cfg, keys: newKeys(cfg.Prefix),
+		retentionMS: cfg.Retention.Milliseconds()}, nil
 }
 
 type direct struct{ rdb redis.UniversalClient }
@@ -309,27 +311,31 @@ func (s *Store) Commit(ctx context.Context, id string, c Change) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	ks := []string{s.keys.match(p, id), s.keys.events(p, id), s.keys.moves(p, id),
-		s.keys.deadlines(p), s.keys.outbox(p), s.keys.channel(p, id)}
 	finished := "0"
 	if c.Finished {
 		finished = "1"
 	}
-	args := make([]any, 0, 13+len(c.Events))
 	if c.Stamp == "" {
 		c.Stamp = NewStamp()
 	}
-	args = append(args, id, strconv.FormatUint(c.Expected, 10)+":"+c.ExpectedStamp, c.Game, c.Clock, c.MoveKey, c.Reply,
-		unixMilli(c.Deadline), finished, s.cfg.Retention.Milliseconds(), c.FinishedData, FinishedType, s.cfg.EventLogLen,
+	// One slice holds the whole EVALSHA command: the keys and arguments
+	// are views of it (the commit is the hot path of every move).
+	const nkeys = 6
+	cmd := make([]any, 0, 3+nkeys+14+len(c.Events))
+	cmd = append(cmd, "evalsha", commitScript.Hash(), nkeys,
+		s.keys.match(p, id), s.keys.events(p, id), s.keys.moves(p, id),
+		s.keys.deadlines(p), s.keys.outbox(p), s.keys.channel(p, id),
+		id, strconv.FormatUint(c.Expected, 10)+":"+c.ExpectedStamp, c.Game, c.Clock, c.MoveKey, c.Reply,
+		unixMilli(c.Deadline), finished, s.retentionMS, c.FinishedData, FinishedType, s.cfg.EventLogLen,
 		len(c.Events), c.Stamp)
 	for _, e := range c.Events {
-		args = append(args, e)
+		cmd = append(cmd, e)
 	}
 	var res []any
 	if s.cfg.WaitReplicas > 0 {
-		res, err = s.commitAndWait(ctx, ks, args)
+		res, err = s.commitAndWait(ctx, cmd)
 	} else {
-		res, err = s.commit(ctx, ks, args)
+		res, err = s.commit(ctx, cmd)
 	}
 	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return Result{}, fmt.Errorf("commit match %s: %w", id, err)
@@ -368,18 +374,14 @@ func parseCommit(res []any) (Result, error) {
 	return Result{}, fmt.Errorf("unexpected reply code %d", code)
 }
 
-// commit runs the commit script through s.commits, loading the script
+// commit runs the commit script (evalsha: the whole command) through s.commits, loading the script
 // first where a node lacks it (a restarted or new node): a NOSCRIPT
 // reply means nothing ran.
-func (s *Store) commit(ctx context.Context, ks []string, args []any) ([]any, error) {
-	cargs := make([]any, 0, 3+len(ks)+len(args))
-	cargs = append(cargs, "evalsha", commitScript.Hash(), len(ks))
-	for _, k := range ks {
-		cargs = append(cargs, k)
-	}
-	cmd := redis.NewCmd(ctx, append(cargs, args...)...)
+func (s *Store) commit(ctx context.Context, evalsha []any) ([]any, error) {
+	cmd := redis.NewCmd(ctx, evalsha...)
 	err := s.commits.Do(ctx, cmd)
 	if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		ks, args := splitEvalsha(evalsha)
 		return commitScript.Run(ctx, s.rdb, ks, args...).Slice()
 	}
 	if err != nil {
@@ -392,7 +394,19 @@ func (s *Store) commit(ctx context.Context, ks []string, args []any) ([]any, err
 // commitAndWait runs the commit script and WAIT on one connection of the
 // master owning the match, since WAIT only covers writes made on the same
 // connection.
-func (s *Store) commitAndWait(ctx context.Context, ks []string, args []any) ([]any, error) {
+// splitEvalsha returns the keys and arguments of an EVALSHA command
+// ("evalsha", sha, numkeys, keys..., args...).
+func splitEvalsha(cmd []any) ([]string, []any) {
+	n := cmd[2].(int)
+	ks := make([]string, n)
+	for i := range ks {
+		ks[i] = cmd[3+i].(string)
+	}
+	return ks, cmd[3+n:]
+}
+
+func (s *Store) commitAndWait(ctx context.Context, evalsha []any) ([]any, error) {
+	ks, args := splitEvalsha(evalsha)
 	var node *redis.Client
 	switch c := s.rdb.(type) {
 	case *redis.ClusterClient:
