@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
 	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/consumer"
+	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/store"
 )
 
 // config is the whole configuration of the rating service.
@@ -20,6 +22,10 @@ type config struct {
 	// KeyPrefix is put before every rating key in Redis (to share a Redis
 	// between deployments); it must not contain braces.
 	KeyPrefix string
+	// MarkerRetention is the exactly-once window: how much earlier than the
+	// newest applied match of its pool a match may have finished and still
+	// be applied. Older matches are dead-lettered.
+	MarkerRetention time.Duration
 }
 
 // defaultConfig returns the defaults of every setting. The consumer name
@@ -30,6 +36,10 @@ func defaultConfig(getenv func(string) string) config {
 		Server:   server.DefaultConfig("rating"),
 		Redis:    redisconn.DefaultConfig(),
 		Consumer: consumer.DefaultConfig(),
+		// The retention bounds the memory of the applied markers (one
+		// field per match); a week covers redeliveries, takeovers after
+		// outages and operators replaying dead letters.
+		MarkerRetention: store.DefaultMarkerRetention,
 	}
 	if h := getenv("HOSTNAME"); h != "" {
 		c.Consumer.Name = h
@@ -52,6 +62,7 @@ func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&cc.ClaimMinIdle, "rating-claim-min-idle", "RATING_CLAIM_MIN_IDLE", "idle time after which another consumer takes an unacknowledged event over")
 	b.Duration(&cc.ClaimInterval, "rating-claim-interval", "RATING_CLAIM_INTERVAL", "how often each worker looks for such events")
 	b.Int(&cc.MaxDeliveries, "rating-max-deliveries", "RATING_MAX_DELIVERIES", "deliveries of an event that is never applied before it is dead-lettered")
+	b.Duration(&c.MarkerRetention, "rating-marker-retention", "RATING_MARKER_RETENTION", "exactly-once window: matches finished longer before the newest applied match of their pool are dead-lettered")
 	b.String(&c.KeyPrefix, "rating-key-prefix", "RATING_KEY_PREFIX", "prefix of every rating key in Redis")
 	b.Int(&cc.DeadLetterMaxLen, "rating-dead-letter-max-len", "RATING_DEAD_LETTER_MAX_LEN", "approximate cap of the dead-letter stream")
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
@@ -62,6 +73,9 @@ func (c config) validate() error {
 	var errs []error
 	if strings.ContainsAny(c.KeyPrefix, "{}") {
 		errs = append(errs, fmt.Errorf("rating key prefix %q must not contain braces", c.KeyPrefix))
+	}
+	if c.MarkerRetention < time.Hour {
+		errs = append(errs, fmt.Errorf("rating marker retention %v must be at least an hour", c.MarkerRetention))
 	}
 	return errors.Join(c.Server.Validate(), c.Redis.Validate(), c.Consumer.Validate(), errors.Join(errs...))
 }

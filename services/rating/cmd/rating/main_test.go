@@ -166,6 +166,15 @@ func TestRunBadConfig(t *testing.T) {
 	}
 }
 
+func TestRunBadMarkerRetention(t *testing.T) {
+	env := map[string]string{"RATING_MARKER_RETENTION": "10m", "AUTH_KEYS_FILE": "x"}
+	var out strings.Builder
+	err := run(t.Context(), nil, func(k string) string { return env[k] }, &out)
+	if err == nil || !strings.Contains(err.Error(), "marker retention") {
+		t.Errorf("run with a 10m marker retention = %v, want a config error about the marker retention", err)
+	}
+}
+
 type lockedWriter struct {
 	w  *strings.Builder
 	mu *sync.Mutex

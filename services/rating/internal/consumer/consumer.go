@@ -13,7 +13,11 @@
 // invalid result, an unknown rule set) are copied to the dead-letter stream with the reason
 // (fields dead_reason, dead_stream, dead_id beside the entry's own) and
 // acknowledged, so they never block the rest. The copy is made before the
-// acknowledgement: a crash in between may copy an entry twice.
+// acknowledgement: a crash in between may copy an entry twice. So are
+// matches outside the store's exactly-once window (finished more than the
+// marker retention before the newest applied match of their pool, see
+// package store) and matches finished more than a day in the future by
+// this host's clock (they would push that window past everything else).
 package consumer
 
 import (
@@ -39,6 +43,11 @@ import (
 // handleTimeout bounds the handling of one batch, which goes on after
 // shutdown has begun.
 const handleTimeout = 15 * time.Second
+
+// maxFuture is how far in the future (by this host's clock) a match may
+// have finished; later ones are dead-lettered. It allows for clock skew
+// between hosts.
+const maxFuture = 24 * time.Hour
 
 // Config configures the consumers.
 type Config struct {
@@ -374,12 +383,19 @@ func (c *Consumer) Handle(ctx context.Context, msgs []redis.XMessage) error {
 	defer cancel()
 	results := make([]ladder.Result, 0, len(msgs))
 	ids := make([]string, 0, len(msgs)) // stream ids of results
+	index := make([]int, 0, len(msgs))  // positions in msgs of results
 	var dead []redis.XMessage
 	var reasons []string
-	for _, m := range msgs {
+	now := time.Now()
+	for i, m := range msgs {
 		res, err := Decode(m.Values)
 		if err == nil && !slices.Contains(c.cfg.RuleSets, res.Pool) {
 			err = fmt.Errorf("%w: unknown rule set %q", errUnprocessable, res.Pool)
+		}
+		if err == nil && res.FinishedAt.After(now.Add(maxFuture)) {
+			// It would move the pool's watermark (see package store) so
+			// far ahead that every later match counted as too old.
+			err = fmt.Errorf("%w: finished at %s, more than %s in the future", errUnprocessable, res.FinishedAt.Format(time.RFC3339), maxFuture)
 		}
 		if err != nil {
 			dead = append(dead, m)
@@ -388,6 +404,7 @@ func (c *Consumer) Handle(ctx context.Context, msgs []redis.XMessage) error {
 		}
 		results = append(results, res)
 		ids = append(ids, m.ID)
+		index = append(index, i)
 	}
 
 	done := make([]string, 0, len(msgs))
@@ -418,17 +435,32 @@ func (c *Consumer) Handle(ctx context.Context, msgs []redis.XMessage) error {
 			}
 		}
 		var applied, dups, failed int64
+		var expired []redis.XMessage
+		var why []string
 		for i, o := range outcomes {
 			switch o.Status {
 			case store.Applied:
 				applied++
 			case store.Duplicate:
 				dups++
+			case store.Expired:
+				expired = append(expired, msgs[index[i]])
+				why = append(why, fmt.Sprintf("finished at %s, older than the %s exactly-once window of pool %s (the marker retention before its newest applied match)",
+					results[i].FinishedAt.Format(time.RFC3339), span(c.store.MarkerRetention()), results[i].Pool))
+				continue
 			default:
 				failed++
 				continue
 			}
 			done = append(done, ids[i])
+		}
+		if len(expired) > 0 {
+			if err := c.deadLetter(ctx, expired, why); err != nil {
+				return errors.Join(applyErr, err)
+			}
+			for _, m := range expired {
+				done = append(done, m.ID)
+			}
 		}
 		c.events.Add(ctx, applied, outcomeApplied)
 		c.events.Add(ctx, dups, outcomeDuplicate)
@@ -440,6 +472,15 @@ func (c *Consumer) Handle(ctx context.Context, msgs []redis.XMessage) error {
 		}
 	}
 	return applyErr
+}
+
+// span formats a retention for people: "7-day" for whole days.
+func span(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d%day == 0 {
+		return fmt.Sprintf("%d-day", d/day)
+	}
+	return d.String()
 }
 
 // deadLetter copies unprocessable entries to the dead-letter stream.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
@@ -61,7 +62,7 @@ func forEachBackend(t *testing.T, f func(t *testing.T, fx *fixture)) {
 			cfg.ClaimInterval = 50 * time.Millisecond
 			cfg.RetryBackoff = 20 * time.Millisecond
 			policy := ladder.DefaultPolicy()
-			f(t, &fixture{prefix: prefix, rdb: rdb, store: store.New(rdb, policy, prefix), cfg: cfg, policy: policy})
+			f(t, &fixture{prefix: prefix, rdb: rdb, store: store.New(rdb, policy, prefix, store.DefaultMarkerRetention), cfg: cfg, policy: policy})
 		})
 	}
 }
@@ -328,7 +329,7 @@ func TestConsumerRetiresUndeliverable(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, fx *fixture) {
 		ctx := t.Context()
 		// The key layout is documented in docs/rating.md.
-		if err := fx.rdb.Set(ctx, fx.prefix+"{rt:"+pool+"}:p:broken", "garbage", 0).Err(); err != nil {
+		if err := fx.rdb.HSet(ctx, fx.prefix+"{rt:"+pool+"}:s", "broken", "garbage").Err(); err != nil {
 			t.Fatal(err)
 		}
 		good := event("good", pool, "a", "b", "c", "d")
@@ -382,6 +383,41 @@ func TestConsumerForgetsDeparted(t *testing.T) {
 		}
 		if !slices.Equal(names, []string{"idle-holding"}) {
 			t.Errorf("consumers after forget = %v, want [idle-holding]", names)
+		}
+	})
+}
+
+// Events outside the exactly-once window go to the dead-letter stream:
+// one that finished more than the marker retention before the newest
+// applied match of its pool, and one from too far in the future (it would
+// move the window past everything else).
+func TestConsumerDeadLettersOutsideWindow(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, fx *fixture) {
+		good := event("m1", pool, "a", "b", "c", "d")
+		stale := event("stale", pool, "a", "b", "c", "d")
+		stale.FinishedAt = timestamppb.New(finishedAt.Add(-fx.store.MarkerRetention() - time.Minute))
+		future := event("future", pool, "a", "b", "c", "d")
+		future.FinishedAt = timestamppb.New(time.Now().Add(maxFuture + time.Hour))
+		ids := fx.publish(t, entry(good), entry(stale), entry(future))
+		fx.start(t, "c", 1)
+		fx.waitDrained(t, len(ids))
+		fx.checkReplay(t, results(t, []*eventsv1.MatchFinished{good}))
+
+		dead, err := fx.rdb.XRange(t.Context(), fx.cfg.DeadLetter, "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{ids[1]: "exactly-once window", ids[2]: "in the future"}
+		if len(dead) != len(want) {
+			t.Fatalf("dead letters = %+v, want %d", dead, len(want))
+		}
+		for _, d := range dead {
+			src, _ := d.Values["dead_id"].(string)
+			reason, _ := d.Values["dead_reason"].(string)
+			if !strings.Contains(reason, want[src]) {
+				t.Errorf("dead letter of %s: reason %q, want it to mention %q", src, reason, want[src])
+			}
 		}
 	})
 }

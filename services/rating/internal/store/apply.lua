@@ -1,44 +1,57 @@
 -- Applies a batch of rated matches of one pool, in order, each at most once.
 --
--- KEYS: 1 applied-matches hash, 2 sequence counter, 3 leaderboard, then per
---       match the four player keys followed by the four history lists.
--- ARGV: 1 number of matches, 2 length of the player keys' common prefix
---       (what precedes the player id), then per match: the match id and,
---       per player, 4 fields: the standing the caller computed from ('' when
---       the player had none), the new standing, the leaderboard action ('' =
---       none, '-' = remove, else the display rating to list), the history
---       entry.
+-- KEYS: 1 standings hash (player id -> standing), 2 sequence counter,
+--       3 leaderboard, 4 watermark (the newest finish time applied, unix
+--       ms), then per match its four players' history lists, then the
+--       applied-marker buckets the matches refer to.
+-- ARGV: 1 number of matches, 2 marker retention (ms), 3 the marker
+--       buckets' key prefix (what precedes the day number), then per match:
+--       the match id, its marker bucket (index among the bucket keys), its
+--       finish time (unix ms) and, per player, 5 fields: the player id, the
+--       standing the caller computed from ('' when the player had none), the
+--       new standing, the leaderboard action ('' = none, '-' = remove, else
+--       the display rating to list), the history entry.
 --
--- A match is applied only if it is not yet in the applied hash and every player's stored standing is exactly the
--- one the caller computed from. Standings are compared whole (they carry a
--- version), so the check is exact even when the caller computed a match
--- from the result of an earlier match of the same batch that turned out to
--- be a duplicate or a conflict: that standing was then never stored.
+-- A match is applied only if it is not older than the retention before the
+-- watermark, not yet marked applied, and every player's stored standing is
+-- exactly the one the caller computed from. Standings are compared whole
+-- (they carry a version), so the check is exact even when the caller
+-- computed a match from the result of an earlier match of the same batch
+-- that turned out to be a duplicate or a conflict: that standing was then
+-- never stored.
 --
 -- Returns one integer per match: its new sequence number (> 0) when
 -- applied, 0 when it was applied before, -1 when a standing differed (the
--- caller re-reads and retries).
+-- caller re-reads and retries), -2 when it finished more than the retention
+-- before the watermark (its marker may be gone: it is never applied).
 --
--- Cost: besides the key lookups, a run spends its time on redis.call and
--- on turning arguments into Lua strings. So the leaderboard is updated with
--- one ZADD and one ZREM at the end (each member with its last match's
--- action: the same end state as one update per match), and the member (the
--- player id) is cut from the player key instead of being passed. The
--- standings are swapped with SET ... GET (one lookup both reads and
--- writes) and swapped back on a conflict; the script is atomic, so nobody
--- sees the undone writes.
+-- Applied markers live in one hash per day of the matches' own finish
+-- times (KEYS after the history lists). A bucket is deleted once the
+-- watermark is a retention past the bucket's end: no match of that day can
+-- be accepted any more, so no marker of it is needed. Event time, not the
+-- clock: a replay of old events behaves exactly like the first run.
+--
+-- Cost: a run spends its time on key lookups, on redis.call and on turning
+-- arguments into Lua strings. So every standing and marker is read with one
+-- HMGET and written with one HSET per run, the checks run on Lua tables,
+-- and the leaderboard is updated with one ZADD and one ZREM at the end
+-- (each member with its last match's action: the same end state as one
+-- update per match). Per match only the four LPUSHes remain.
 --
 -- Leaderboard score = display * 2^39 + (2^39 - 1 - (4 * seq + place - 1)):
 -- equal display ratings rank the player changed by the earlier match first,
 -- and within one match the better place first. Exact in a double while
 -- display <= 9999 and seq < 2^37 (below 2^53, so '%d' prints it exactly,
 -- and more cheaply than '%.17g').
-local applied, seqkey, lb = KEYS[1], KEYS[2], KEYS[3]
+local standings, seqkey, lb, wmkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local n = tonumber(ARGV[1])
-local idfrom = tonumber(ARGV[2]) + 1
-local stride = 4
-local width = 1 + 4 * stride
+local keep = tonumber(ARGV[2])
+local bucketPrefix = ARGV[3]
+local stride = 5
+local width = 3 + 4 * stride
+local bucketBase = 4 + 4 * n
 local tie = 549755813888 -- 2^39
+local day = 86400000
 -- unpack() is bounded by the Lua C stack (8000 slots), so long argument
 -- lists go to redis.call in chunks (an even size keeps pairs together).
 local chunk = 1000
@@ -49,65 +62,180 @@ local function chunked(cmd, key, list)
   end
 end
 
+-- Read every player's standing and every match's marker once.
+local ids, seen = {}, {}
+local asked = {} -- bucket index -> match ids
+for e = 0, n - 1 do
+  local a = 4 + e * width
+  local b = ARGV[a + 1]
+  local list = asked[b]
+  if list == nil then
+    list = {}
+    asked[b] = list
+  end
+  list[#list + 1] = ARGV[a]
+  for i = 0, 3 do
+    local id = ARGV[a + 3 + i * stride]
+    if not seen[id] then
+      seen[id] = true
+      ids[#ids + 1] = id
+    end
+  end
+end
+local cur = {}
+for i = 1, #ids, chunk do
+  local vals = redis.call('HMGET', standings, unpack(ids, i, math.min(i + chunk - 1, #ids)))
+  for j = 1, #vals do
+    cur[ids[i + j - 1]] = vals[j] or ''
+  end
+end
+local marked = {}
+for b, list in pairs(asked) do
+  local key = KEYS[bucketBase + tonumber(b)]
+  for i = 1, #list, chunk do
+    local vals = redis.call('HMGET', key, unpack(list, i, math.min(i + chunk - 1, #list)))
+    for j = 1, #vals do
+      if vals[j] then marked[list[i + j - 1]] = true end
+    end
+  end
+end
+
+-- Decide every match, writing nothing yet.
 local seq = tonumber(redis.call('GET', seqkey) or '0')
 local seq0 = seq
+local wm0 = tonumber(redis.call('GET', wmkey) or '0')
+local wm = wm0
 local out = {}
-local board, members = {}, {}
--- The loop runs protected: should a command fail halfway (a key of the
--- wrong type), the leaderboard and the counter still get the updates of
--- the matches applied before, and then the error is raised.
-local ok, err = pcall(function()
-  local a, k = 3, 4
-  for e = 1, n do
-    local match = ARGV[a]
-    local status = 0
-    -- Claim the marker first, as a guard: should a later command of the
-    -- script fail (a key of the wrong type), the match counts as applied
-    -- and is never applied twice.
-    if redis.call('HSETNX', applied, match, seq + 1) == 1 then
-      status = seq + 1
-      for i = 0, 3 do
-        local b = a + 1 + i * stride
-        local old = redis.call('SET', KEYS[k + i], ARGV[b + 1], 'GET') or ''
-        if old ~= ARGV[b] then
-          -- Undo: restore this and the earlier players.
-          for j = i, 0, -1 do
-            local prev = (j == i) and old or ARGV[a + 1 + j * stride]
-            if prev == '' then
-              redis.call('DEL', KEYS[k + j])
-            else
-              redis.call('SET', KEYS[k + j], prev)
-            end
-          end
-          redis.call('HDEL', applied, match)
-          status = -1
-          break
-        end
+local applied = {} -- indexes (from 0) of the matches to apply, in order
+for e = 0, n - 1 do
+  local a = 4 + e * width
+  local match, finished = ARGV[a], tonumber(ARGV[a + 2])
+  local status = 0
+  if finished < wm - keep then
+    status = -2
+  elseif not marked[match] then
+    status = seq + 1
+    for i = 0, 3 do
+      local p = a + 3 + i * stride
+      if cur[ARGV[p]] ~= ARGV[p + 1] then
+        status = -1
+        break
       end
     end
     if status > 0 then
       seq = status
+      marked[match] = true
       for i = 0, 3 do
-        local b = a + 1 + i * stride
-        redis.call('LPUSH', KEYS[k + 4 + i], ARGV[b + 3])
-        local act = ARGV[b + 2]
-        if act ~= '' then
-          local member = string.sub(KEYS[k + i], idfrom)
-          if board[member] == nil then members[#members + 1] = member end
-          if act == '-' then
-            board[member] = false
-          else
-            board[member] = string.format('%d', tonumber(act) * tie + (tie - 1 - (4 * seq + i)))
-          end
+        local p = a + 3 + i * stride
+        cur[ARGV[p]] = ARGV[p + 2]
+      end
+      if finished > wm then wm = finished end
+      applied[#applied + 1] = e
+    end
+  end
+  out[e + 1] = status
+end
+
+-- group returns, per marker bucket, the match ids (with their sequence
+-- numbers when withSeq) of the applied matches from index i on.
+local function group(from, withSeq)
+  local by = {}
+  for j = from, #applied do
+    local e = applied[j]
+    local a = 4 + e * width
+    local key = KEYS[bucketBase + tonumber(ARGV[a + 1])]
+    local list = by[key]
+    if list == nil then
+      list = {}
+      by[key] = list
+    end
+    list[#list + 1] = ARGV[a]
+    if withSeq then list[#list + 1] = out[e + 1] end
+  end
+  return by
+end
+
+-- Markers first: should a later command fail (a key of the wrong type),
+-- a match it reached counts as applied and is never applied twice. Should
+-- writing the markers itself fail (a bucket of the wrong type), the ones
+-- written are removed again and nothing else is written.
+local marking = group(1, true)
+local wrote = {}
+local mok, merr = pcall(function()
+  for key, list in pairs(marking) do
+    chunked('HSET', key, list)
+    wrote[#wrote + 1] = key
+  end
+end)
+if not mok then
+  local unmark = group(1, false)
+  for _, key in ipairs(wrote) do
+    chunked('HDEL', key, unmark[key])
+  end
+  error(merr)
+end
+
+-- The history entries, protected: should a command fail halfway, the
+-- matches before the failing one (and the failing one, whose marker is
+-- set) keep their standings, leaderboard entries and sequence numbers,
+-- the later ones are unmarked again, and then the error is raised.
+local board, members = {}, {}
+local write, written = {}, {}
+local done = 0
+local ok, err = pcall(function()
+  for j = 1, #applied do
+    local e = applied[j]
+    local a = 4 + e * width
+    local k = 5 + e * 4
+    local s = out[e + 1]
+    done = j
+    for i = 0, 3 do
+      local p = a + 3 + i * stride
+      local id = ARGV[p]
+      if write[id] == nil then written[#written + 1] = id end
+      write[id] = ARGV[p + 2]
+    end
+    for i = 0, 3 do
+      local p = a + 3 + i * stride
+      redis.call('LPUSH', KEYS[k + i], ARGV[p + 4])
+      local act = ARGV[p + 3]
+      if act ~= '' then
+        local member = ARGV[p]
+        if board[member] == nil then members[#members + 1] = member end
+        if act == '-' then
+          board[member] = false
+        else
+          board[member] = string.format('%d', tonumber(act) * tie + (tie - 1 - (4 * s + i)))
         end
       end
     end
-    out[e] = status
-    a = a + width
-    k = k + 8
   end
 end)
+if not ok then
+  for key, list in pairs(group(done + 1, false)) do
+    chunked('HDEL', key, list)
+  end
+  for j = done + 1, #applied do
+    out[applied[j] + 1] = -1
+  end
+  -- The sequence counter and the watermark stop at the failing match.
+  seq, wm = seq0, wm0
+  for j = 1, done do
+    local e = applied[j]
+    seq = out[e + 1]
+    local f = tonumber(ARGV[4 + e * width + 2])
+    if f > wm then wm = f end
+  end
+end
 
+if #written > 0 then
+  local pairs_ = {}
+  for _, id in ipairs(written) do
+    pairs_[#pairs_ + 1] = id
+    pairs_[#pairs_ + 1] = write[id]
+  end
+  chunked('HSET', standings, pairs_)
+end
 if #members > 0 then
   local adds, rems = {}, {}
   for _, member in ipairs(members) do
@@ -124,6 +252,20 @@ if #members > 0 then
 end
 if seq ~= seq0 then
   redis.call('SET', seqkey, seq)
+end
+if wm ~= wm0 then
+  redis.call('SET', wmkey, string.format('%d', wm))
+  -- Drop the marker buckets the watermark has left behind: day d is
+  -- obsolete once (d + 1) * day <= wm - keep. Those up to the old
+  -- watermark's limit went before; none exist before the first watermark.
+  -- The keys share the pool's hash tag, so they live in this slot.
+  if wm0 > 0 then
+    local last = math.floor((wm - keep) / day) - 1
+    local first = math.max(math.floor((wm0 - keep) / day), last - 999)
+    for d = first, last do
+      redis.call('UNLINK', bucketPrefix .. string.format('%d', d))
+    end
+  end
 end
 if not ok then
   error(err)

@@ -1,6 +1,9 @@
 package store
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // keys builds the Redis keys of one pool. Every key of a pool carries the
 // hash tag {rt:<pool>}, so all of them live in one cluster slot and one Lua
@@ -19,8 +22,8 @@ func newKeys(prefix, pool string) keys {
 	return keys{tag: b.String()}
 }
 
-// player is the hash of a player's standing.
-func (k keys) player(id string) string { return k.tag + ":p:" + id }
+// standings is the hash of the players' standings: player id -> standing.
+func (k keys) standings() string { return k.tag + ":s" }
 
 // history is the list of a player's rating changes, newest first.
 func (k keys) history(id string) string { return k.tag + ":h:" + id }
@@ -28,8 +31,15 @@ func (k keys) history(id string) string { return k.tag + ":h:" + id }
 // leaderboard is the sorted set of listed players.
 func (k keys) leaderboard() string { return k.tag + ":lb" }
 
-// applied is the hash of applied matches: match id -> apply sequence number.
-func (k keys) applied() string { return k.tag + ":applied" }
+// bucketPrefix precedes the day number in the applied-marker buckets' keys.
+func (k keys) bucketPrefix() string { return k.tag + ":applied:" }
+
+// bucket is the hash of the matches applied that finished on day (days
+// since the Unix epoch, UTC): match id -> apply sequence number.
+func (k keys) bucket(day int64) string { return k.bucketPrefix() + strconv.FormatInt(day, 10) }
 
 // seq is the counter of applied matches.
 func (k keys) seq() string { return k.tag + ":seq" }
+
+// watermark holds the latest finish time (Unix ms) of the matches applied.
+func (k keys) watermark() string { return k.tag + ":wm" }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -18,13 +19,8 @@ func (s *Store) Players(ctx context.Context, pool string, ids []string) ([]Playe
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	k := newKeys(s.prefix, pool)
-	keys := make([]string, len(ids))
-	for i, id := range ids {
-		keys[i] = k.player(id)
-	}
-	// One MGET: every key of a pool is in one slot.
-	vals, err := s.rdb.MGet(ctx, keys...).Result()
+	// One HMGET: every standing of a pool is in one hash.
+	vals, err := s.rdb.HMGet(ctx, newKeys(s.prefix, pool).standings(), ids...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read %d players of pool %s: %w", len(ids), pool, err)
 	}
@@ -41,16 +37,37 @@ func (s *Store) Players(ctx context.Context, pool string, ids []string) ([]Playe
 }
 
 // Applied returns the sequence number under which match was applied in
-// pool, and false if it was not applied.
+// pool, and false if it was not applied or finished so long before the
+// pool's watermark that its marker is gone. It looks through every marker
+// bucket that can still exist.
 func (s *Store) Applied(ctx context.Context, pool, match string) (int64, bool, error) {
-	seq, err := s.rdb.HGet(ctx, newKeys(s.prefix, pool).applied(), match).Int64()
+	k := newKeys(s.prefix, pool)
+	wm, err := s.rdb.Get(ctx, k.watermark()).Int64()
 	if errors.Is(err, redis.Nil) {
-		return 0, false, nil
+		return 0, false, nil // nothing applied yet
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("read applied marker of match %s: %w", match, err)
+		return 0, false, fmt.Errorf("read watermark of pool %s: %w", pool, err)
 	}
-	return seq, true, nil
+	last := dayOf(time.UnixMilli(wm))
+	first := dayOf(time.UnixMilli(wm - s.retention.Milliseconds()))
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, 0, last-first+1)
+	for d := first; d <= last; d++ {
+		cmds = append(cmds, pipe.HGet(ctx, k.bucket(d), match))
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command below
+	for _, c := range cmds {
+		seq, err := c.Int64()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("read applied marker of match %s: %w", match, err)
+		}
+		return seq, true, nil
+	}
+	return 0, false, nil
 }
 
 // LeaderboardEntry is one line of a leaderboard.

@@ -12,6 +12,13 @@
 // ratings always equal a sequential replay of the matches in the order of
 // their per-pool sequence numbers.
 //
+// The "applied" markers are kept for a bounded window of event time: a
+// match is accepted only if it finished at most the marker retention before
+// the newest match applied in its pool (the pool's watermark), and the
+// markers of older days are deleted. A match older than that window is
+// never applied (Expired): whether it was applied before can no longer be
+// told.
+//
 // All keys of a pool share the hash tag {rt:<pool>}, so the step works on
 // Redis Cluster; the cost is that one pool lives on one shard.
 package store
@@ -21,6 +28,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +51,13 @@ var ErrInvalidCursor = errors.New("store: invalid page cursor")
 // DefaultMaxAttempts is the number of optimistic attempts per Apply call.
 const DefaultMaxAttempts = 20
 
+// DefaultMarkerRetention is the default window of event time during which
+// a redelivered match is recognised as applied.
+const DefaultMarkerRetention = 7 * 24 * time.Hour
+
+// day is the span of event time one applied-marker bucket covers.
+const day = 24 * time.Hour
+
 // tieBits is the leaderboard score's multiplier of the display rating; the
 // lower bits order equal display ratings (see apply.lua).
 const tieBits = 1 << 39
@@ -53,20 +68,28 @@ type Store struct {
 	policy      ladder.Policy
 	prefix      string
 	maxAttempts int
+	retention   time.Duration
 	apply       *redis.Script
 }
 
 // New returns a store on rdb. prefix is put before every key (tests use one
 // per test; production uses ""); it must not contain '{' or '}'.
-func New(rdb redis.UniversalClient, policy ladder.Policy, prefix string) *Store {
+// retention (positive) is the marker retention: how much earlier than the
+// newest match applied in its pool a match may have finished and still be
+// applied (exactly once); older matches are Expired.
+func New(rdb redis.UniversalClient, policy ladder.Policy, prefix string, retention time.Duration) *Store {
 	return &Store{
 		rdb:         rdb,
 		policy:      policy,
 		prefix:      prefix,
 		maxAttempts: DefaultMaxAttempts,
+		retention:   retention,
 		apply:       redis.NewScript(applySource),
 	}
 }
+
+// MarkerRetention returns the store's marker retention.
+func (s *Store) MarkerRetention() time.Duration { return s.retention }
 
 // Player is a player's standing in a pool.
 type Player struct {
@@ -103,6 +126,9 @@ const (
 	Applied
 	// Duplicate: applied before; nothing changed.
 	Duplicate
+	// Expired: finished more than the marker retention before the newest
+	// match applied in the pool; not applied, and never will be.
+	Expired
 )
 
 // Outcome is the result of applying one match.
@@ -116,10 +142,11 @@ type Outcome struct {
 
 // poolCall collects the arguments of one apply script run.
 type poolCall struct {
-	pool string
-	idx  []int // indexes of the matches, in order
-	keys []string
-	args []any
+	pool    string
+	idx     []int // indexes of the matches, in order
+	keys    []string
+	args    []any
+	buckets []int64 // days of the marker buckets, in key order
 }
 
 // maxScriptMatches bounds the matches of one script run. Redis runs a
@@ -158,7 +185,6 @@ func (s *Store) Apply(ctx context.Context, results []ladder.Result) ([]Outcome, 
 type stored struct {
 	player Player
 	raw    string // the exact stored value; "" when absent
-	key    string // the player's key
 }
 
 // applyOnce reads the standings of the pending matches, computes them in
@@ -166,7 +192,7 @@ type stored struct {
 // matches, all runs in one pipeline. It returns the matches that lost a
 // race.
 func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending []int, out []Outcome) ([]int, error) {
-	current, applied, err := s.readBatch(ctx, results, pending)
+	current, index, applied, watermarks, err := s.readBatch(ctx, results, pending)
 	if err != nil {
 		return pending, err
 	}
@@ -175,8 +201,14 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 	calls := make(map[string]*poolCall) // the last call of each pool
 	var runs []*poolCall                // every call, in order
 	var prior [ladder.Seats]stored
+	keep := s.retention.Milliseconds()
 	for _, i := range pending {
 		res := &results[i]
+		if res.FinishedAt.UnixMilli() < watermarks[res.Pool]-keep {
+			// The script would say so too; no need to compute it.
+			out[i] = Outcome{Status: Expired}
+			continue
+		}
 		m := playerRef{res.Pool, res.MatchID}
 		if applied[m] {
 			// Applied before, or earlier in this batch (a redelivery
@@ -187,7 +219,7 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 		applied[m] = true
 		var before [ladder.Seats]ladder.Standing
 		for p, pl := range res.Places {
-			prior[p] = current[playerRef{res.Pool, pl.PlayerID}]
+			prior[p] = current[index[playerRef{res.Pool, pl.PlayerID}]]
 			before[p] = prior[p].player.Standing
 		}
 		changes, err := s.policy.Rate(*res, before, res.FinishedAt)
@@ -202,8 +234,8 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 			c = &poolCall{
 				pool: res.Pool,
 				idx:  make([]int, 0, size),
-				keys: append(make([]string, 0, 3+8*size), k.applied(), k.seq(), k.leaderboard()),
-				args: append(make([]any, 0, 2+17*size), 0, len(k.player(""))),
+				keys: append(make([]string, 0, 4+4*size+2), k.standings(), k.seq(), k.leaderboard(), k.watermark()),
+				args: append(make([]any, 0, 3+23*size), 0, keep, k.bucketPrefix()),
 			}
 			calls[res.Pool] = c
 			runs = append(runs, c)
@@ -212,7 +244,7 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 		c.idx = append(c.idx, i)
 		out[i] = Outcome{Changes: changes}
 		for p, ch := range changes {
-			current[playerRef{res.Pool, ch.PlayerID}] = after[p]
+			current[index[playerRef{res.Pool, ch.PlayerID}]] = after[p]
 		}
 	}
 	if len(runs) == 0 {
@@ -227,6 +259,10 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 	cmds := make([]*redis.Cmd, len(runs))
 	for j, c := range runs {
 		c.args[0] = len(c.idx)
+		k := newKeys(s.prefix, c.pool)
+		for _, d := range c.buckets {
+			c.keys = append(c.keys, k.bucket(d))
+		}
 		cmds[j] = s.apply.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
 	_, _ = pipe.Exec(ctx) // errors are read per command below
@@ -257,6 +293,8 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 				out[i].Status, out[i].Seq = Applied, code
 			case code == 0:
 				out[i] = Outcome{Status: Duplicate}
+			case code == -2:
+				out[i] = Outcome{Status: Expired}
 			default:
 				out[i] = Outcome{}
 				retry = append(retry, i)
@@ -272,68 +310,112 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 	return retry, nil
 }
 
+// dayOf returns the applied-marker bucket of a match that finished at t:
+// days since the Unix epoch, UTC.
+func dayOf(t time.Time) int64 {
+	ms, d := t.UnixMilli(), day.Milliseconds()
+	if ms < 0 {
+		return (ms - d + 1) / d // floor, as in the script
+	}
+	return ms / d
+}
+
 // readBatch reads, in one round trip, the stored standing of every player
-// and the applied marker of every match of the pending results: one MGET and
-// one HMGET per pool (all keys of a pool share a slot).
-func (s *Store) readBatch(ctx context.Context, results []ladder.Result, pending []int) (map[playerRef]stored, map[playerRef]bool, error) {
+// and the applied marker of every match of the pending results, and each
+// pool's watermark: per pool one HMGET of standings, one HMGET per marker
+// bucket and one GET (all keys of a pool share a slot). The standings are
+// returned in a slice, with the index of each player in it (a map of small
+// values: this runs for every batch).
+func (s *Store) readBatch(ctx context.Context, results []ladder.Result, pending []int) ([]stored, map[playerRef]int, map[playerRef]bool, map[string]int64, error) {
+	type bucketRead struct {
+		matches []string
+		markers *redis.SliceCmd
+	}
 	type poolRead struct {
-		players, matches []string
-		seen             map[string]bool
-		keys             []string // of players
-		standings        *redis.SliceCmd
-		markers          *redis.SliceCmd
+		players   []string
+		first     int // index of players[0] in the standings
+		buckets   map[int64]*bucketRead
+		standings *redis.SliceCmd
+		watermark *redis.StringCmd
 	}
 	reads := make(map[string]*poolRead)
 	var pools []string
+	index := make(map[playerRef]int, 4*len(pending))
 	for _, i := range pending {
 		res := &results[i]
 		r := reads[res.Pool]
 		if r == nil {
-			r = &poolRead{seen: make(map[string]bool, 4*len(pending))}
+			r = &poolRead{buckets: make(map[int64]*bucketRead)}
 			reads[res.Pool] = r
 			pools = append(pools, res.Pool)
 		}
-		r.matches = append(r.matches, res.MatchID)
+		d := dayOf(res.FinishedAt)
+		b := r.buckets[d]
+		if b == nil {
+			b = &bucketRead{}
+			r.buckets[d] = b
+		}
+		b.matches = append(b.matches, res.MatchID)
 		for _, pl := range res.Places {
-			if !r.seen[pl.PlayerID] {
-				r.seen[pl.PlayerID] = true
+			if _, ok := index[playerRef{res.Pool, pl.PlayerID}]; !ok {
+				index[playerRef{res.Pool, pl.PlayerID}] = -1 // numbered below
 				r.players = append(r.players, pl.PlayerID)
 			}
 		}
+	}
+	n := 0
+	for _, pool := range pools {
+		r := reads[pool]
+		r.first = n
+		for j, id := range r.players {
+			index[playerRef{pool, id}] = n + j
+		}
+		n += len(r.players)
 	}
 	pipe := s.rdb.Pipeline()
 	for _, pool := range pools {
 		r := reads[pool]
 		k := newKeys(s.prefix, pool)
-		r.keys = make([]string, len(r.players))
-		for i, id := range r.players {
-			r.keys[i] = k.player(id)
+		r.standings = pipe.HMGet(ctx, k.standings(), r.players...)
+		r.watermark = pipe.Get(ctx, k.watermark())
+		for d, b := range r.buckets {
+			b.markers = pipe.HMGet(ctx, k.bucket(d), b.matches...)
 		}
-		r.standings = pipe.MGet(ctx, r.keys...)
-		r.markers = pipe.HMGet(ctx, k.applied(), r.matches...)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, nil, fmt.Errorf("read standings: %w", err)
-	}
-	current := make(map[playerRef]stored, 4*len(pending))
+	_, _ = pipe.Exec(ctx) // errors are read per command below
+	current := make([]stored, n)
 	applied := make(map[playerRef]bool, len(pending))
+	watermarks := make(map[string]int64, len(pools))
 	for _, pool := range pools {
 		r := reads[pool]
+		if err := r.standings.Err(); err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("read standings of pool %s: %w", pool, err)
+		}
 		for i, v := range r.standings.Val() {
 			raw, _ := v.(string)
 			p, err := s.decodePlayer(r.players[i], raw)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, nil, err
 			}
-			current[playerRef{pool, r.players[i]}] = stored{player: p, raw: raw, key: r.keys[i]}
+			current[r.first+i] = stored{player: p, raw: raw}
 		}
-		for i, v := range r.markers.Val() {
-			if v != nil {
-				applied[playerRef{pool, r.matches[i]}] = true
+		wm, err := r.watermark.Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, nil, nil, nil, fmt.Errorf("read watermark of pool %s: %w", pool, err)
+		}
+		watermarks[pool] = wm
+		for _, b := range r.buckets {
+			if err := b.markers.Err(); err != nil {
+				return nil, nil, nil, nil, fmt.Errorf("read applied markers of pool %s: %w", pool, err)
+			}
+			for i, v := range b.markers.Val() {
+				if v != nil {
+					applied[playerRef{pool, b.matches[i]}] = true
+				}
 			}
 		}
 	}
-	return current, applied, nil
+	return current, index, applied, watermarks, nil
 }
 
 // appendMatch adds one match's keys and arguments to c (see apply.lua) and
@@ -341,11 +423,14 @@ func (s *Store) readBatch(ctx context.Context, results []ladder.Result, pending 
 func (s *Store) appendMatch(c *poolCall, res *ladder.Result, prior [ladder.Seats]stored, changes [ladder.Seats]ladder.Change) [ladder.Seats]stored {
 	var after [ladder.Seats]stored
 	k := newKeys(s.prefix, res.Pool)
-	for p := range changes {
-		c.keys = append(c.keys, prior[p].key)
-	}
 	for _, ch := range changes {
 		c.keys = append(c.keys, k.history(ch.PlayerID))
+	}
+	d := dayOf(res.FinishedAt)
+	bucket := slices.Index(c.buckets, d)
+	if bucket < 0 {
+		bucket = len(c.buckets)
+		c.buckets = append(c.buckets, d)
 	}
 	// The eight encoded values share one allocation.
 	size := 0
@@ -356,7 +441,6 @@ func (s *Store) appendMatch(c *poolCall, res *ladder.Result, prior [ladder.Seats
 	var ends [2 * ladder.Seats]int
 	for p, ch := range changes {
 		after[p].player = Player{ID: ch.PlayerID, Name: ch.Name, Bot: ch.Bot, Standing: ch.After, Known: true}
-		after[p].key = prior[p].key
 		buf = appendPlayer(buf, after[p].player)
 		ends[2*p] = len(buf)
 		buf = appendHistory(buf, HistoryEntry{
@@ -372,7 +456,7 @@ func (s *Store) appendMatch(c *poolCall, res *ladder.Result, prior [ladder.Seats
 		ends[2*p+1] = len(buf)
 	}
 	encoded := string(buf)
-	c.args = append(c.args, res.MatchID)
+	c.args = append(c.args, res.MatchID, bucket+1, res.FinishedAt.UnixMilli())
 	start := 0
 	for p, ch := range changes {
 		after[p].raw = encoded[start:ends[2*p]]
@@ -385,7 +469,7 @@ func (s *Store) appendMatch(c *poolCall, res *ladder.Result, prior [ladder.Seats
 		case prior[p].player.Known && s.Listed(prior[p].player.Bot, prior[p].player.Standing):
 			action = "-"
 		}
-		c.args = append(c.args, prior[p].raw, after[p].raw, action, entry)
+		c.args = append(c.args, ch.PlayerID, prior[p].raw, after[p].raw, action, entry)
 	}
 	return after
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
@@ -124,7 +125,7 @@ func forEachBackend(t *testing.T, f func(t *testing.T, s *Store, rdb redis.Unive
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			rdb := b.client(t)
-			f(t, New(rdb, ladder.DefaultPolicy(), redistest.Prefix(t)), rdb)
+			f(t, New(rdb, ladder.DefaultPolicy(), redistest.Prefix(t), DefaultMarkerRetention), rdb)
 		})
 	}
 }
@@ -527,6 +528,124 @@ func TestApplyLargeBatch(t *testing.T) {
 				}
 			}
 			checkStandings(t, ctx, s, pl, replay(t, s.policy, mine))
+		}
+	})
+}
+
+// resultAt is result with the given finish time.
+func resultAt(t testing.TB, match string, at time.Time, order ...string) ladder.Result {
+	t.Helper()
+	res := result(t, match, pool, order...)
+	res.FinishedAt = at
+	return res
+}
+
+// The applied markers cover a window of event time: inside it a
+// redelivery changes nothing; a match that finished more than the
+// retention before the pool's newest applied match is Expired and changes
+// nothing either; the marker buckets the window has left behind are gone.
+func TestMarkerWindow(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *Store, rdb redis.UniversalClient) {
+		ctx := t.Context()
+		keep := s.MarkerRetention()
+		k := newKeys(s.prefix, pool)
+		start := t0.Truncate(day)
+		old := resultAt(t, "old", start.Add(time.Hour), "ann", "bob", "cat", "dan")
+		if out, err := s.Apply(ctx, []ladder.Result{old}); err != nil || out[0].Status != Applied {
+			t.Fatalf("first match: %+v, %v", out, err)
+		}
+		// Matches of every later day, up to a retention and three days
+		// past the first: the watermark moves on day by day.
+		var later []ladder.Result
+		for d := 1; d <= int(keep/day)+3; d++ {
+			later = append(later, resultAt(t, fmt.Sprintf("day%02d", d), start.Add(time.Duration(d)*day+time.Hour), "eve", "fay", "gus", "hal"))
+		}
+		for i, res := range later {
+			if i == 1 {
+				// Still inside the window: a redelivery is a duplicate.
+				out, err := s.Apply(ctx, []ladder.Result{old})
+				if err != nil || out[0].Status != Duplicate {
+					t.Fatalf("redelivery inside the window: %+v, %v; want Duplicate", out, err)
+				}
+			}
+			if out, err := s.Apply(ctx, []ladder.Result{res}); err != nil || out[0].Status != Applied {
+				t.Fatalf("match %s: %+v, %v", res.MatchID, out, err)
+			}
+		}
+		newest := later[len(later)-1].FinishedAt
+		before, err := s.Players(ctx, pool, []string{"ann", "bob", "cat", "dan"})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// Out of the window: expired, whether applied before or not.
+		stale := resultAt(t, "stale", newest.Add(-keep-time.Minute), "ann", "bob", "cat", "dan")
+		out, err := s.Apply(ctx, []ladder.Result{old, stale})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, o := range out {
+			if o.Status != Expired {
+				t.Errorf("match %d beyond the window: %v, want Expired", i, o.Status)
+			}
+		}
+		after, err := s.Players(ctx, pool, []string{"ann", "bob", "cat", "dan"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(before, after); diff != "" {
+			t.Errorf("expired matches changed standings (-before +after):\n%s", diff)
+		}
+		if _, ok, err := s.Applied(ctx, pool, "stale"); err != nil || ok {
+			t.Errorf("stale match marked applied: %v, %v", ok, err)
+		}
+
+		// Late but inside the window (out of order): applied once.
+		late := resultAt(t, "late", newest.Add(-keep+time.Hour), "ann", "bob", "cat", "dan")
+		for i, want := range []Status{Applied, Duplicate} {
+			out, err := s.Apply(ctx, []ladder.Result{late})
+			if err != nil || out[0].Status != want {
+				t.Fatalf("late match, delivery %d: %+v, %v; want %v", i+1, out, err, want)
+			}
+		}
+
+		// Only the buckets the window still needs exist.
+		first := dayOf(newest.Add(-keep))
+		for d := dayOf(start); d <= dayOf(newest); d++ {
+			n, err := rdb.Exists(ctx, k.bucket(d)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := d >= first; (n == 1) != want {
+				t.Errorf("marker bucket of day %d (window from day %d): exists %v, want %v", d-dayOf(start), first-dayOf(start), n == 1, want)
+			}
+		}
+	})
+}
+
+// Within one batch, a match that advances the watermark makes an earlier
+// match of the batch that is older than the window expire too.
+func TestMarkerWindowWithinBatch(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *Store, _ redis.UniversalClient) {
+		ctx := t.Context()
+		keep := s.MarkerRetention()
+		recent := resultAt(t, "recent", t0.Add(keep+time.Hour), "ann", "bob", "cat", "dan")
+		ancient := resultAt(t, "ancient", t0, "eve", "fay", "gus", "hal")
+		out, err := s.Apply(ctx, []ladder.Result{recent, ancient})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[0].Status != Applied || out[1].Status != Expired {
+			t.Errorf("statuses %v, %v; want Applied, Expired", out[0].Status, out[1].Status)
+		}
+		players, err := s.Players(ctx, pool, []string{"eve"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if players[0].Known {
+			t.Errorf("expired match rated eve: %+v", players[0])
 		}
 	})
 }
