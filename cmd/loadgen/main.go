@@ -14,9 +14,18 @@
 // baseline: EVALSHA of one small script from 50 connections without
 // pipelining, the Redis-side ceiling to compare moves/s against.
 //
+// With -watch each game also opens one WatchMatch stream per seat (with
+// that seat's token, from version 0, as a player's client does) and waits
+// for their snapshots before the first move. loadgen then checks that every
+// event of every measured move reaches every stream of its game once and in
+// order, and reports the watch delay: from the moment the mover sent the
+// MakeMove to the moment a stream received an event it caused (what the
+// other three players feel; the mover's own stream counts too).
+//
 //	loadgen -write-keys /tmp/keys.json   # then start the service with AUTH_KEYS_FILE=/tmp/keys.json
 //	loadgen -addr 127.0.0.1:8080 -keys dev/keys.json -games 50 -duration 30s -redis 127.0.0.1:6379
 //	loadgen -addr 127.0.0.1:8080 -keys dev/keys.json -games 1000 -think 1s -duration 30s
+//	loadgen -addr 127.0.0.1:8080 -keys dev/keys.json -games 200 -think 1s -duration 30s -watch
 package main
 
 import (
@@ -68,6 +77,7 @@ type options struct {
 	redis    string
 	cluster  string
 	baseline time.Duration
+	watch    bool
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -83,6 +93,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.redis, "redis", "", "standalone Redis for the EVALSHA baseline (empty: skip)")
 	fs.StringVar(&o.cluster, "redis-cluster", "", "comma-separated cluster seeds for the baseline instead")
 	fs.DurationVar(&o.baseline, "baseline-duration", 5*time.Second, "baseline measurement time")
+	fs.BoolVar(&o.watch, "watch", false, "also watch every game from each seat and report the move-to-watcher delay")
 	writeKeys := fs.String("write-keys", "", "write a fresh key set to this file for the service and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write the load tool's own CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
@@ -132,6 +143,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(res.lat) > 0 {
 		fmt.Fprintf(out, "MakeMove latency p50=%v p90=%v p99=%v max=%v\n", pct(res.lat, 50), pct(res.lat, 90), pct(res.lat, 99), res.lat[len(res.lat)-1])
 	}
+	if o.watch {
+		w := res.watch
+		fmt.Fprintf(out, "watch events delivered=%d expected=%d\n", w.delivered, w.expected)
+		if len(w.delay) > 0 {
+			fmt.Fprintf(out, "watch delay p50=%v p90=%v p99=%v max=%v\n", pct(w.delay, 50), pct(w.delay, 90), pct(w.delay, 99), w.delay[len(w.delay)-1])
+		}
+		if n := w.errors(); n > 0 {
+			fmt.Fprintf(out, "watch errors=%d gaps=%d repeated=%d snapshots=%d failed streams=%d\n", n, w.gaps, w.repeated, w.snapshots, w.failed)
+		}
+	}
 	if len(lg.codes) > 0 {
 		fmt.Fprintf(out, "errors by code: %v\n", lg.codes)
 	}
@@ -176,16 +197,26 @@ type result struct {
 	lat      []time.Duration
 	elapsed  time.Duration
 	finished int64
+	watch    watchStats // with -watch; delay sorted
+}
+
+// gameStats is what one game goroutine measured, merged after the run.
+type gameStats struct {
+	lat   []time.Duration
+	watch watchStats
 }
 
 // drive runs the games for the warm-up and the measurement time; only
 // moves started after the warm-up count.
 func (lg *loadgen) drive(ctx context.Context) result {
-	ctx, cancel := context.WithTimeout(ctx, lg.o.warmup+lg.o.duration)
-	defer cancel()
 	start := time.Now().Add(lg.o.warmup)
 	end := start.Add(lg.o.duration)
-	lats := make([][]time.Duration, lg.o.games)
+	// The run's deadline is end itself: grpc-go fails a call whose
+	// deadline has passed before the context's timer fires, and such a
+	// call must still count as cut off by the end (time.Now() >= end).
+	ctx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	stats := make([]gameStats, lg.o.games)
 	var finished atomic.Int64
 	var wg sync.WaitGroup
 	for g := range lg.o.games {
@@ -201,7 +232,7 @@ func (lg *loadgen) drive(ctx context.Context) result {
 				}
 			}
 			for ctx.Err() == nil {
-				done, err := lg.play(ctx, client, rng, start, &lats[g])
+				done, err := lg.play(ctx, client, rng, start, &stats[g])
 				// Calls cut off by the end of the run are not failures.
 				if err != nil && ctx.Err() == nil && time.Now().Before(end) {
 					lg.fail(err)
@@ -215,15 +246,20 @@ func (lg *loadgen) drive(ctx context.Context) result {
 	}
 	wg.Wait()
 	var all []time.Duration
-	for _, l := range lats {
-		all = append(all, l...)
+	var watch watchStats
+	for _, st := range stats {
+		all = append(all, st.lat...)
+		watch.add(st.watch)
 	}
 	slices.Sort(all)
-	return result{lat: all, elapsed: min(time.Since(start), lg.o.duration), finished: finished.Load()}
+	slices.Sort(watch.delay)
+	return result{lat: all, elapsed: min(time.Since(start), lg.o.duration), finished: finished.Load(), watch: watch}
 }
 
-// play creates a game and plays it until it ends or ctx ends.
-func (lg *loadgen) play(ctx context.Context, c matchv1.MatchServiceClient, rng *rand.Rand, from time.Time, lat *[]time.Duration) (bool, error) {
+// play creates a game and plays it until it ends or ctx ends. With -watch
+// it watches the game from every seat until the game ends, or until the
+// watchers have caught up with the last move after play stops.
+func (lg *loadgen) play(ctx context.Context, c matchv1.MatchServiceClient, rng *rand.Rand, from time.Time, st *gameStats) (bool, error) {
 	n := lg.seq.Add(1)
 	req := &matchv1.CreateMatchRequest{RequestId: fmt.Sprintf("lg-%d-%d", time.Now().UnixNano(), n),
 		TimeControl: &gamev1.TimeControl{Name: "60+0"}}
@@ -242,6 +278,17 @@ func (lg *loadgen) play(ctx context.Context, c matchv1.MatchServiceClient, rng *
 		return false, err
 	}
 	id := created.GetMatch().GetMatchId()
+	version := created.GetMatch().GetVersion() // the last version acknowledged to the mover
+	var w *gameWatch
+	if lg.o.watch {
+		w = lg.watch(ctx, c, id, seatTok)
+		defer func() { st.watch.add(w.close(ctx, version)) }()
+		// A player's client shows the board before it plays: wait for
+		// every snapshot, so that every event after it is streamed.
+		if !w.reach(ctx, version) {
+			return false, nil
+		}
+	}
 	// The local mirror: no player resigns or flags, so no zombie (random)
 	// moves happen and the server's game follows the same moves exactly.
 	g, err := rules.NewGame(rules.FourKingdoms(), 0, "")
@@ -262,7 +309,18 @@ func (lg *loadgen) play(ctx context.Context, c matchv1.MatchServiceClient, rng *
 			return false, err
 		}
 		if t0.After(from) {
-			*lat = append(*lat, time.Since(t0))
+			st.lat = append(st.lat, time.Since(t0))
+		}
+		if w != nil {
+			// Only this goroutine moves in this game, so the move caused
+			// exactly the versions after the last one it was told.
+			if resp.GetVersion() <= version {
+				return false, fmt.Errorf("MakeMove reply at version %d, not after %d", resp.GetVersion(), version)
+			}
+			if t0.After(from) {
+				w.moves = append(w.moves, sentMove{first: version + 1, last: resp.GetVersion(), sent: t0})
+			}
+			version = resp.GetVersion()
 		}
 		if _, err := g.Play(seat, mv); err != nil {
 			return false, err
@@ -279,6 +337,203 @@ func (lg *loadgen) play(ctx context.Context, c matchv1.MatchServiceClient, rng *
 		}
 	}
 	return true, nil
+}
+
+// watchDrain bounds how long a game waits, once its mover has stopped, for
+// its streams to receive the events of the moves already acknowledged.
+const watchDrain = 5 * time.Second
+
+// watchStats is the -watch tally of one stream, one game or the whole run.
+type watchStats struct {
+	delivered int             // events of measured moves received, per stream
+	expected  int             // events of measured moves times the streams of their game
+	delay     []time.Duration // MakeMove sent to event received, per delivered event
+	gaps      int             // events received after a missing version
+	repeated  int             // events at or below the last version seen: duplicates or out of order
+	snapshots int             // snapshots after the first item: events replaced by a snapshot
+	failed    int             // streams ended by an error before loadgen closed them
+}
+
+func (s *watchStats) add(o watchStats) {
+	s.delivered += o.delivered
+	s.expected += o.expected
+	s.delay = append(s.delay, o.delay...)
+	s.gaps += o.gaps
+	s.repeated += o.repeated
+	s.snapshots += o.snapshots
+	s.failed += o.failed
+}
+
+func (s *watchStats) errors() int { return s.gaps + s.repeated + s.snapshots + s.failed }
+
+// sentMove is a measured move: its MakeMove, sent at sent, caused the
+// events first..last.
+type sentMove struct {
+	first, last uint64
+	sent        time.Time
+}
+
+// gameWatch is one game's WatchMatch streams, one per seat. Each stream's
+// goroutine records what it receives in its seatWatch; the mover records
+// its moves. The two are matched only in close, after the goroutines are
+// done, so the hot path shares nothing but each stream's progress.
+type gameWatch struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	moves  []sentMove // the mover's, in version order
+	seats  [4]seatWatch
+
+	mu      sync.Mutex
+	target  uint64        // the version reach waits for
+	reached chan struct{} // closed when every stream is at target or ended; nil if no one waits
+}
+
+// seatWatch is one stream's record. got and stats belong to the stream's
+// goroutine until gameWatch.wg is done; last and ended are guarded by
+// gameWatch.mu.
+type seatWatch struct {
+	got   []delivery // events in arrival order, each version above the one before
+	stats watchStats
+	last  uint64 // version of the last item received
+	ended bool
+}
+
+type delivery struct {
+	version uint64
+	at      time.Time
+}
+
+// watch opens one WatchMatch stream per seat with that seat's token. The
+// streams outlive ctx (the run) until close, so that the events of the
+// last acknowledged moves still reach them after the run's end.
+func (lg *loadgen) watch(ctx context.Context, c matchv1.MatchServiceClient, id string, seatTok [4]grpc.CallOption) *gameWatch {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w := &gameWatch{cancel: cancel}
+	for s := range w.seats {
+		w.wg.Go(func() {
+			if err := w.read(sctx, c, id, &w.seats[s], seatTok[s]); err != nil {
+				lg.fail(err)
+			}
+		})
+	}
+	return w
+}
+
+// read receives one stream until it ends and checks that the versions
+// follow each other. It returns the error that ended the stream, nil if
+// the stream ended with OK or was closed by close.
+func (w *gameWatch) read(ctx context.Context, c matchv1.MatchServiceClient, id string, sw *seatWatch, tok grpc.CallOption) error {
+	stream, err := c.WatchMatch(ctx, &matchv1.WatchMatchRequest{MatchId: id}, tok)
+	var last uint64
+	for first := true; err == nil; first = false {
+		var item *matchv1.WatchMatchResponse
+		if item, err = stream.Recv(); err != nil {
+			break
+		}
+		at, v := time.Now(), item.GetVersion()
+		switch {
+		case item.GetSnapshot() != nil:
+			if !first {
+				sw.stats.snapshots++
+			}
+			last = max(last, v)
+		case v <= last:
+			sw.stats.repeated++
+			continue
+		default:
+			if v != last+1 {
+				sw.stats.gaps++
+			}
+			sw.got = append(sw.got, delivery{version: v, at: at})
+			last = v
+		}
+		w.publish(sw, last, false)
+	}
+	w.publish(sw, last, true)
+	if errors.Is(err, io.EOF) || ctx.Err() != nil {
+		return nil
+	}
+	sw.stats.failed++
+	return fmt.Errorf("WatchMatch %s: %w", id, err)
+}
+
+// publish records a stream's progress and wakes reach once every stream
+// has got far enough.
+func (w *gameWatch) publish(sw *seatWatch, last uint64, ended bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sw.last, sw.ended = last, ended
+	if w.reached != nil && w.allAt(w.target) {
+		close(w.reached)
+		w.reached = nil
+	}
+}
+
+func (w *gameWatch) allAt(v uint64) bool {
+	for i := range w.seats {
+		if s := &w.seats[i]; !s.ended && s.last < v {
+			return false
+		}
+	}
+	return true
+}
+
+// reach waits until every stream has received version v or ended. It
+// reports false if ctx ended first.
+func (w *gameWatch) reach(ctx context.Context, v uint64) bool {
+	w.mu.Lock()
+	if w.allAt(v) {
+		w.mu.Unlock()
+		return true
+	}
+	reached := make(chan struct{})
+	w.target, w.reached = v, reached
+	w.mu.Unlock()
+	select {
+	case <-reached:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// close waits, at most watchDrain, until every stream has received the
+// events up to version (the last one acknowledged to the mover), ends the
+// streams, and tallies the game: each stream's deliveries against the
+// measured moves. Events of moves that were not measured (warm-up, or a
+// MakeMove cut off by the run's end) are checked for order only.
+func (w *gameWatch) close(ctx context.Context, version uint64) watchStats {
+	drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), watchDrain)
+	w.reach(drain, version)
+	cancel()
+	w.cancel()
+	w.wg.Wait()
+
+	var st watchStats
+	var events int
+	for _, m := range w.moves {
+		events += int(m.last - m.first + 1)
+	}
+	for i := range w.seats {
+		sw := &w.seats[i]
+		st.add(sw.stats)
+		st.expected += events
+		// Both lists are in version order: walk them together.
+		m := 0
+		for _, d := range sw.got {
+			for m < len(w.moves) && w.moves[m].last < d.version {
+				m++
+			}
+			if m == len(w.moves) {
+				break
+			}
+			if w.moves[m].first <= d.version {
+				st.delivered++
+				st.delay = append(st.delay, d.at.Sub(w.moves[m].sent))
+			}
+		}
+	}
+	return st
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {

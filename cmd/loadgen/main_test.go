@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,11 +19,15 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/workspace"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
+	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -68,6 +73,21 @@ func TestRunAgainstMatchService(t *testing.T) {
 		if r.baseline <= 0 {
 			t.Errorf("no baseline measured with -redis:\n%s", out)
 		}
+		if r.watched {
+			t.Errorf("watch lines without -watch:\n%s", out)
+		}
+	})
+
+	t.Run("watching every game from each seat", func(t *testing.T) {
+		out := runLoadgen(ctx, t, "-addr", addr, "-keys", keys, "-watch", "-games", "3",
+			"-warmup", "500ms", "-duration", "2s")
+		r, err := parseReport(out)
+		if err != nil {
+			t.Errorf("bad report: %v\n%s", err, out)
+		}
+		if !r.watched {
+			t.Errorf("no watch lines with -watch:\n%s", out)
+		}
 	})
 
 	t.Run("open loop with think time", func(t *testing.T) {
@@ -98,6 +118,8 @@ type report struct {
 	moves       int
 	movesPerSec float64
 	baseline    float64 // EVALSHA ops/s; 0 without a baseline line
+	watched     bool    // the -watch lines are present
+	delivered   int     // watch events delivered (and expected)
 }
 
 var (
@@ -105,12 +127,18 @@ var (
 	movesLine    = regexp.MustCompile(`(?m)^moves=(\d+) moves/s=(\S+) games finished=(\d+)$`)
 	latencyLine  = regexp.MustCompile(`(?m)^MakeMove latency p50=(\S+) p90=(\S+) p99=(\S+) max=(\S+)$`)
 	baselineLine = regexp.MustCompile(`(?m)^baseline EVALSHA \(50 conns, no pipelining\): (\S+) ops/s; moves/s = (\S+)% of it$`)
+	watchLine    = regexp.MustCompile(`(?m)^watch events delivered=(\d+) expected=(\d+)$`)
+	delayLine    = regexp.MustCompile(`(?m)^watch delay p50=(\S+) p90=(\S+) p99=(\S+) max=(\S+)$`)
+	watchErrLine = regexp.MustCompile(`(?m)^watch errors=(\d+) gaps=\d+ repeated=\d+ snapshots=\d+ failed streams=\d+$`)
+	anyWatchLine = regexp.MustCompile(`(?m)^watch `)
 )
 
 // parseReport checks the lines a successful run prints: the header, a
 // positive move count with a finite rate consistent with it, an ordered
-// latency line, no failed calls, and (if present) a positive baseline
-// whose share matches the move rate. Every problem found is returned.
+// latency line, no failed calls, (if present) a positive baseline whose
+// share matches the move rate, and (if present) the -watch lines: every
+// expected event delivered, at least one per stream per move, an ordered
+// delay line and no watch errors. Every problem found is returned.
 func parseReport(out string) (report, error) {
 	var r report
 	var errs []error
@@ -142,15 +170,7 @@ func parseReport(out string) (report, error) {
 	if l := latencyLine.FindStringSubmatch(out); l == nil {
 		bad("no latency line")
 	} else {
-		var lat [4]time.Duration
-		for i := range lat {
-			if lat[i], err = time.ParseDuration(l[i+1]); err != nil {
-				bad("latency %q: %v", l[i+1], err)
-			}
-		}
-		if lat[0] <= 0 || lat[0] > lat[1] || lat[1] > lat[2] || lat[2] > lat[3] {
-			bad("latency p50, p90, p99, max = %v: want positive and non-decreasing", lat)
-		}
+		checkPercentiles("latency", l[1:], bad)
 	}
 	if strings.Contains(out, "errors by code") {
 		bad("calls failed")
@@ -173,7 +193,52 @@ func parseReport(out string) (report, error) {
 	} else if strings.Contains(out, "baseline") {
 		bad("malformed baseline line")
 	}
+
+	if w := watchLine.FindStringSubmatch(out); w != nil {
+		r.watched = true
+		r.delivered, _ = strconv.Atoi(w[1])
+		expected, _ := strconv.Atoi(w[2])
+		switch {
+		case r.delivered != expected:
+			bad("watch events delivered = %d, expected = %d: want all delivered", r.delivered, expected)
+		case expected < 4*r.moves:
+			// Every move causes at least one event, seen by four streams.
+			bad("watch events expected = %d for %d moves: want at least 4 per move", expected, r.moves)
+		}
+		if d := delayLine.FindStringSubmatch(out); d == nil {
+			bad("no watch delay line")
+		} else {
+			checkPercentiles("watch delay", d[1:], bad)
+		}
+		known := 2 // delivered and delay
+		if e := watchErrLine.FindStringSubmatch(out); e != nil {
+			known++
+			if e[1] != "0" {
+				bad("watch errors = %s", e[1])
+			}
+		}
+		if n := len(anyWatchLine.FindAllString(out, -1)); n != known {
+			bad("%d watch lines, %d of them well-formed", n, known)
+		}
+	} else if strings.Contains(out, "watch") {
+		bad("watch lines without a well-formed delivered line")
+	}
 	return r, errors.Join(errs...)
+}
+
+// checkPercentiles checks a p50, p90, p99, max quadruple: durations,
+// positive and non-decreasing.
+func checkPercentiles(what string, ps []string, bad func(string, ...any)) {
+	var d [4]time.Duration
+	for i := range d {
+		var err error
+		if d[i], err = time.ParseDuration(ps[i]); err != nil {
+			bad("%s %q: %v", what, ps[i], err)
+		}
+	}
+	if d[0] <= 0 || d[0] > d[1] || d[1] > d[2] || d[2] > d[3] {
+		bad("%s p50, p90, p99, max = %v: want positive and non-decreasing", what, d)
+	}
 }
 
 // TestParseReportRejectsBadRuns makes sure the checks on the load runs'
@@ -182,13 +247,19 @@ func TestParseReportRejectsBadRuns(t *testing.T) {
 	const good = "games=4 think=0s warmup=500ms duration=2s\n" +
 		"moves=1991 moves/s=996 games finished=0\n" +
 		"MakeMove latency p50=2.8ms p90=6.5ms p99=26.3ms max=65.7ms\n" +
+		"watch events delivered=8120 expected=8120\n" +
+		"watch delay p50=3.1ms p90=7.2ms p99=28.8ms max=70.1ms\n" +
 		"baseline EVALSHA (50 conns, no pipelining): 5012 ops/s; moves/s = 20% of it\n"
 	r, err := parseReport(good)
 	if err != nil {
 		t.Fatalf("parseReport(good report) = %v", err)
 	}
-	if r.moves != 1991 || r.movesPerSec != 996 || r.baseline != 5012 {
-		t.Fatalf("parseReport(good report) = %+v, want 1991 moves, 996 moves/s, 5012 ops/s", r)
+	if r.moves != 1991 || r.movesPerSec != 996 || r.baseline != 5012 || !r.watched || r.delivered != 8120 {
+		t.Fatalf("parseReport(good report) = %+v, want 1991 moves, 996 moves/s, 5012 ops/s, 8120 watch events", r)
+	}
+	zeroErrs := strings.Replace(good, "max=70.1ms\n", "max=70.1ms\nwatch errors=0 gaps=0 repeated=0 snapshots=0 failed streams=0\n", 1)
+	if _, err := parseReport(zeroErrs); err != nil {
+		t.Errorf("parseReport(good report with watch errors=0) = %v", err)
 	}
 	tests := []struct{ name, old, new string }{
 		{"no moves", "moves=1991 moves/s=996", "moves=0 moves/s=0"},
@@ -202,6 +273,17 @@ func TestParseReportRejectsBadRuns(t *testing.T) {
 		{"zero baseline", "5012 ops/s", "0 ops/s"},
 		{"baseline share off", "= 20% of it", "= 50% of it"},
 		{"malformed baseline", "(50 conns, no pipelining)", "(50 conns)"},
+		{"watch events lost", "delivered=8120", "delivered=8119"},
+		{"watch events extra", "delivered=8120", "delivered=8121"},
+		{"no watch events", "delivered=8120 expected=8120", "delivered=0 expected=0"},
+		{"fewer watch events than moves", "delivered=8120 expected=8120", "delivered=7963 expected=7963"},
+		{"malformed watch events", "watch events delivered=8120 expected=8120", "watch events delivered=8120"},
+		{"no watch delay line", "watch delay p50=3.1ms p90=7.2ms p99=28.8ms max=70.1ms\n", ""},
+		{"zero watch delay", "p50=3.1ms", "p50=0s"},
+		{"unordered watch delay", "p90=7.2ms", "p90=1ms"},
+		{"watch delay not a duration", "max=70.1ms", "max=soon"},
+		{"watch errors", "max=70.1ms\n", "max=70.1ms\nwatch errors=2 gaps=1 repeated=1 snapshots=0 failed streams=0\n"},
+		{"malformed watch errors", "max=70.1ms\n", "max=70.1ms\nwatch errors=2\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,6 +297,107 @@ func TestParseReportRejectsBadRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWatchChecksEveryStream feeds scripted streams (the same script to
+// all four seats) through the -watch reader and tally, checking that gaps,
+// repeats, late snapshots and failed streams are counted and that only the
+// events of measured moves count as expected and delivered.
+func TestWatchChecksEveryStream(t *testing.T) {
+	snap := func(v uint64) *matchv1.WatchMatchResponse {
+		return &matchv1.WatchMatchResponse{Version: v, Item: &matchv1.WatchMatchResponse_Snapshot{Snapshot: &matchv1.Match{Version: v}}}
+	}
+	ev := func(v uint64) *matchv1.WatchMatchResponse {
+		return &matchv1.WatchMatchResponse{Version: v, Item: &matchv1.WatchMatchResponse_Event{Event: &eventsv1.MatchEvent{Version: v}}}
+	}
+	unavailable := status.Error(codes.Unavailable, "shutting down")
+	tests := []struct {
+		name    string
+		items   []*matchv1.WatchMatchResponse
+		end     error       // after the items; nil: the stream waits to be closed
+		moves   [][2]uint64 // measured moves: first and last version caused
+		version uint64      // the last version acknowledged to the mover
+		want    watchStats  // all four streams; delay is checked by count
+	}{
+		{name: "in order, closed at the run's end", items: []*matchv1.WatchMatchResponse{snap(1), ev(2), ev(3), ev(4)},
+			moves: [][2]uint64{{2, 2}, {3, 4}}, version: 4, want: watchStats{delivered: 12, expected: 12}},
+		{name: "ended with OK after the game", items: []*matchv1.WatchMatchResponse{snap(1), ev(2), ev(3)}, end: io.EOF,
+			moves: [][2]uint64{{2, 3}}, version: 3, want: watchStats{delivered: 8, expected: 8}},
+		{name: "warm-up moves not counted", items: []*matchv1.WatchMatchResponse{snap(1), ev(2), ev(3), ev(4)},
+			moves: [][2]uint64{{4, 4}}, version: 4, want: watchStats{delivered: 4, expected: 4}},
+		{name: "cut-off move not counted", items: []*matchv1.WatchMatchResponse{snap(1), ev(2), ev(3)},
+			moves: [][2]uint64{{2, 2}}, version: 2, want: watchStats{delivered: 4, expected: 4}},
+		{name: "gap", items: []*matchv1.WatchMatchResponse{snap(1), ev(2), ev(4)},
+			moves: [][2]uint64{{2, 2}, {3, 4}}, version: 4, want: watchStats{delivered: 8, expected: 12, gaps: 4}},
+		{name: "duplicate and out of order", items: []*matchv1.WatchMatchResponse{snap(1), ev(2), ev(3), ev(3), ev(2), ev(4)},
+			moves: [][2]uint64{{2, 4}}, version: 4, want: watchStats{delivered: 12, expected: 12, repeated: 8}},
+		{name: "events replaced by a snapshot", items: []*matchv1.WatchMatchResponse{snap(1), ev(2), snap(4)},
+			moves: [][2]uint64{{2, 4}}, version: 4, want: watchStats{delivered: 4, expected: 12, snapshots: 4}},
+		{name: "failed stream", items: []*matchv1.WatchMatchResponse{snap(1), ev(2)}, end: unavailable,
+			moves: [][2]uint64{{2, 3}}, version: 3, want: watchStats{delivered: 4, expected: 8, failed: 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			lg := &loadgen{codes: map[codes.Code]int{}}
+			sent := time.Now()
+			w := lg.watch(t.Context(), scriptedWatch{items: tt.items, end: tt.end}, "m", [4]grpc.CallOption{})
+			if !w.reach(t.Context(), 1) {
+				t.Fatal("reach(1) = false")
+			}
+			for _, m := range tt.moves {
+				w.moves = append(w.moves, sentMove{first: m[0], last: m[1], sent: sent})
+			}
+			got := w.close(t.Context(), tt.version)
+			if len(got.delay) != got.delivered {
+				t.Errorf("%d delays for %d delivered events", len(got.delay), got.delivered)
+			}
+			for _, d := range got.delay {
+				if d < 0 {
+					t.Errorf("negative delay %v", d)
+				}
+			}
+			got.delay = nil
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("watch stats = %+v, want %+v", got, tt.want)
+			}
+			if n := lg.codes[codes.Unavailable]; n != tt.want.failed {
+				t.Errorf("errors by code = %v, want %d Unavailable", lg.codes, tt.want.failed)
+			}
+		})
+	}
+}
+
+// scriptedWatch is a match client whose WatchMatch streams return items,
+// then end (nil: wait until the call's context ends, as a live stream does).
+type scriptedWatch struct {
+	matchv1.MatchServiceClient // nil: only WatchMatch is called
+	items                      []*matchv1.WatchMatchResponse
+	end                        error
+}
+
+func (s scriptedWatch) WatchMatch(ctx context.Context, _ *matchv1.WatchMatchRequest, _ ...grpc.CallOption) (grpc.ServerStreamingClient[matchv1.WatchMatchResponse], error) {
+	return &scriptedStream{ctx: ctx, items: s.items, end: s.end}, nil
+}
+
+type scriptedStream struct {
+	grpc.ClientStream // nil: only Recv is called
+	ctx               context.Context
+	items             []*matchv1.WatchMatchResponse
+	end               error
+}
+
+func (s *scriptedStream) Recv() (*matchv1.WatchMatchResponse, error) {
+	if len(s.items) > 0 {
+		item := s.items[0]
+		s.items = s.items[1:]
+		return item, nil
+	}
+	if s.end != nil {
+		return nil, s.end
+	}
+	<-s.ctx.Done()
+	return nil, status.FromContextError(s.ctx.Err()).Err()
 }
 
 func runLoadgen(ctx context.Context, t *testing.T, args ...string) string {
