@@ -12,7 +12,8 @@
 # Usage: scripts/match-load.sh [all|closed|latency]
 # Environment: GAMES (closed loop, default 200), DURATION (seconds measured,
 # default 20), WARMUP (seconds before measuring, default 5), REDIS_PORT
-# (default 6390), GRPC_PORT (default 18080), ADMIN_PORT (default 19090).
+# (default 6390), GRPC_PORT (default 18080), ADMIN_PORT (default 19090),
+# SERVICE_GOGC (default 400, as deploy/base sets it), LOADGEN_GOGC (400).
 set -euo pipefail
 
 what=${1:-all}
@@ -22,6 +23,8 @@ WARMUP=${WARMUP:-5}
 REDIS_PORT=${REDIS_PORT:-6390}
 GRPC_PORT=${GRPC_PORT:-18080}
 ADMIN_PORT=${ADMIN_PORT:-19090}
+SERVICE_GOGC=${SERVICE_GOGC:-400}
+LOADGEN_GOGC=${LOADGEN_GOGC:-400}
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
@@ -45,7 +48,8 @@ for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break;
 start_service() {
 	redis-cli -p "$REDIS_PORT" flushall >/dev/null
 	AUTH_KEYS_FILE="$work/keys.json" REDIS_ADDR="127.0.0.1:$REDIS_PORT" GRPC_ADDR="127.0.0.1:$GRPC_PORT" \
-		ADMIN_ADDR="127.0.0.1:$ADMIN_PORT" RATE_LIMIT_RPS=0 LOG_LEVEL=warn "$work/match" >"$work/match.log" 2>&1 &
+		ADMIN_ADDR="127.0.0.1:$ADMIN_PORT" RATE_LIMIT_RPS=0 LOG_LEVEL=warn GOGC="$SERVICE_GOGC" \
+		"$work/match" >"$work/match.log" 2>&1 &
 	svc_pid=$!
 	pids+=("$svc_pid")
 	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null 2>&1 && return; sleep 0.1; done
@@ -66,7 +70,7 @@ hz=$(getconf CLK_TCK)
 # load runs loadgen with the given arguments and prints its report and the
 # CPU time each process spent per measured move.
 load() {
-	"$work/loadgen" -addr "127.0.0.1:$GRPC_PORT" -keys "$work/keys.json" -warmup "${WARMUP}s" -duration "${DURATION}s" "$@" >"$work/load.out" &
+	GOGC="$LOADGEN_GOGC" "$work/loadgen" -addr "127.0.0.1:$GRPC_PORT" -keys "$work/keys.json" -warmup "${WARMUP}s" -duration "${DURATION}s" "$@" >"$work/load.out" &
 	local lg=$!
 	sleep "$WARMUP"
 	if ! kill -0 "$lg" 2>/dev/null; then
