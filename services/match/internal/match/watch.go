@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
@@ -78,7 +79,10 @@ type watchState struct {
 	send   func(*matchv1.WatchMatchResponse) error
 	last   uint64
 	player bool // the caller holds a seat
-	done   bool
+	// seats are the caller's seats: only the one whose seat is to move
+	// needs its legal moves, and looking them up takes the match's lock.
+	seats map[gamev1.Seat]bool
+	done  bool
 }
 
 // errSend marks a failure to send to the client: the stream is over.
@@ -117,8 +121,12 @@ func (ws *watchState) start(ctx context.Context, from uint64) error {
 	if err != nil {
 		return err
 	}
+	ws.seats = make(map[gamev1.Seat]bool)
 	for _, ss := range snap.GetSeats() {
-		ws.player = ws.player || ss.GetPlayer().GetPlayerId() == ws.c.ID
+		if ss.GetPlayer().GetPlayerId() == ws.c.ID {
+			ws.player = true
+			ws.seats[ss.GetSeat()] = true
+		}
 	}
 	if from > snap.GetVersion() {
 		return fmt.Errorf("%w: from_version %d, match version %d", ErrFutureVersion, from, snap.GetVersion())
@@ -194,6 +202,19 @@ func (ws *watchState) live(ctx context.Context, evs []*eventsv1.MatchEvent) erro
 	return ws.sendEvents(ctx, evs)
 }
 
+// mayMoveAfter reports whether the caller may be to move after ev. A
+// MoveApplied names the seat to move; after other events the service is
+// asked.
+func (ws *watchState) mayMoveAfter(ev *eventsv1.MatchEvent) bool {
+	if !ws.player || ev.GetGameOver() != nil || ev.GetMatchAborted() != nil {
+		return false
+	}
+	if ma := ev.GetMoveApplied(); ma != nil {
+		return ws.seats[ma.GetToMove()]
+	}
+	return true
+}
+
 // sendEvents sends the events after the last one sent; the last event of
 // the batch carries the caller's legal moves when they are to move.
 func (ws *watchState) sendEvents(ctx context.Context, evs []*eventsv1.MatchEvent) error {
@@ -203,7 +224,7 @@ func (ws *watchState) sendEvents(ctx context.Context, evs []*eventsv1.MatchEvent
 			continue
 		}
 		resp := &matchv1.WatchMatchResponse{Version: v, Item: &matchv1.WatchMatchResponse_Event{Event: ev}}
-		if i == len(evs)-1 && ws.player && ev.GetGameOver() == nil && ev.GetMatchAborted() == nil {
+		if i == len(evs)-1 && ws.mayMoveAfter(ev) {
 			resp.LegalMoves = ws.svc.LegalMovesAt(ctx, ws.c, ws.id, v)
 		}
 		if err := ws.send(resp); err != nil {
