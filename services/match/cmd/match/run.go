@@ -45,7 +45,7 @@ func defaultConfig() config {
 		Store:       store.DefaultConfig(),
 		Match:       match.DefaultConfig(),
 		Keeper:      match.DefaultKeeperConfig(host + ":" + strconv.Itoa(os.Getpid())),
-		WatchBuffer: 256,
+		WatchBuffer: 64,
 	}
 }
 
