@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -427,7 +426,7 @@ func startMatchService(ctx context.Context, t *testing.T, dir string, env []stri
 		t.Fatalf("go build the match service: %v\n%s", err, out)
 	}
 
-	addr, admin := freeAddr(t), freeAddr(t)
+	addr, admin := redistest.FreeAddr(t), redistest.FreeAddr(t)
 	logPath := filepath.Join(dir, "match.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -503,19 +502,6 @@ func waitServing(ctx context.Context, addr string, exited <-chan struct{}) error
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// freeAddr returns a loopback address with a port the kernel just had
-// free. Another process could take it before the service binds it; the
-// service would then exit at start and the test fail with its log.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func readLog(path string) string {

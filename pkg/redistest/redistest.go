@@ -186,6 +186,19 @@ func dataDir(name string) (string, error) {
 	return dir, os.MkdirAll(dir, 0o755)
 }
 
+// FreeAddr returns a loopback address whose port the kernel just had
+// free, for tests that start a service as a process on it. Another process
+// could take the port first; the service then fails to start and the test
+// with it (no retry).
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	port, err := freePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
 // freePort asks the kernel for a free loopback port. Another process may
 // take it before redis binds it; startNode retries.
 func freePort() (int, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 )
@@ -47,24 +47,14 @@ func serviceBinary(t testing.TB) string {
 	return binary.path
 }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // startProcess runs the service binary as a child process and waits until
 // it answers.
 func (e *env) startProcess() (string, *exec.Cmd) {
 	t := e.t
 	t.Helper()
-	addr := freeAddr(t)
+	addr := redistest.FreeAddr(t)
 	vars := e.baseEnv()
-	vars["GRPC_ADDR"], vars["ADMIN_ADDR"] = addr, freeAddr(t)
+	vars["GRPC_ADDR"], vars["ADMIN_ADDR"] = addr, redistest.FreeAddr(t)
 	cmd := exec.Command(serviceBinary(t))
 	cmd.Env = os.Environ()
 	for k, v := range vars {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -30,16 +29,6 @@ import (
 // TestMain stops the Redis servers and checks for leaked goroutines.
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func TestRunServesAndConsumes(t *testing.T) {
 	rdb, addr := redistest.Standalone(t)
 	prefix := redistest.Prefix(t)
@@ -51,7 +40,7 @@ func TestRunServesAndConsumes(t *testing.T) {
 	if err := keys.WriteFile(keyFile); err != nil {
 		t.Fatal(err)
 	}
-	grpcAddr, adminAddr := freeAddr(t), freeAddr(t)
+	grpcAddr, adminAddr := redistest.FreeAddr(t), redistest.FreeAddr(t)
 	env := map[string]string{
 		"REDIS_ADDR":                addr,
 		"AUTH_KEYS_FILE":            keyFile,

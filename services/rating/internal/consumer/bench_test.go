@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -159,7 +158,7 @@ func benchConsume(b *testing.B, rdb redis.UniversalClient, workers int, rated bo
 		total += chunk
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		g0, r0 := processCPU(b), redisCPUTime(b, rdb)
+		g0, r0 := redistest.ProcessCPU(b), redistest.ServerCPU(b, rdb)
 		s0 := commandStats(b, rdb)
 		b.StartTimer()
 		go func() { done <- c.Run(ctx) }()
@@ -167,8 +166,8 @@ func benchConsume(b *testing.B, rdb redis.UniversalClient, workers int, rated bo
 			time.Sleep(2 * time.Millisecond)
 		}
 		b.StopTimer()
-		goCPU += processCPU(b) - g0
-		redisCPU += redisCPUTime(b, rdb) - r0
+		goCPU += redistest.ProcessCPU(b) - g0
+		redisCPU += redistest.ServerCPU(b, rdb) - r0
 		stats.add(commandStats(b, rdb), s0)
 		cancel()
 		if err := <-done; err != nil {
@@ -248,34 +247,4 @@ func (s cmdStats) perEvent(events int) string {
 		fmt.Fprintf(&sb, " %s %.2f µs (%.3f calls)", k, s[k][1]/float64(events), s[k][0]/float64(events))
 	}
 	return sb.String()
-}
-
-// processCPU returns the CPU time (user + system) of this process so far.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// redisCPUTime returns the CPU time of the Redis server so far (INFO cpu).
-func redisCPUTime(b *testing.B, rdb redis.UniversalClient) time.Duration {
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\r\n") {
-		for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
-			if v, ok := strings.CutPrefix(line, f); ok {
-				x, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					b.Fatal(err)
-				}
-				total += x
-			}
-		}
-	}
-	return time.Duration(total * float64(time.Second))
 }

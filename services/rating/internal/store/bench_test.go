@@ -5,13 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ladder"
@@ -44,14 +39,14 @@ func BenchmarkApply(b *testing.B) {
 					results[i] = result(b, fmt.Sprintf("match-%09d", n), pool, order...)
 					n++
 				}
-				g0, r0 := cpuSelf(b), cpuRedis(b, rdb)
+				g0, r0 := redistest.ProcessCPU(b), redistest.ServerCPU(b, rdb)
 				b.StartTimer()
 				if _, err := s.Apply(context.Background(), results); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
-				goCPU += cpuSelf(b) - g0
-				redisCPU += cpuRedis(b, rdb) - r0
+				goCPU += redistest.ProcessCPU(b) - g0
+				redisCPU += redistest.ServerCPU(b, rdb) - r0
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "matches/s")
@@ -60,32 +55,4 @@ func BenchmarkApply(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
-}
-
-func cpuSelf(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func cpuRedis(b *testing.B, rdb redis.UniversalClient) time.Duration {
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\r\n") {
-		for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
-			if v, ok := strings.CutPrefix(line, f); ok {
-				x, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					b.Fatal(err)
-				}
-				total += x
-			}
-		}
-	}
-	return time.Duration(total * float64(time.Second))
 }

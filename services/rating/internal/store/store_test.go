@@ -204,21 +204,7 @@ func TestApplyBatchEqualsSequential(t *testing.T) {
 			}
 			i += n
 		}
-		for _, pl := range []string{pool, "chesscom-ffa"} {
-			var mine []ladder.Result
-			for _, r := range results {
-				if r.Pool == pl {
-					mine = append(mine, r)
-				}
-			}
-			ordered := inApplyOrder(t, ctx, s, mine)
-			for i := range ordered {
-				if ordered[i].MatchID != mine[i].MatchID {
-					t.Fatalf("pool %s: apply order %s at %d, want %s", pl, ordered[i].MatchID, i, mine[i].MatchID)
-				}
-			}
-			checkStandings(t, ctx, s, pl, replay(t, s.policy, mine))
-		}
+		checkAppliedInOrder(t, ctx, s, results, pool, "chesscom-ffa")
 	})
 }
 
@@ -514,21 +500,7 @@ func TestApplyLargeBatch(t *testing.T) {
 		if out[n].Status != Duplicate {
 			t.Errorf("redelivered match: status %v, want Duplicate", out[n].Status)
 		}
-		for _, pl := range []string{pool, "chesscom-ffa"} {
-			var mine []ladder.Result
-			for _, r := range results {
-				if r.Pool == pl {
-					mine = append(mine, r)
-				}
-			}
-			ordered := inApplyOrder(t, ctx, s, mine)
-			for i := range ordered {
-				if ordered[i].MatchID != mine[i].MatchID {
-					t.Fatalf("pool %s: apply order %s at %d, want %s", pl, ordered[i].MatchID, i, mine[i].MatchID)
-				}
-			}
-			checkStandings(t, ctx, s, pl, replay(t, s.policy, mine))
-		}
+		checkAppliedInOrder(t, ctx, s, results, pool, "chesscom-ffa")
 	})
 }
 
@@ -648,4 +620,26 @@ func TestMarkerWindowWithinBatch(t *testing.T) {
 			t.Errorf("expired match rated eve: %+v", players[0])
 		}
 	})
+}
+
+// checkAppliedInOrder checks, per pool, that the store applied the pool's
+// results in their order and that its standings equal a sequential replay
+// of them.
+func checkAppliedInOrder(t testing.TB, ctx context.Context, s *Store, results []ladder.Result, pools ...string) {
+	t.Helper()
+	for _, pl := range pools {
+		var mine []ladder.Result
+		for _, r := range results {
+			if r.Pool == pl {
+				mine = append(mine, r)
+			}
+		}
+		ordered := inApplyOrder(t, ctx, s, mine)
+		for i := range ordered {
+			if ordered[i].MatchID != mine[i].MatchID {
+				t.Fatalf("pool %s: apply order %s at %d, want %s", pl, ordered[i].MatchID, i, mine[i].MatchID)
+			}
+		}
+		checkStandings(t, ctx, s, pl, replay(t, s.policy, mine))
+	}
 }
