@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Measures the match service under load on this machine, in one run:
 #   1. the Redis ceiling: redis-benchmark, one small Lua script per request
-#      (EVALSHA of an INCR script, 50 clients, no pipelining);
+#      (EVALSHA of an INCR script, 50 clients, no pipelining), and the same
+#      from go-redis and the gRPC ceiling (a bare unary call, empty handler)
+#      as loadgen measures them after the closed loop;
 #   2. throughput: cmd/loadgen in the closed loop (GAMES games moving as fast
 #      as replies arrive), with the CPU time the service, Redis and the load
 #      tool each spent per move;
@@ -13,7 +15,8 @@
 # Environment: GAMES (closed loop, default 200), DURATION (seconds measured,
 # default 20), WARMUP (seconds before measuring, default 5), REDIS_PORT
 # (default 6390), GRPC_PORT (default 18080), ADMIN_PORT (default 19090),
-# SERVICE_GOGC (default 400, as deploy/base sets it), LOADGEN_GOGC (400).
+# SERVICE_GOGC (default 400, as deploy/base sets it), LOADGEN_GOGC (400),
+# LOADGEN_FLAGS (more loadgen flags for both runs, for example -watch).
 set -euo pipefail
 
 what=${1:-all}
@@ -99,12 +102,12 @@ if [ "$what" = all ] || [ "$what" = closed ]; then
 	redis-benchmark -p "$REDIS_PORT" -n 200000 -c 50 -q evalsha "$sha" 1 k | tr '\r' '\n' | tail -1
 	echo "== closed loop: $GAMES games"
 	start_service
-	load -games "$GAMES" -redis "127.0.0.1:$REDIS_PORT"
+	load -games "$GAMES" -redis "127.0.0.1:$REDIS_PORT" -grpc-baseline ${LOADGEN_FLAGS:-}
 	stop_service
 fi
 if [ "$what" = all ] || [ "$what" = latency ]; then
 	echo "== latency: 1000 games, one move per second each"
 	start_service
-	load -games 1000 -think 1s
+	load -games 1000 -think 1s ${LOADGEN_FLAGS:-}
 	stop_service
 fi

@@ -12,7 +12,11 @@
 // which a running service does once per game or token, not per move.
 // With -redis set, loadgen also measures the
 // baseline: EVALSHA of one small script from 50 connections without
-// pipelining, the Redis-side ceiling to compare moves/s against.
+// pipelining, the Redis-side ceiling to compare moves/s against. With
+// -grpc-baseline it measures the gRPC-side ceiling too: the standard health
+// Check, an empty handler, served in-process by a plain grpc.Server and
+// called from 50 goroutines over -conns loopback connections. No unary gRPC
+// service can answer faster than that with its client on the same cores.
 //
 // With -watch each game also opens one WatchMatch stream per seat (with
 // that seat's token, from version 0, as a player's client does) and waits
@@ -35,6 +39,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -49,6 +54,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
@@ -77,6 +84,7 @@ type options struct {
 	redis    string
 	cluster  string
 	baseline time.Duration
+	grpcBase bool
 	watch    bool
 }
 
@@ -93,6 +101,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.redis, "redis", "", "standalone Redis for the EVALSHA baseline (empty: skip)")
 	fs.StringVar(&o.cluster, "redis-cluster", "", "comma-separated cluster seeds for the baseline instead")
 	fs.DurationVar(&o.baseline, "baseline-duration", 5*time.Second, "baseline measurement time")
+	fs.BoolVar(&o.grpcBase, "grpc-baseline", false, "also measure a bare unary gRPC call (health Check, in-process server) from 50 callers")
 	fs.BoolVar(&o.watch, "watch", false, "also watch every game from each seat and report the move-to-watcher delay")
 	writeKeys := fs.String("write-keys", "", "write a fresh key set to this file for the service and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write the load tool's own CPU profile to this file")
@@ -161,8 +170,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("baseline: %w", err)
 		}
-		fmt.Fprintf(out, "baseline EVALSHA (50 conns, no pipelining): %.0f ops/s; moves/s = %.0f%% of it\n",
-			ops, 100*float64(len(res.lat))/res.elapsed.Seconds()/ops)
+		fmt.Fprintf(out, "baseline EVALSHA (50 conns, no pipelining): %.0f ops/s, client CPU %.1f µs/op; moves/s = %.0f%% of it\n",
+			ops.perSec, ops.cpuPerOp, 100*float64(len(res.lat))/res.elapsed.Seconds()/ops.perSec)
+	}
+	if o.grpcBase {
+		calls, err := grpcBaseline(ctx, o)
+		if err != nil {
+			return fmt.Errorf("gRPC baseline: %w", err)
+		}
+		fmt.Fprintf(out, "baseline gRPC unary (empty handler, in-process server, 50 callers, %d conns): %.0f calls/s, client and server CPU %.1f µs/call\n",
+			o.conns, calls.perSec, calls.cpuPerOp)
 	}
 	return nil
 }
@@ -540,8 +557,76 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
 }
 
+// rate is a baseline's result: operations per second, and this process's
+// CPU time per operation.
+type rate struct{ perSec, cpuPerOp float64 }
+
+// measure runs op from 50 goroutines until ctx ends.
+func measure(ctx context.Context, op func(ctx context.Context, i int) error) rate {
+	var ops atomic.Int64
+	var wg sync.WaitGroup
+	cpu0 := processCPU()
+	start := time.Now()
+	for i := range 50 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if err := op(ctx, i); err == nil {
+					ops.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n := float64(max(ops.Load(), 1))
+	return rate{perSec: float64(ops.Load()) / time.Since(start).Seconds(), cpuPerOp: float64((processCPU() - cpu0).Microseconds()) / n}
+}
+
+// processCPU returns the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// grpcBaseline measures the health service's Check, served in-process.
+func grpcBaseline(ctx context.Context, o options) (rate, error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return rate{}, err
+	}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	defer func() {
+		srv.Stop()
+		<-served
+	}()
+	clients := make([]healthpb.HealthClient, o.conns)
+	for i := range clients {
+		c, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return rate{}, err
+		}
+		defer c.Close()
+		clients[i] = healthpb.NewHealthClient(c)
+	}
+	req := &healthpb.HealthCheckRequest{}
+	if _, err := clients[0].Check(ctx, req); err != nil {
+		return rate{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.baseline)
+	defer cancel()
+	return measure(ctx, func(ctx context.Context, i int) error {
+		_, err := clients[i%len(clients)].Check(ctx, req)
+		return err
+	}), nil
+}
+
 // baseline measures EVALSHA of one small script from 50 connections.
-func baseline(ctx context.Context, o options) (float64, error) {
+func baseline(ctx context.Context, o options) (rate, error) {
 	var rdb redis.UniversalClient
 	if o.cluster != "" {
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(o.cluster, ","), PoolSize: 50})
@@ -551,23 +636,15 @@ func baseline(ctx context.Context, o options) (float64, error) {
 	defer rdb.Close()
 	script := redis.NewScript(`return redis.call('INCR', KEYS[1])`)
 	if err := script.Load(ctx, rdb).Err(); err != nil {
-		return 0, err
+		return rate{}, err
+	}
+	var keys [50][]string
+	for i := range keys {
+		keys[i] = []string{fmt.Sprintf("loadgen:baseline:{%d}", i)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.baseline)
 	defer cancel()
-	var ops atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range 50 {
-		wg.Go(func() {
-			key := fmt.Sprintf("loadgen:baseline:{%d}", i)
-			for ctx.Err() == nil {
-				if err := script.EvalSha(ctx, rdb, []string{key}).Err(); err == nil {
-					ops.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return float64(ops.Load()) / time.Since(start).Seconds(), nil
+	return measure(ctx, func(ctx context.Context, i int) error {
+		return script.EvalSha(ctx, rdb, keys[i]).Err()
+	}), nil
 }

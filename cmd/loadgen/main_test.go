@@ -64,13 +64,16 @@ func TestRunAgainstMatchService(t *testing.T) {
 
 	t.Run("closed loop with baseline", func(t *testing.T) {
 		out := runLoadgen(ctx, t, "-addr", addr, "-keys", keys, "-games", "4",
-			"-warmup", "500ms", "-duration", "2s", "-redis", redisAddr, "-baseline-duration", "500ms")
+			"-warmup", "500ms", "-duration", "2s", "-redis", redisAddr, "-grpc-baseline", "-baseline-duration", "500ms")
 		r, err := parseReport(out)
 		if err != nil {
 			t.Errorf("bad report: %v\n%s", err, out)
 		}
 		if r.baseline <= 0 {
 			t.Errorf("no baseline measured with -redis:\n%s", out)
+		}
+		if r.grpcBaseline <= 0 {
+			t.Errorf("no gRPC baseline measured with -grpc-baseline:\n%s", out)
 		}
 		if r.watched {
 			t.Errorf("watch lines without -watch:\n%s", out)
@@ -106,8 +109,8 @@ func TestRunAgainstMatchService(t *testing.T) {
 		if limit := games * (int(duration/think) + 1); r.moves > limit {
 			t.Errorf("moves = %d with -think %v, want at most %d\n%s", r.moves, think, limit, out)
 		}
-		if r.baseline != 0 {
-			t.Errorf("baseline measured without -redis:\n%s", out)
+		if r.baseline != 0 || r.grpcBaseline != 0 {
+			t.Errorf("baseline measured without -redis or -grpc-baseline:\n%s", out)
 		}
 	})
 }
@@ -117,15 +120,19 @@ type report struct {
 	moves       int
 	movesPerSec float64
 	baseline    float64 // EVALSHA ops/s; 0 without a baseline line
-	watched     bool    // the -watch lines are present
-	delivered   int     // watch events delivered (and expected)
+	// grpcBaseline is the bare unary gRPC calls/s; 0 without its line.
+	grpcBaseline float64
+	watched      bool // the -watch lines are present
+	delivered    int  // watch events delivered (and expected)
 }
 
 var (
 	headerLine   = regexp.MustCompile(`(?m)^games=\d+ think=\S+ warmup=\S+ duration=(\S+)$`)
 	movesLine    = regexp.MustCompile(`(?m)^moves=(\d+) moves/s=(\S+) games finished=(\d+)$`)
 	latencyLine  = regexp.MustCompile(`(?m)^MakeMove latency p50=(\S+) p90=(\S+) p99=(\S+) max=(\S+)$`)
-	baselineLine = regexp.MustCompile(`(?m)^baseline EVALSHA \(50 conns, no pipelining\): (\S+) ops/s; moves/s = (\S+)% of it$`)
+	baselineLine = regexp.MustCompile(`(?m)^baseline EVALSHA \(50 conns, no pipelining\): (\S+) ops/s, client CPU (\S+) µs/op; moves/s = (\S+)% of it$`)
+	grpcLine     = regexp.MustCompile(`(?m)^baseline gRPC unary \(empty handler, in-process server, 50 callers, \d+ conns\): (\S+) calls/s, client and server CPU (\S+) µs/call$`)
+	anyBaseline  = regexp.MustCompile(`(?m)^baseline `)
 	watchLine    = regexp.MustCompile(`(?m)^watch events delivered=(\d+) expected=(\d+)$`)
 	delayLine    = regexp.MustCompile(`(?m)^watch delay p50=(\S+) p90=(\S+) p99=(\S+) max=(\S+)$`)
 	watchErrLine = regexp.MustCompile(`(?m)^watch errors=(\d+) gaps=\d+ repeated=\d+ snapshots=\d+ failed streams=\d+$`)
@@ -175,12 +182,16 @@ func parseReport(out string) (report, error) {
 		bad("calls failed")
 	}
 
+	known := 0
 	if b := baselineLine.FindStringSubmatch(out); b != nil {
+		known++
 		ops, err1 := strconv.ParseFloat(b[1], 64)
-		share, err2 := strconv.ParseFloat(b[2], 64)
+		share, err2 := strconv.ParseFloat(b[3], 64)
 		switch {
 		case err1 != nil || err2 != nil || !(ops > 0) || math.IsInf(ops, 0):
-			bad("baseline %q ops/s, %q%%: want a positive finite rate", b[1], b[2])
+			bad("baseline %q ops/s, %q%%: want a positive finite rate", b[1], b[3])
+		case !positive(b[2]):
+			bad("baseline client CPU %q µs/op: want a positive finite number", b[2])
 		default:
 			r.baseline = ops
 			// Both printed numbers are rounded to integers: allow a point
@@ -189,8 +200,17 @@ func parseReport(out string) (report, error) {
 				bad("baseline share = %v%%, want %.2f%% (moves/s %v over %v ops/s)", share, want, r.movesPerSec, ops)
 			}
 		}
-	} else if strings.Contains(out, "baseline") {
-		bad("malformed baseline line")
+	}
+	if g := grpcLine.FindStringSubmatch(out); g != nil {
+		known++
+		if !positive(g[1]) || !positive(g[2]) {
+			bad("gRPC baseline %q calls/s, %q µs/call: want positive finite numbers", g[1], g[2])
+		} else {
+			r.grpcBaseline, _ = strconv.ParseFloat(g[1], 64)
+		}
+	}
+	if n := len(anyBaseline.FindAllString(out, -1)); n != known {
+		bad("%d baseline lines, %d of them well-formed", n, known)
 	}
 
 	if w := watchLine.FindStringSubmatch(out); w != nil {
@@ -225,6 +245,12 @@ func parseReport(out string) (report, error) {
 	return r, errors.Join(errs...)
 }
 
+// positive reports whether s is a positive finite number.
+func positive(s string) bool {
+	x, err := strconv.ParseFloat(s, 64)
+	return err == nil && x > 0 && !math.IsInf(x, 0)
+}
+
 // checkPercentiles checks a p50, p90, p99, max quadruple: durations,
 // positive and non-decreasing.
 func checkPercentiles(what string, ps []string, bad func(string, ...any)) {
@@ -248,13 +274,14 @@ func TestParseReportRejectsBadRuns(t *testing.T) {
 		"MakeMove latency p50=2.8ms p90=6.5ms p99=26.3ms max=65.7ms\n" +
 		"watch events delivered=8120 expected=8120\n" +
 		"watch delay p50=3.1ms p90=7.2ms p99=28.8ms max=70.1ms\n" +
-		"baseline EVALSHA (50 conns, no pipelining): 5012 ops/s; moves/s = 20% of it\n"
+		"baseline EVALSHA (50 conns, no pipelining): 5012 ops/s, client CPU 21.5 µs/op; moves/s = 20% of it\n" +
+		"baseline gRPC unary (empty handler, in-process server, 50 callers, 4 conns): 36090 calls/s, client and server CPU 46.4 µs/call\n"
 	r, err := parseReport(good)
 	if err != nil {
 		t.Fatalf("parseReport(good report) = %v", err)
 	}
-	if r.moves != 1991 || r.movesPerSec != 996 || r.baseline != 5012 || !r.watched || r.delivered != 8120 {
-		t.Fatalf("parseReport(good report) = %+v, want 1991 moves, 996 moves/s, 5012 ops/s, 8120 watch events", r)
+	if r.moves != 1991 || r.movesPerSec != 996 || r.baseline != 5012 || r.grpcBaseline != 36090 || !r.watched || r.delivered != 8120 {
+		t.Fatalf("parseReport(good report) = %+v, want 1991 moves, 996 moves/s, 5012 ops/s, 36090 calls/s, 8120 watch events", r)
 	}
 	zeroErrs := strings.Replace(good, "max=70.1ms\n", "max=70.1ms\nwatch errors=0 gaps=0 repeated=0 snapshots=0 failed streams=0\n", 1)
 	if _, err := parseReport(zeroErrs); err != nil {
@@ -272,6 +299,10 @@ func TestParseReportRejectsBadRuns(t *testing.T) {
 		{"zero baseline", "5012 ops/s", "0 ops/s"},
 		{"baseline share off", "= 20% of it", "= 50% of it"},
 		{"malformed baseline", "(50 conns, no pipelining)", "(50 conns)"},
+		{"zero baseline client CPU", "client CPU 21.5", "client CPU 0"},
+		{"zero gRPC baseline", "36090 calls/s", "0 calls/s"},
+		{"gRPC baseline CPU not a number", "CPU 46.4 µs/call", "CPU ? µs/call"},
+		{"malformed gRPC baseline", "in-process server, ", ""},
 		{"watch events lost", "delivered=8120", "delivered=8119"},
 		{"watch events extra", "delivered=8120", "delivered=8121"},
 		{"no watch events", "delivered=8120 expected=8120", "delivered=0 expected=0"},

@@ -193,7 +193,10 @@ type Game struct {
 	// manualZombies: zombie moves are supplied by the caller (record
 	// replay) instead of being drawn from the seed.
 	manualZombies bool
-	moves         MoveList // scratch buffer
+	// moves is scratch for move generation, on the heap (see
+	// Position.hasLegalMove). Whoever fills it is done with it before
+	// calling anything that may fill it again (applyMove, settle).
+	moves MoveList
 }
 
 // NewGame starts a game under rule set rs. startFEN4 "" means the standard
@@ -591,7 +594,7 @@ func (g *Game) applyMove(s Seat, m Move, idx int, zombie bool, eff *Effects) {
 		if o == s || p.status[o] == Out || !p.InCheck(o) {
 			continue
 		}
-		if !p.HasLegalMove(o) {
+		if !p.hasLegalMove(o, &g.moves) {
 			am.Mated = append(am.Mated, o)
 		}
 	}
@@ -599,7 +602,7 @@ func (g *Game) applyMove(s Seat, m Move, idx int, zombie bool, eff *Effects) {
 	if !rs.StalemateOnTurn {
 		// Immediate stalemate (the variant of the decision in RULES.md 6).
 		for o := Seat(0); o < NumSeats; o++ {
-			if o != s && p.status[o] != Out && !p.InCheck(o) && !p.HasLegalMove(o) {
+			if o != s && p.status[o] != Out && !p.InCheck(o) && !p.hasLegalMove(o, &g.moves) {
 				stalemated = append(stalemated, o)
 			}
 		}
@@ -651,7 +654,7 @@ func (g *Game) settle(eff *Effects) {
 			break
 		}
 		s := p.toMove
-		if !p.HasLegalMove(s) {
+		if !p.hasLegalMove(s, &g.moves) {
 			if p.InCheck(s) {
 				g.setStatus(s, Out)
 				eff.Events = append(eff.Events, Event{Kind: EventMatedOnTurn, Seat: s, Ply: g.ply})

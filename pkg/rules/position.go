@@ -534,7 +534,15 @@ func (p *Position) LegalMoves(s Seat, l *MoveList) {
 // HasLegalMove reports whether seat s has at least one legal move.
 func (p *Position) HasLegalMove(s Seat) bool {
 	var l MoveList
-	p.GenerateMoves(s, &l)
+	return p.hasLegalMove(s, &l)
+}
+
+// hasLegalMove is HasLegalMove generating into l. A MoveList (4 KB) on
+// the stack makes every fresh goroutine that calls it grow and copy its
+// stack, as a server's goroutine per request does for every move.
+func (p *Position) hasLegalMove(s Seat, l *MoveList) bool {
+	l.N = 0
+	p.GenerateMoves(s, l)
 	lc := p.newLegalChecker(s)
 	for _, m := range l.Moves[:l.N] {
 		if p.legalWith(&lc, s, m) {

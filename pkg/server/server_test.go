@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -23,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
@@ -52,7 +54,11 @@ func (s *testService) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) 
 		panic("test panic")
 	}
 	id, _ := auth.FromContext(ctx)
-	return &testpb.SimpleResponse{Payload: req.GetPayload(), Username: id.Subject}, nil
+	resp := &testpb.SimpleResponse{Payload: req.GetPayload(), Username: id.Subject}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		resp.ServerId = sc.TraceID().String()
+	}
+	return resp, nil
 }
 
 func (s *testService) StreamingOutputCall(_ *testpb.StreamingOutputCallRequest, stream grpc.ServerStreamingServer[testpb.StreamingOutputCallResponse]) error {
@@ -589,6 +595,30 @@ func TestTracerProviderOnlyWhenExporting(t *testing.T) {
 			t.Errorf("endpoint %q: TracerProvider() = %v", endpoint, got)
 		}
 		s.discard()
+	}
+}
+
+// TestTraceContextPropagatesWithoutExporter: without an OTLP endpoint the
+// server records no spans, yet a caller's trace context still reaches the
+// handler, for the calls it makes in turn.
+func TestTraceContextPropagatesWithoutExporter(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+	resp, err := unary(ctx, h.conn(t, "p"), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetServerId() != traceID {
+		t.Errorf("handler's trace ID = %q, want the caller's %q", resp.GetServerId(), traceID)
+	}
+	resp, err = unary(t.Context(), h.conn(t, "p"), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetServerId() != "" {
+		t.Errorf("handler's trace ID = %q without a caller's trace context, want none (nothing is recorded)", resp.GetServerId())
 	}
 }
 
