@@ -120,6 +120,9 @@ type entry struct {
 	game    *rules.Game
 	rec     record
 	created *eventsv1.MatchEvent
+	// players holds each seat's player id, from created: every call asks
+	// which seats its caller holds, and the proto is a pointer chase away.
+	players [rules.NumSeats]string
 	tc      TimeControl
 }
 
@@ -136,6 +139,12 @@ func (e *entry) setState(st store.State) error {
 			return fmt.Errorf("decode match %s time control: %w", e.id, err)
 		}
 		e.created, e.tc = ev, tc
+		e.players = [rules.NumSeats]string{}
+		for _, sp := range ev.GetMatchCreated().GetPlayers() {
+			if seat, ok := seatFromPB(sp.GetSeat()); ok {
+				e.players[seat] = sp.GetPlayer().GetPlayerId()
+			}
+		}
 	}
 	g := new(rules.Game)
 	if err := g.UnmarshalBinary(st.Game); err != nil {
@@ -152,11 +161,9 @@ func (e *entry) setState(st store.State) error {
 // seatsOf returns the seats the caller plays in the match.
 func (e *entry) seatsOf(c Caller) []rules.Seat {
 	var out []rules.Seat
-	for _, sp := range e.created.GetMatchCreated().GetPlayers() {
-		if sp.GetPlayer().GetPlayerId() == c.ID {
-			if s, ok := seatFromPB(sp.GetSeat()); ok {
-				out = append(out, s)
-			}
+	for s, id := range e.players {
+		if id == c.ID && id != "" {
+			out = append(out, rules.Seat(s))
 		}
 	}
 	return out
