@@ -12,7 +12,7 @@
 # docs/match.md were taken. Nothing else should run meanwhile.
 #
 # Usage: scripts/match-load.sh [all|closed|latency]
-# Environment: GAMES (closed loop, default 200), DURATION (seconds measured,
+# Environment: GAMES (closed loop, default 400), DURATION (seconds measured,
 # default 20), WARMUP (seconds before measuring, default 5), REDIS_PORT
 # (default 6390), GRPC_PORT (default 18080), ADMIN_PORT (default 19090),
 # SERVICE_GOGC (default 400, as deploy/base sets it), LOADGEN_GOGC (400),
@@ -20,7 +20,7 @@
 set -euo pipefail
 
 what=${1:-all}
-GAMES=${GAMES:-200}
+GAMES=${GAMES:-400}
 DURATION=${DURATION:-20}
 WARMUP=${WARMUP:-5}
 REDIS_PORT=${REDIS_PORT:-6390}
