@@ -24,16 +24,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"google.golang.org/protobuf/proto"
 
-	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
 
 // Item is one delivery to a watcher: the events of one change, in version
-// order, or (Resync) a request to catch up from the store.
+// order, or (Resync) a request to catch up from the store. The events are
+// shared by all watchers of the match.
 type Item struct {
-	Events []*eventsv1.MatchEvent
+	Events []Event
 	Resync bool
 }
 
@@ -229,10 +228,10 @@ func (h *Hub) deliver(ch, payload string) {
 		h.log.Error("bad live notification", "channel", ch, "err", err)
 		return
 	}
-	item := Item{Events: make([]*eventsv1.MatchEvent, 0, len(raw))}
+	item := Item{Events: make([]Event, 0, len(raw))}
 	for _, b := range raw {
-		ev := &eventsv1.MatchEvent{}
-		if err := proto.Unmarshal(b, ev); err != nil {
+		ev, err := ReadEvent(b)
+		if err != nil {
 			h.log.Error("bad live event", "channel", ch, "err", err)
 			item = Item{Resync: true}
 			break

@@ -97,7 +97,7 @@ func testFanOut(t *testing.T, rdb redis.UniversalClient) {
 			select {
 			case it := <-w.C:
 				for _, ev := range it.Events {
-					got = append(got, ev.GetVersion())
+					got = append(got, ev.Version)
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatalf("watcher %d got %v, want versions 2..7", i, got)
@@ -129,8 +129,8 @@ func testSlow(t *testing.T, rdb redis.UniversalClient) {
 		commit(t, st, id, v, 1)
 		select {
 		case it := <-fast.C:
-			if it.Events[0].GetVersion() != v+1 {
-				t.Fatalf("fast watcher got version %d, want %d", it.Events[0].GetVersion(), v+1)
+			if it.Events[0].Version != v+1 {
+				t.Fatalf("fast watcher got version %d, want %d", it.Events[0].Version, v+1)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("fast watcher got nothing for version %d", v+1)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
@@ -173,15 +173,18 @@ func (ws *watchState) catchUp(ctx context.Context) error {
 			}
 			continue
 		}
-		decoded := make([]*eventsv1.MatchEvent, len(evs))
+		read := make([]fanout.Event, len(evs))
 		for i, e := range evs {
-			ev := &eventsv1.MatchEvent{}
-			if err := proto.Unmarshal(e.Data, ev); err != nil {
-				return fmt.Errorf("decode event %d of %s: %w", e.Version, ws.id, err)
+			ev, err := fanout.ReadEvent(e.Data)
+			if err != nil {
+				return fmt.Errorf("read event %d of %s: %w", e.Version, ws.id, err)
 			}
-			decoded[i] = ev
+			if ev.Version != e.Version {
+				return fmt.Errorf("read event %d of %s: it says version %d", e.Version, ws.id, ev.Version)
+			}
+			read[i] = ev
 		}
-		if err := ws.sendEvents(ctx, decoded); err != nil {
+		if err := ws.sendEvents(ctx, read); err != nil {
 			return err
 		}
 		if len(evs) < watchBatch {
@@ -192,11 +195,11 @@ func (ws *watchState) catchUp(ctx context.Context) error {
 }
 
 // live sends a live batch, or catches up first if it does not follow on.
-func (ws *watchState) live(ctx context.Context, evs []*eventsv1.MatchEvent) error {
-	if len(evs) == 0 || evs[len(evs)-1].GetVersion() <= ws.last {
+func (ws *watchState) live(ctx context.Context, evs []fanout.Event) error {
+	if len(evs) == 0 || evs[len(evs)-1].Version <= ws.last {
 		return nil
 	}
-	if evs[0].GetVersion() > ws.last+1 {
+	if evs[0].Version > ws.last+1 {
 		return ws.catchUp(ctx)
 	}
 	return ws.sendEvents(ctx, evs)
@@ -205,25 +208,30 @@ func (ws *watchState) live(ctx context.Context, evs []*eventsv1.MatchEvent) erro
 // mayMoveAfter reports whether the caller may be to move after ev. A
 // MoveApplied names the seat to move; after other events the service is
 // asked.
-func (ws *watchState) mayMoveAfter(ev *eventsv1.MatchEvent) bool {
-	if !ws.player || ev.GetGameOver() != nil || ev.GetMatchAborted() != nil {
+func (ws *watchState) mayMoveAfter(ev fanout.Event) bool {
+	if !ws.player || ev.Final() {
 		return false
 	}
-	if ma := ev.GetMoveApplied(); ma != nil {
-		return ws.seats[ma.GetToMove()]
+	if ev.Kind == fanout.KindMoveApplied {
+		return ws.seats[ev.ToMove]
 	}
 	return true
 }
 
 // sendEvents sends the events after the last one sent; the last event of
-// the batch carries the caller's legal moves when they are to move.
-func (ws *watchState) sendEvents(ctx context.Context, evs []*eventsv1.MatchEvent) error {
+// the batch carries the caller's legal moves when they are to move. Each
+// event goes out as it is stored: a MatchEvent that holds the encoding as
+// its unknown fields marshals to exactly those bytes, so nothing is
+// decoded or encoded again per watcher.
+func (ws *watchState) sendEvents(ctx context.Context, evs []fanout.Event) error {
 	for i, ev := range evs {
-		v := ev.GetVersion()
+		v := ev.Version
 		if v <= ws.last {
 			continue
 		}
-		resp := &matchv1.WatchMatchResponse{Version: v, Item: &matchv1.WatchMatchResponse_Event{Event: ev}}
+		msg := &eventsv1.MatchEvent{}
+		msg.ProtoReflect().SetUnknown(protoreflect.RawFields(ev.Raw))
+		resp := &matchv1.WatchMatchResponse{Version: v, Item: &matchv1.WatchMatchResponse_Event{Event: msg}}
 		if i == len(evs)-1 && ws.mayMoveAfter(ev) {
 			resp.LegalMoves = ws.svc.LegalMovesAt(ctx, ws.c, ws.id, v)
 		}
@@ -231,7 +239,7 @@ func (ws *watchState) sendEvents(ctx context.Context, evs []*eventsv1.MatchEvent
 			return errSend{err}
 		}
 		ws.last = v
-		if ev.GetGameOver() != nil || ev.GetMatchAborted() != nil {
+		if ev.Final() {
 			ws.done = true
 			return nil
 		}
