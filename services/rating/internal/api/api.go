@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -143,13 +142,10 @@ func (s *Service) GetRatingHistory(ctx context.Context, req *ratingv1.GetRatingH
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	var before int64
-	if cursor != "" {
-		if before, err = strconv.ParseInt(cursor, 10, 64); err != nil || before <= 0 {
-			return nil, s.toStatus(ctx, errBadToken)
-		}
+	entries, next, err := s.store.History(ctx, pool, req.GetPlayerId(), cursor, size)
+	if errors.Is(err, store.ErrInvalidCursor) {
+		return nil, s.toStatus(ctx, errBadToken)
 	}
-	entries, next, err := s.store.History(ctx, pool, req.GetPlayerId(), before, size)
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
@@ -166,8 +162,8 @@ func (s *Service) GetRatingHistory(ctx context.Context, req *ratingv1.GetRatingH
 			SigmaAfter:   e.Sigma,
 		}
 	}
-	if next > 0 {
-		resp.NextPageToken = encodeToken("h", scope, strconv.FormatInt(next, 10))
+	if next != "" {
+		resp.NextPageToken = encodeToken("h", scope, next)
 	}
 	return resp, nil
 }

@@ -273,7 +273,7 @@ func TestConsumerCrashBeforeAck(t *testing.T) {
 		fx.start(t, "heir", 1)
 		fx.waitDrained(t, 2)
 		fx.checkReplay(t, results(t, evs))
-		h, _, err := fx.store.History(ctx, pool, "a", 0, 10)
+		h, _, err := fx.store.History(ctx, pool, "a", "", 10)
 		if err != nil || len(h) != 2 {
 			t.Errorf("history of a = %+v, err %v; want 2 entries", h, err)
 		}

@@ -2,15 +2,16 @@
 --
 -- KEYS: 1 standings hash (player id -> standing), 2 sequence counter,
 --       3 leaderboard, 4 watermark (the newest finish time applied, unix
---       ms), then per match its four players' history lists, then the
---       applied-marker buckets the matches refer to.
+--       ms), then the applied-marker buckets the matches refer to, then
+--       the history buckets of the same days, in the same order.
 -- ARGV: 1 number of matches, 2 marker retention (ms), 3 the marker
---       buckets' key prefix (what precedes the day number), then per match:
---       the match id, its marker bucket (index among the bucket keys), its
---       finish time (unix ms) and, per player, 5 fields: the player id, the
---       standing the caller computed from ('' when the player had none), the
---       new standing, the leaderboard action ('' = none, '-' = remove, else
---       the display rating to list), the history entry.
+--       buckets' key prefix (what precedes the day number), 4 the number
+--       of day buckets, then per match: the match id, its day bucket (index
+--       among the bucket keys), its finish time (unix ms), its history
+--       record and, per player, 4 fields: the player id, the standing the
+--       caller computed from ('' when the player had none), the new
+--       standing, the leaderboard action ('' = none, '-' = remove, else the
+--       display rating to list).
 --
 -- A match is applied only if it is not older than the retention before the
 -- watermark, not yet marked applied, and every player's stored standing is
@@ -26,17 +27,23 @@
 -- before the watermark (its marker may be gone: it is never applied).
 --
 -- Applied markers live in one hash per day of the matches' own finish
--- times (KEYS after the history lists). A bucket is deleted once the
--- watermark is a retention past the bucket's end: no match of that day can
--- be accepted any more, so no marker of it is needed. Event time, not the
--- clock: a replay of old events behaves exactly like the first run.
+-- times. A bucket is deleted once the watermark is a retention past the
+-- bucket's end: no match of that day can be accepted any more, so no
+-- marker of it is needed. Event time, not the clock: a replay of old
+-- events behaves exactly like the first run.
+--
+-- History records (the four players' entries of a match, each with the
+-- reference of the player's previous record; the new standings reference
+-- this one) live in one hash per day too, kept for good. One field per
+-- match instead of a list per player: a million list keys made every
+-- lookup of the keyspace slower.
 --
 -- Cost: a run spends its time on key lookups, on redis.call and on turning
 -- arguments into Lua strings. So every standing and marker is read with one
 -- HMGET and written with one HSET per run, the checks run on Lua tables,
 -- and the leaderboard is updated with one ZADD and one ZREM at the end
 -- (each member with its last match's action: the same end state as one
--- update per match). Per match only the four LPUSHes remain.
+-- update per match).
 --
 -- Leaderboard score = display * 2^39 + (2^39 - 1 - (4 * seq + place - 1)):
 -- equal display ratings rank the player changed by the earlier match first,
@@ -47,9 +54,11 @@ local standings, seqkey, lb, wmkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local n = tonumber(ARGV[1])
 local keep = tonumber(ARGV[2])
 local bucketPrefix = ARGV[3]
-local stride = 5
-local width = 3 + 4 * stride
-local bucketBase = 4 + 4 * n
+local nbuckets = tonumber(ARGV[4])
+local stride = 4
+local width = 4 + 4 * stride
+local bucketBase = 4
+local historyBase = 4 + nbuckets
 local tie = 549755813888 -- 2^39
 local day = 86400000
 -- unpack() is bounded by the Lua C stack (8000 slots), so long argument
@@ -66,7 +75,7 @@ end
 local ids, seen = {}, {}
 local asked = {} -- bucket index -> match ids
 for e = 0, n - 1 do
-  local a = 4 + e * width
+  local a = 5 + e * width
   local b = ARGV[a + 1]
   local list = asked[b]
   if list == nil then
@@ -75,7 +84,7 @@ for e = 0, n - 1 do
   end
   list[#list + 1] = ARGV[a]
   for i = 0, 3 do
-    local id = ARGV[a + 3 + i * stride]
+    local id = ARGV[a + 4 + i * stride]
     if not seen[id] then
       seen[id] = true
       ids[#ids + 1] = id
@@ -108,7 +117,7 @@ local wm = wm0
 local out = {}
 local applied = {} -- indexes (from 0) of the matches to apply, in order
 for e = 0, n - 1 do
-  local a = 4 + e * width
+  local a = 5 + e * width
   local match, finished = ARGV[a], tonumber(ARGV[a + 2])
   local status = 0
   if finished < wm - keep then
@@ -116,7 +125,7 @@ for e = 0, n - 1 do
   elseif not marked[match] then
     status = seq + 1
     for i = 0, 3 do
-      local p = a + 3 + i * stride
+      local p = a + 4 + i * stride
       if cur[ARGV[p]] ~= ARGV[p + 1] then
         status = -1
         break
@@ -126,7 +135,7 @@ for e = 0, n - 1 do
       seq = status
       marked[match] = true
       for i = 0, 3 do
-        local p = a + 3 + i * stride
+        local p = a + 4 + i * stride
         cur[ARGV[p]] = ARGV[p + 2]
       end
       if finished > wm then wm = finished end
@@ -136,95 +145,70 @@ for e = 0, n - 1 do
   out[e + 1] = status
 end
 
--- group returns, per marker bucket, the match ids (with their sequence
--- numbers when withSeq) of the applied matches from index i on.
-local function group(from, withSeq)
+-- group returns, per day bucket (the marker bucket, or with history the
+-- history bucket of the same day), the applied matches' ids each followed
+-- by its sequence number (markers) or its history record.
+local function group(history)
   local by = {}
-  for j = from, #applied do
+  for j = 1, #applied do
     local e = applied[j]
-    local a = 4 + e * width
-    local key = KEYS[bucketBase + tonumber(ARGV[a + 1])]
+    local a = 5 + e * width
+    local b = tonumber(ARGV[a + 1])
+    local key = KEYS[(history and historyBase or bucketBase) + b]
     local list = by[key]
     if list == nil then
       list = {}
       by[key] = list
     end
     list[#list + 1] = ARGV[a]
-    if withSeq then list[#list + 1] = out[e + 1] end
+    list[#list + 1] = history and ARGV[a + 3] or out[e + 1]
   end
   return by
 end
 
--- Markers first: should a later command fail (a key of the wrong type),
--- a match it reached counts as applied and is never applied twice. Should
--- writing the markers itself fail (a bucket of the wrong type), the ones
--- written are removed again and nothing else is written.
-local marking = group(1, true)
+-- Markers and history records first, all or nothing: should writing them
+-- fail (a bucket of the wrong type), the fields written are removed again,
+-- nothing else is written and the error is raised. After them no command
+-- can fail on the matches' own keys.
 local wrote = {}
 local mok, merr = pcall(function()
-  for key, list in pairs(marking) do
-    chunked('HSET', key, list)
-    wrote[#wrote + 1] = key
+  for _, history in ipairs({false, true}) do
+    for key, list in pairs(group(history)) do
+      chunked('HSET', key, list)
+      wrote[#wrote + 1] = {key, list}
+    end
   end
 end)
 if not mok then
-  local unmark = group(1, false)
-  for _, key in ipairs(wrote) do
-    chunked('HDEL', key, unmark[key])
+  for _, w in ipairs(wrote) do
+    local fields = {}
+    for i = 1, #w[2], 2 do fields[#fields + 1] = w[2][i] end
+    chunked('HDEL', w[1], fields)
   end
   error(merr)
 end
 
--- The history entries, protected: should a command fail halfway, the
--- matches before the failing one (and the failing one, whose marker is
--- set) keep their standings, leaderboard entries and sequence numbers,
--- the later ones are unmarked again, and then the error is raised.
+-- The standings and the leaderboard entries, each player's last.
 local board, members = {}, {}
 local write, written = {}, {}
-local done = 0
-local ok, err = pcall(function()
-  for j = 1, #applied do
-    local e = applied[j]
-    local a = 4 + e * width
-    local k = 5 + e * 4
-    local s = out[e + 1]
-    done = j
-    for i = 0, 3 do
-      local p = a + 3 + i * stride
-      local id = ARGV[p]
-      if write[id] == nil then written[#written + 1] = id end
-      write[id] = ARGV[p + 2]
-    end
-    for i = 0, 3 do
-      local p = a + 3 + i * stride
-      redis.call('LPUSH', KEYS[k + i], ARGV[p + 4])
-      local act = ARGV[p + 3]
-      if act ~= '' then
-        local member = ARGV[p]
-        if board[member] == nil then members[#members + 1] = member end
-        if act == '-' then
-          board[member] = false
-        else
-          board[member] = string.format('%d', tonumber(act) * tie + (tie - 1 - (4 * s + i)))
-        end
+for j = 1, #applied do
+  local e = applied[j]
+  local a = 5 + e * width
+  local s = out[e + 1]
+  for i = 0, 3 do
+    local p = a + 4 + i * stride
+    local id = ARGV[p]
+    if write[id] == nil then written[#written + 1] = id end
+    write[id] = ARGV[p + 2]
+    local act = ARGV[p + 3]
+    if act ~= '' then
+      if board[id] == nil then members[#members + 1] = id end
+      if act == '-' then
+        board[id] = false
+      else
+        board[id] = string.format('%d', tonumber(act) * tie + (tie - 1 - (4 * s + i)))
       end
     end
-  end
-end)
-if not ok then
-  for key, list in pairs(group(done + 1, false)) do
-    chunked('HDEL', key, list)
-  end
-  for j = done + 1, #applied do
-    out[applied[j] + 1] = -1
-  end
-  -- The sequence counter and the watermark stop at the failing match.
-  seq, wm = seq0, wm0
-  for j = 1, done do
-    local e = applied[j]
-    seq = out[e + 1]
-    local f = tonumber(ARGV[4 + e * width + 2])
-    if f > wm then wm = f end
   end
 end
 
@@ -266,8 +250,5 @@ if wm ~= wm0 then
       redis.call('UNLINK', bucketPrefix .. string.format('%d', d))
     end
   end
-end
-if not ok then
-  error(err)
 end
 return out

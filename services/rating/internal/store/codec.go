@@ -10,10 +10,12 @@ import (
 
 // A player's standing is stored as one string,
 //
-//	version|mu|sigma|games|updated unix ms|bot 0/1|display name
+//	version|mu|sigma|games|updated unix ms|bot 0/1|last record|display name
 //
 // so that the apply script compares and replaces it with one command each.
 // Floats use the shortest exact representation: they read back bit for bit.
+// The last record is the reference (recordRef) of the player's newest
+// history record, "" before the first game.
 func encodePlayer(p Player) string {
 	return string(appendPlayer(make([]byte, 0, 64+len(p.Name)), p))
 }
@@ -39,6 +41,8 @@ func appendPlayer(b []byte, p Player) []byte {
 	} else {
 		b = append(b, "|0|"...)
 	}
+	b = append(b, p.last...)
+	b = append(b, '|')
 	return append(b, p.Name...)
 }
 
@@ -72,9 +76,97 @@ func (s *Store) decodePlayer(id, raw string) (Player, error) {
 		p.Standing.UpdatedAt = time.UnixMilli(ms).UTC()
 	}
 	p.Bot = f[5] == "1"
-	p.Name = f[6]
+	// The reference may contain '|' (in the match id): it is read by its
+	// own lengths, and the name is the rest.
+	rest = f[6]
+	if !strings.HasPrefix(rest, "|") {
+		_, _, n, err := readRecordRef(rest)
+		if err != nil || n == len(rest) || rest[n] != '|' {
+			return p, fmt.Errorf("read player %s: corrupt standing %q: bad last record", id, raw)
+		}
+		p.last, rest = rest[:n], rest[n:]
+	}
+	p.Name = rest[1:]
 	p.Known = true
 	return p, nil
+}
+
+// recordRef names a match's history record, the field match of the day
+// bucket: "<day>:<len(match)>:<match>". Match ids may hold any byte, so
+// the id is read by its length.
+func recordRef(day int64, match string) string {
+	b := strconv.AppendInt(make([]byte, 0, 24+len(match)), day, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(len(match)), 10)
+	b = append(b, ':')
+	return string(append(b, match...))
+}
+
+var errBadRef = errors.New("malformed history record reference")
+
+// readRecordRef reads a recordRef at the start of s and returns its day,
+// match id and length.
+func readRecordRef(s string) (day int64, match string, n int, err error) {
+	i := strings.IndexByte(s, ':')
+	if i <= 0 {
+		return 0, "", 0, errBadRef
+	}
+	if day, err = strconv.ParseInt(s[:i], 10, 64); err != nil {
+		return 0, "", 0, errBadRef
+	}
+	j := strings.IndexByte(s[i+1:], ':')
+	if j <= 0 {
+		return 0, "", 0, errBadRef
+	}
+	size, err := strconv.Atoi(s[i+1 : i+1+j])
+	if err != nil || size < 0 || s[i+1] == '+' || size > len(s)-(i+j+2) {
+		return 0, "", 0, errBadRef
+	}
+	start := i + j + 2
+	return day, s[start : start+size], start + size, nil
+}
+
+// parseRecordRef parses s, which must be exactly one recordRef.
+func parseRecordRef(s string) (day int64, match string, err error) {
+	day, match, n, err := readRecordRef(s)
+	if err == nil && n != len(s) {
+		err = errBadRef
+	}
+	return day, match, err
+}
+
+// A match's history record holds its four players' entries, each as three
+// length-prefixed strings "<len>:<bytes>": the player id, the reference of
+// the player's previous record ("" for their first game) and the entry.
+// The history read script walks a player's records through the previous
+// references.
+func appendRecordPart(b []byte, s string) []byte {
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, ':')
+	return append(b, s...)
+}
+
+// recordEntry finds player's part of a history record: their entry and the
+// reference of their previous record.
+func recordEntry(record, player string) (entry, prev string, err error) {
+	for rest := record; rest != ""; {
+		var parts [3]string
+		for i := range parts {
+			c := strings.IndexByte(rest, ':')
+			if c <= 0 {
+				return "", "", errors.New("corrupt history record")
+			}
+			n, err := strconv.Atoi(rest[:c])
+			if err != nil || n < 0 || rest[0] == '+' || n > len(rest)-c-1 {
+				return "", "", errors.New("corrupt history record")
+			}
+			parts[i], rest = rest[c+1:c+1+n], rest[c+1+n:]
+		}
+		if parts[0] == player {
+			return parts[2], parts[1], nil
+		}
+	}
+	return "", "", fmt.Errorf("history record has no entry of player %s", player)
 }
 
 // A history entry is stored as one string,

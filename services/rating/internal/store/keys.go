@@ -25,8 +25,13 @@ func newKeys(prefix, pool string) keys {
 // standings is the hash of the players' standings: player id -> standing.
 func (k keys) standings() string { return k.tag + ":s" }
 
-// history is the list of a player's rating changes, newest first.
-func (k keys) history(id string) string { return k.tag + ":h:" + id }
+// historyPrefix precedes the day number in the history buckets' keys.
+func (k keys) historyPrefix() string { return k.tag + ":hist:" }
+
+// history is the hash of the history records of the matches that
+// finished on day: match id -> the four players' entries (see codec.go).
+// A player's records are linked from their standing, newest first.
+func (k keys) history(day int64) string { return k.historyPrefix() + strconv.FormatInt(day, 10) }
 
 // leaderboard is the sorted set of listed players.
 func (k keys) leaderboard() string { return k.tag + ":lb" }

@@ -138,38 +138,55 @@ func (s *Store) Leaderboard(ctx context.Context, pool, cursor string, limit int)
 }
 
 // History returns up to limit of a player's rated matches in pool, newest
-// first, starting with game number before (0 = the newest game). next is
-// the before of the following page, 0 after the last page.
+// first, starting at cursor ("" = the newest game; else the next cursor of
+// the previous page). next is "" after the last page.
 //
-// Game n of a player (n from 1) is always at list index -n: entries are only
-// ever pushed at the head, one per rated game. So paging by game number is
-// stable while new games arrive.
-func (s *Store) History(ctx context.Context, pool, playerID string, before int64, limit int) ([]HistoryEntry, int64, error) {
-	if limit <= 0 || before < 0 {
-		return nil, 0, fmt.Errorf("history page (before %d, size %d): %w", before, limit, ErrInvalidCursor)
+// A cursor is the reference of a history record: records are immutable and
+// each links to the player's previous one, so paging is stable while new
+// games arrive. A cursor that is not a record of this player's is refused
+// with ErrInvalidCursor.
+func (s *Store) History(ctx context.Context, pool, playerID, cursor string, limit int) ([]HistoryEntry, string, error) {
+	if limit <= 0 {
+		return nil, "", fmt.Errorf("history page size %d: %w", limit, ErrInvalidCursor)
 	}
-	key := newKeys(s.prefix, pool).history(playerID)
-	var raw []string
-	var err error
-	if before == 0 {
-		raw, err = s.rdb.LRange(ctx, key, 0, int64(limit)-1).Result()
-	} else {
-		raw, err = s.rdb.LRange(ctx, key, -before, -max(1, before-int64(limit)+1)).Result()
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("read history of %s in pool %s: %w", playerID, pool, err)
-	}
-	out := make([]HistoryEntry, len(raw))
-	for i, r := range raw {
-		e, err := decodeHistory(r)
-		if err != nil {
-			return nil, 0, fmt.Errorf("read history of %s in pool %s: %w", playerID, pool, err)
+	k := newKeys(s.prefix, pool)
+	if cursor == "" {
+		raw, err := s.rdb.HGet(ctx, k.standings(), playerID).Result()
+		if errors.Is(err, redis.Nil) {
+			return nil, "", nil // never played in the pool
 		}
-		out[i] = e
+		if err != nil {
+			return nil, "", fmt.Errorf("read history of %s in pool %s: %w", playerID, pool, err)
+		}
+		p, err := s.decodePlayer(playerID, raw)
+		if err != nil {
+			return nil, "", err
+		}
+		if cursor = p.last; cursor == "" {
+			return nil, "", nil
+		}
+	} else if _, _, err := parseRecordRef(cursor); err != nil {
+		return nil, "", fmt.Errorf("history cursor %q: %w", cursor, ErrInvalidCursor)
 	}
-	var next int64
-	if n := len(out); n > 0 && out[n-1].Game > 1 {
-		next = out[n-1].Game - 1
+	vals, err := s.history.Run(ctx, s.rdb, []string{k.standings()}, k.historyPrefix(), playerID, cursor, limit).Slice()
+	if err != nil {
+		return nil, "", fmt.Errorf("read history of %s in pool %s: %w", playerID, pool, err)
+	}
+	if len(vals) < 2 {
+		return nil, "", fmt.Errorf("read history of %s in pool %s: %d values returned", playerID, pool, len(vals))
+	}
+	if status, _ := vals[0].(int64); status != 0 {
+		return nil, "", fmt.Errorf("history cursor %q: %w", cursor, ErrInvalidCursor)
+	}
+	next, _ := vals[1].(string)
+	out := make([]HistoryEntry, 0, len(vals)-2)
+	for _, v := range vals[2:] {
+		raw, _ := v.(string)
+		e, err := decodeHistory(raw)
+		if err != nil {
+			return nil, "", fmt.Errorf("read history of %s in pool %s: %w", playerID, pool, err)
+		}
+		out = append(out, e)
 	}
 	return out, next, nil
 }

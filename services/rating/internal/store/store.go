@@ -41,6 +41,9 @@ import (
 //go:embed apply.lua
 var applySource string
 
+//go:embed history.lua
+var historySource string
+
 // ErrContention reports a match that lost the optimistic race on every
 // attempt; it stays unapplied and may be retried.
 var ErrContention = errors.New("store: too much contention")
@@ -70,6 +73,7 @@ type Store struct {
 	maxAttempts int
 	retention   time.Duration
 	apply       *redis.Script
+	history     *redis.Script
 }
 
 // New returns a store on rdb. prefix is put before every key (tests use one
@@ -85,6 +89,7 @@ func New(rdb redis.UniversalClient, policy ladder.Policy, prefix string, retenti
 		maxAttempts: DefaultMaxAttempts,
 		retention:   retention,
 		apply:       redis.NewScript(applySource),
+		history:     redis.NewScript(historySource),
 	}
 }
 
@@ -100,6 +105,8 @@ type Player struct {
 	// Known is false for a player who has never played a rated game in the
 	// pool; Standing is then the default.
 	Known bool
+	// last is the recordRef of the player's newest history record.
+	last string
 }
 
 // HistoryEntry is one rated match of a player.
@@ -234,8 +241,8 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 			c = &poolCall{
 				pool: res.Pool,
 				idx:  make([]int, 0, size),
-				keys: append(make([]string, 0, 4+4*size+2), k.standings(), k.seq(), k.leaderboard(), k.watermark()),
-				args: append(make([]any, 0, 3+23*size), 0, keep, k.bucketPrefix()),
+				keys: append(make([]string, 0, 8), k.standings(), k.seq(), k.leaderboard(), k.watermark()),
+				args: append(make([]any, 0, 4+20*size), 0, keep, k.bucketPrefix(), 0),
 			}
 			calls[res.Pool] = c
 			runs = append(runs, c)
@@ -258,10 +265,13 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(runs))
 	for j, c := range runs {
-		c.args[0] = len(c.idx)
+		c.args[0], c.args[3] = len(c.idx), len(c.buckets)
 		k := newKeys(s.prefix, c.pool)
 		for _, d := range c.buckets {
 			c.keys = append(c.keys, k.bucket(d))
+		}
+		for _, d := range c.buckets {
+			c.keys = append(c.keys, k.history(d))
 		}
 		cmds[j] = s.apply.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
@@ -422,28 +432,30 @@ func (s *Store) readBatch(ctx context.Context, results []ladder.Result, pending 
 // returns the players' new stored standings.
 func (s *Store) appendMatch(c *poolCall, res *ladder.Result, prior [ladder.Seats]stored, changes [ladder.Seats]ladder.Change) [ladder.Seats]stored {
 	var after [ladder.Seats]stored
-	k := newKeys(s.prefix, res.Pool)
-	for _, ch := range changes {
-		c.keys = append(c.keys, k.history(ch.PlayerID))
-	}
 	d := dayOf(res.FinishedAt)
 	bucket := slices.Index(c.buckets, d)
 	if bucket < 0 {
 		bucket = len(c.buckets)
 		c.buckets = append(c.buckets, d)
 	}
-	// The eight encoded values share one allocation.
+	ref := recordRef(d, res.MatchID)
+	// The four standings and the record share one allocation.
 	size := 0
-	for _, ch := range changes {
-		size += 160 + len(ch.Name) + len(res.MatchID)
+	for p, ch := range changes {
+		size += 240 + 2*len(ch.Name) + 2*len(ch.PlayerID) + 2*len(ref) + len(prior[p].player.last) + len(res.MatchID)
 	}
 	buf := make([]byte, 0, size)
-	var ends [2 * ladder.Seats]int
+	var ends [ladder.Seats]int
 	for p, ch := range changes {
-		after[p].player = Player{ID: ch.PlayerID, Name: ch.Name, Bot: ch.Bot, Standing: ch.After, Known: true}
+		after[p].player = Player{ID: ch.PlayerID, Name: ch.Name, Bot: ch.Bot, Standing: ch.After, Known: true, last: ref}
 		buf = appendPlayer(buf, after[p].player)
-		ends[2*p] = len(buf)
-		buf = appendHistory(buf, HistoryEntry{
+		ends[p] = len(buf)
+	}
+	var entry []byte
+	for p, ch := range changes {
+		buf = appendRecordPart(buf, ch.PlayerID)
+		buf = appendRecordPart(buf, prior[p].player.last)
+		entry = appendHistory(entry[:0], HistoryEntry{
 			MatchID:       res.MatchID,
 			FinishedAt:    res.FinishedAt,
 			Place:         ch.Place,
@@ -453,15 +465,14 @@ func (s *Store) appendMatch(c *poolCall, res *ladder.Result, prior [ladder.Seats
 			Mu:            ch.After.Rating.Mu,
 			Sigma:         ch.After.Rating.Sigma,
 		})
-		ends[2*p+1] = len(buf)
+		buf = append(append(strconv.AppendInt(buf, int64(len(entry)), 10), ':'), entry...)
 	}
 	encoded := string(buf)
-	c.args = append(c.args, res.MatchID, bucket+1, res.FinishedAt.UnixMilli())
+	c.args = append(c.args, res.MatchID, bucket+1, res.FinishedAt.UnixMilli(), encoded[ends[ladder.Seats-1]:])
 	start := 0
 	for p, ch := range changes {
-		after[p].raw = encoded[start:ends[2*p]]
-		entry := encoded[ends[2*p]:ends[2*p+1]]
-		start = ends[2*p+1]
+		after[p].raw = encoded[start:ends[p]]
+		start = ends[p]
 		action := ""
 		switch {
 		case s.Listed(ch.Bot, ch.After):
@@ -469,7 +480,7 @@ func (s *Store) appendMatch(c *poolCall, res *ladder.Result, prior [ladder.Seats
 		case prior[p].player.Known && s.Listed(prior[p].player.Bot, prior[p].player.Standing):
 			action = "-"
 		}
-		c.args = append(c.args, ch.PlayerID, prior[p].raw, after[p].raw, action, entry)
+		c.args = append(c.args, ch.PlayerID, prior[p].raw, after[p].raw, action)
 	}
 	return after
 }

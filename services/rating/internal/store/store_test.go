@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -161,7 +162,7 @@ func TestApplyOnce(t *testing.T) {
 			}
 		}
 		checkStandings(t, ctx, s, pool, want)
-		h, _, err := s.History(ctx, pool, "ann", 0, 10)
+		h, _, err := s.History(ctx, pool, "ann", "", 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +254,7 @@ func TestApplyConcurrent(t *testing.T) {
 		ordered := inApplyOrder(t, ctx, s, results)
 		checkStandings(t, ctx, s, pool, replay(t, s.policy, ordered))
 		for p := range players {
-			h, _, err := s.History(ctx, pool, fmt.Sprintf("p%d", p), 0, matches)
+			h, _, err := s.History(ctx, pool, fmt.Sprintf("p%d", p), "", matches)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -361,9 +362,9 @@ func TestHistoryPaging(t *testing.T) {
 			t.Fatal(err)
 		}
 		var games []int64
-		var before int64
+		var cursor string
 		for range 10 {
-			page, next, err := s.History(ctx, pool, "a", before, 3)
+			page, next, err := s.History(ctx, pool, "a", cursor, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -374,22 +375,37 @@ func TestHistoryPaging(t *testing.T) {
 				}
 			}
 			// A new game arriving between pages must not disturb paging.
-			if before == 0 {
+			if cursor == "" {
 				if _, err := s.Apply(ctx, []ladder.Result{result(t, "m7", pool, "a", "b", "c", "d")}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if next == 0 {
+			if next == "" {
 				break
 			}
-			before = next
+			cursor = next
 		}
 		if want := []int64{7, 6, 5, 4, 3, 2, 1}; !slices.Equal(games, want) {
 			t.Errorf("games = %v, want %v", games, want)
 		}
-		h, _, err := s.History(ctx, pool, "nobody", 0, 5)
+		h, _, err := s.History(ctx, pool, "nobody", "", 5)
 		if err != nil || len(h) != 0 {
 			t.Errorf("history of an unknown player = %v, %v", h, err)
+		}
+		// A cursor must be a record of this player's: another player's
+		// record, a record that does not exist and a malformed reference
+		// are all refused.
+		_, bNext, err := s.History(ctx, pool, "b", "", 1)
+		if err != nil || bNext == "" {
+			t.Fatalf("first page of b: next %q, %v", bNext, err)
+		}
+		for _, bad := range []string{"0:2:m0", "1:x:m0", "19000:2:zz", "-3", "5:9:m0"} {
+			if _, _, err := s.History(ctx, pool, "nobody", bad, 5); !errors.Is(err, ErrInvalidCursor) {
+				t.Errorf("History(nobody, %q) = %v, want ErrInvalidCursor", bad, err)
+			}
+		}
+		if _, _, err := s.History(ctx, pool, "nobody", bNext, 5); !errors.Is(err, ErrInvalidCursor) {
+			t.Errorf("History(nobody, b's cursor) = %v, want ErrInvalidCursor", err)
 		}
 	})
 }
@@ -407,47 +423,44 @@ func TestPlayersUnknown(t *testing.T) {
 	})
 }
 
-// A command that fails halfway through the apply script (a key of the wrong
-// type) fails the call, but never lets a match be applied twice, and the
-// matches applied before it keep their leaderboard entries and sequence
-// numbers.
-func TestApplyFailingHalfway(t *testing.T) {
+// A history bucket of the wrong type fails the script run before anything
+// else is written: the markers and records it wrote are removed again, so
+// none of its matches counts as applied, the other keys are untouched, and
+// once the key is repaired every match applies exactly once.
+func TestApplyFailingBucket(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, s *Store, rdb redis.UniversalClient) {
 		ctx := t.Context()
 		k := newKeys(s.prefix, pool)
-		if err := rdb.HSet(ctx, k.history("eve"), "not", "a list").Err(); err != nil {
-			t.Fatal(err)
-		}
 		m1 := result(t, "m1", pool, "ann", "bob", "cat", "dan")
 		m2 := result(t, "m2", pool, "ann", "eve", "fay", "gus")
+		broken := k.history(dayOf(m2.FinishedAt))
+		if err := rdb.Set(ctx, broken, "not a hash", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := s.Apply(ctx, []ladder.Result{m1, m2}); err == nil {
-			t.Fatal("Apply succeeded with a broken history key")
+			t.Fatal("Apply succeeded with a broken history bucket")
 		}
-		if seq, ok, err := s.Applied(ctx, pool, "m1"); err != nil || !ok || seq != 1 {
-			t.Fatalf("m1 applied = %d, %v, %v; want seq 1", seq, ok, err)
+		for _, m := range []string{"m1", "m2"} {
+			if _, ok, err := s.Applied(ctx, pool, m); err != nil || ok {
+				t.Fatalf("%s applied = %v, %v after the failed run; want not applied", m, ok, err)
+			}
 		}
-		if n, err := rdb.Get(ctx, k.seq()).Int64(); err != nil || n < 1 {
-			t.Fatalf("sequence counter = %d, %v; want at least 1", n, err)
+		if n, err := rdb.Exists(ctx, k.seq(), k.leaderboard()).Result(); err != nil || n != 0 {
+			t.Fatalf("%d of sequence counter and leaderboard exist after the failed run (%v), want none", n, err)
 		}
-		if err := rdb.Del(ctx, k.history("eve")).Err(); err != nil {
+		if got, err := s.Players(ctx, pool, []string{"ann"}); err != nil || got[0].Known {
+			t.Fatalf("ann after the failed run = %+v, %v; want unknown", got, err)
+		}
+		if err := rdb.Del(ctx, broken).Err(); err != nil {
 			t.Fatal(err)
 		}
-		// m2 claimed its marker before failing: it counts as applied
-		// and is not applied again.
-		out, err := s.Apply(ctx, []ladder.Result{m2, result(t, "m3", pool, "hal", "ida", "jon", "kim")})
+		out, err := s.Apply(ctx, []ladder.Result{m1, m2, m1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out[0].Status != Duplicate {
-			t.Errorf("m2 after the failure: %v, want Duplicate", out[0].Status)
-		}
-		seq2, _, err := s.Applied(ctx, pool, "m2")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out[1].Status != Applied || out[1].Seq <= seq2 {
-			t.Errorf("m3: %+v, want Applied after m2's seq %d", out[1], seq2)
+		if out[0].Status != Applied || out[1].Status != Applied || out[2].Status != Duplicate {
+			t.Errorf("after the repair: %v %v %v, want Applied Applied Duplicate", out[0].Status, out[1].Status, out[2].Status)
 		}
 		ann, err := s.Players(ctx, pool, []string{"ann"})
 		if err != nil {
@@ -455,6 +468,10 @@ func TestApplyFailingHalfway(t *testing.T) {
 		}
 		if ann[0].Standing.Games != 2 {
 			t.Errorf("ann played %d games, want 2 (m1 and m2 once each)", ann[0].Standing.Games)
+		}
+		h, _, err := s.History(ctx, pool, "ann", "", 5)
+		if err != nil || len(h) != 2 || h[0].MatchID != "m2" || h[1].MatchID != "m1" {
+			t.Errorf("history of ann = %+v, %v; want m2, m1", h, err)
 		}
 	})
 }
@@ -566,7 +583,7 @@ func TestMarkerWindow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(before, after); diff != "" {
+		if diff := cmp.Diff(before, after, cmp.AllowUnexported(Player{})); diff != "" {
 			t.Errorf("expired matches changed standings (-before +after):\n%s", diff)
 		}
 		if _, ok, err := s.Applied(ctx, pool, "stale"); err != nil || ok {
