@@ -29,8 +29,10 @@ import (
 )
 
 // Item is one delivery to a watcher: the events of one change, in version
-// order, or (Resync) a request to catch up from the store. The events are
-// shared by all watchers of the match.
+// order, or (Resync) a request to catch up from the store. One Item is
+// shared by all watchers of the match and never modified: a watcher's
+// buffer holds pointers, a quarter of the memory (allocated whole per
+// stream) and of what the garbage collector scans.
 type Item struct {
 	Events []Event
 	Resync bool
@@ -39,8 +41,8 @@ type Item struct {
 // Watcher receives the live events of one match.
 type Watcher struct {
 	// C delivers items; it is never closed.
-	C    <-chan Item
-	c    chan Item
+	C    <-chan *Item
+	c    chan *Item
 	lost chan struct{}
 	hub  *Hub
 	id   string
@@ -123,7 +125,7 @@ func (h *Hub) Watch(ctx context.Context, id string) (*Watcher, error) {
 			return nil, err
 		}
 	}
-	c := make(chan Item, h.bufSize)
+	c := make(chan *Item, h.bufSize)
 	w := &Watcher{C: c, c: c, lost: make(chan struct{}), hub: h, id: ch}
 	t.watchers[w] = struct{}{}
 	ready := t.ready
@@ -202,7 +204,7 @@ func (h *Hub) confirmed(ch string) {
 		close(t.ready)
 		return
 	}
-	h.send(t, Item{Resync: true})
+	h.send(t, &Item{Resync: true})
 }
 
 func (h *Hub) resyncPartition(p int) {
@@ -210,7 +212,7 @@ func (h *Hub) resyncPartition(p int) {
 	defer h.mu.Unlock()
 	for _, t := range h.topics {
 		if tp, _ := store.PartitionOf(t.id); tp == p {
-			h.send(t, Item{Resync: true})
+			h.send(t, &Item{Resync: true})
 		}
 	}
 }
@@ -228,12 +230,12 @@ func (h *Hub) deliver(ch, payload string) {
 		h.log.Error("bad live notification", "channel", ch, "err", err)
 		return
 	}
-	item := Item{Events: make([]Event, 0, len(raw))}
+	item := &Item{Events: make([]Event, 0, len(raw))}
 	for _, b := range raw {
 		ev, err := ReadEvent(b)
 		if err != nil {
 			h.log.Error("bad live event", "channel", ch, "err", err)
-			item = Item{Resync: true}
+			item = &Item{Resync: true}
 			break
 		}
 		item.Events = append(item.Events, ev)
@@ -247,7 +249,7 @@ func (h *Hub) deliver(ch, payload string) {
 
 // send hands an item to every watcher of a topic without blocking; a
 // watcher with a full buffer is dropped. Called with h.mu held.
-func (h *Hub) send(t *topic, it Item) {
+func (h *Hub) send(t *topic, it *Item) {
 	for w := range t.watchers {
 		select {
 		case w.c <- it:
