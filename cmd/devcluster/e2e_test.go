@@ -178,6 +178,14 @@ func TestMakeRunPlaysAFullGameAgainstBots(t *testing.T) {
 	if got := fkRun("rating"); !strings.Contains(got, "1 games") {
 		t.Errorf("fk rating said %q, want one game", got)
 	}
+	// The history script runs on the embedded store too.
+	hist, err := c.Rating.GetRatingHistory(ctx, &ratingv1.GetRatingHistoryRequest{RuleSet: "fourkingdoms", PlayerId: res.PlayerID})
+	if err != nil {
+		t.Fatalf("rating history: %v", err)
+	}
+	if e := hist.GetEntries(); len(e) != 1 || e[0].GetMatchId() != res.MatchID || hist.GetNextPageToken() != "" {
+		t.Errorf("rating history of %s = %v (next %q), want one entry for match %s", res.PlayerID, e, hist.GetNextPageToken(), res.MatchID)
+	}
 
 	// Ctrl-C: everything stops, no process is left.
 	stop()

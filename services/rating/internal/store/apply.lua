@@ -65,6 +65,16 @@ local day = 86400000
 -- lists go to redis.call in chunks (an even size keeps pairs together).
 local chunk = 1000
 
+-- listOf returns t[k], a new list stored there if there was none.
+local function listOf(t, k)
+  local list = t[k]
+  if list == nil then
+    list = {}
+    t[k] = list
+  end
+  return list
+end
+
 local function chunked(cmd, key, list)
   for i = 1, #list, chunk do
     redis.call(cmd, key, unpack(list, i, math.min(i + chunk - 1, #list)))
@@ -76,12 +86,7 @@ local ids, seen = {}, {}
 local asked = {} -- bucket index -> match ids
 for e = 0, n - 1 do
   local a = 5 + e * width
-  local b = ARGV[a + 1]
-  local list = asked[b]
-  if list == nil then
-    list = {}
-    asked[b] = list
-  end
+  local list = listOf(asked, ARGV[a + 1])
   list[#list + 1] = ARGV[a]
   for i = 0, 3 do
     local id = ARGV[a + 4 + i * stride]
@@ -154,12 +159,7 @@ local function group(history)
     local e = applied[j]
     local a = 5 + e * width
     local b = tonumber(ARGV[a + 1])
-    local key = KEYS[(history and historyBase or bucketBase) + b]
-    local list = by[key]
-    if list == nil then
-      list = {}
-      by[key] = list
-    end
+    local list = listOf(by, KEYS[(history and historyBase or bucketBase) + b])
     list[#list + 1] = ARGV[a]
     list[#list + 1] = history and ARGV[a + 3] or out[e + 1]
   end

@@ -146,29 +146,6 @@ func appendRecordPart(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// recordEntry finds player's part of a history record: their entry and the
-// reference of their previous record.
-func recordEntry(record, player string) (entry, prev string, err error) {
-	for rest := record; rest != ""; {
-		var parts [3]string
-		for i := range parts {
-			c := strings.IndexByte(rest, ':')
-			if c <= 0 {
-				return "", "", errors.New("corrupt history record")
-			}
-			n, err := strconv.Atoi(rest[:c])
-			if err != nil || n < 0 || rest[0] == '+' || n > len(rest)-c-1 {
-				return "", "", errors.New("corrupt history record")
-			}
-			parts[i], rest = rest[c+1:c+1+n], rest[c+1+n:]
-		}
-		if parts[0] == player {
-			return parts[2], parts[1], nil
-		}
-	}
-	return "", "", fmt.Errorf("history record has no entry of player %s", player)
-}
-
 // A history entry is stored as one string,
 //
 //	game|place|finished unix ms|display before|display after|mu|sigma|match id

@@ -1,7 +1,11 @@
 package store
 
 import (
+	"errors"
+	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,3 +147,26 @@ func FuzzRecordEntry(f *testing.F) {
 }
 
 func sameFloat(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
+
+// recordEntry finds player's part of a history record, as history.lua
+// does: their entry and the reference of their previous record.
+func recordEntry(record, player string) (entry, prev string, err error) {
+	for rest := record; rest != ""; {
+		var parts [3]string
+		for i := range parts {
+			c := strings.IndexByte(rest, ':')
+			if c <= 0 {
+				return "", "", errors.New("corrupt history record")
+			}
+			n, err := strconv.Atoi(rest[:c])
+			if err != nil || n < 0 || rest[0] == '+' || n > len(rest)-c-1 {
+				return "", "", errors.New("corrupt history record")
+			}
+			parts[i], rest = rest[c+1:c+1+n], rest[c+1+n:]
+		}
+		if parts[0] == player {
+			return parts[2], parts[1], nil
+		}
+	}
+	return "", "", fmt.Errorf("history record has no entry of player %s", player)
+}

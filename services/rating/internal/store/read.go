@@ -151,19 +151,12 @@ func (s *Store) History(ctx context.Context, pool, playerID, cursor string, limi
 	}
 	k := newKeys(s.prefix, pool)
 	if cursor == "" {
-		raw, err := s.rdb.HGet(ctx, k.standings(), playerID).Result()
-		if errors.Is(err, redis.Nil) {
-			return nil, "", nil // never played in the pool
-		}
-		if err != nil {
-			return nil, "", fmt.Errorf("read history of %s in pool %s: %w", playerID, pool, err)
-		}
-		p, err := s.decodePlayer(playerID, raw)
+		p, err := s.Players(ctx, pool, []string{playerID})
 		if err != nil {
 			return nil, "", err
 		}
-		if cursor = p.last; cursor == "" {
-			return nil, "", nil
+		if cursor = p[0].last; cursor == "" {
+			return nil, "", nil // never played in the pool
 		}
 	} else if _, _, err := parseRecordRef(cursor); err != nil {
 		return nil, "", fmt.Errorf("history cursor %q: %w", cursor, ErrInvalidCursor)
