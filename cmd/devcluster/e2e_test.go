@@ -6,26 +6,34 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/workspace"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+// TestMain stops the Redis servers the tests started and checks for
+// leaked goroutines.
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // syncBuffer collects the launcher's output from its goroutine.
 type syncBuffer struct {
@@ -51,6 +59,169 @@ func (s *syncBuffer) String() string {
 // whole game in its non-interactive mode; the game finishes with a result,
 // the four players' ratings change, and Ctrl-C leaves no process behind.
 func TestMakeRunPlaysAFullGameAgainstBots(t *testing.T) {
+	l := launch(t, func(string) string { return "" })
+	if !l.cl.Embedded {
+		t.Fatal("without REDIS_ADDR the launcher did not start the embedded store")
+	}
+	if !strings.Contains(l.out.String(), "go run ./cmd/fk play") {
+		t.Errorf("the banner has no guest command:\n%s", l.out.String())
+	}
+	if got := l.fk("login", "--name", "E2E Guest"); !strings.Contains(got, "signed in as E2E Guest") {
+		t.Fatalf("login said %q", got)
+	}
+	res := l.play()
+	if pgn := l.fk("export", res.MatchID); !strings.Contains(pgn, "1.") {
+		t.Errorf("export printed no moves:\n%s", pgn)
+	}
+	games := map[string]uint32{}
+	for _, id := range res.Players {
+		games[id] = 1
+	}
+	l.waitRatings(games)
+	if got := l.fk("rating"); !strings.Contains(got, "1 games") {
+		t.Errorf("fk rating said %q, want one game", got)
+	}
+	// The history script runs on the embedded store too.
+	hist, err := l.rating.GetRatingHistory(l.ctx, &ratingv1.GetRatingHistoryRequest{RuleSet: ruleSet, PlayerId: res.PlayerID})
+	if err != nil {
+		t.Fatalf("rating history: %v", err)
+	}
+	if e := hist.GetEntries(); len(e) != 1 || e[0].GetMatchId() != res.MatchID || hist.GetNextPageToken() != "" {
+		t.Errorf("rating history of %s = %v (next %q), want one entry for match %s", res.PlayerID, e, hist.GetNextPageToken(), res.MatchID)
+	}
+	l.shutdown()
+}
+
+// TestFinishedGameMovesRatingsAndLeaderboard runs the launcher against real
+// Redis, standalone and the 6-node cluster: the match service's
+// MatchFinished event of a real game reaches the rating service through the
+// stream, changes the four ratings, and changes the leaderboard.
+//
+// A new player is provisional for 30 games (and while σ > 4), so between
+// two real games the test publishes finished matches to the same stream, as
+// the match service would: first 200 among four rivals, who become
+// established (σ about 2.3), then 28 of the guest's against three of them.
+// The second real game is the guest's 30th and puts them on the
+// leaderboard.
+func TestFinishedGameMovesRatingsAndLeaderboard(t *testing.T) {
+	for _, kind := range []struct {
+		name  string
+		store func(t *testing.T) (redis.UniversalClient, string, string)
+	}{
+		{"standalone", func(t *testing.T) (redis.UniversalClient, string, string) {
+			rdb, addr := redistest.Standalone(t)
+			return rdb, "REDIS_ADDR", addr
+		}},
+		{"cluster", func(t *testing.T) (redis.UniversalClient, string, string) {
+			rdb, addrs := redistest.Cluster(t)
+			return rdb, "REDIS_CLUSTER_ADDRS", strings.Join(addrs, ",")
+		}},
+	} {
+		t.Run(kind.name, func(t *testing.T) {
+			rdb, name, value := kind.store(t)
+			l := launch(t, func(k string) string {
+				if k == name {
+					return value
+				}
+				return ""
+			})
+			if l.cl.Embedded {
+				t.Fatalf("the launcher started the embedded store although %s is set", name)
+			}
+			l.fk("login", "--name", "Leader")
+			first := l.play()
+			games := map[string]uint32{}
+			for _, id := range first.Players {
+				games[id] = 1
+			}
+			l.waitRatings(games)
+
+			guest := first.PlayerID
+			rivals := []string{"e2e-rival-1", "e2e-rival-2", "e2e-rival-3", "e2e-rival-4"}
+			seeded := map[string]uint32{guest: games[guest]}
+			for i := range 200 {
+				order := slices.Clone(rivals)
+				// Rotate the places so that the rivals stay close.
+				slices.Reverse(order[:i%4])
+				slices.Reverse(order[i%4:])
+				publishFinished(t, l.ctx, rdb, fmt.Sprintf("e2e-rivals-%03d", i), order, seeded)
+			}
+			for i := range 28 {
+				order := slices.Insert(slices.Clone(rivals[:3]), i%4, guest)
+				publishFinished(t, l.ctx, rdb, fmt.Sprintf("e2e-guest-%02d", i), order, seeded)
+			}
+			l.waitRatings(seeded)
+			if r := l.getRating(guest); !r.GetProvisional() || r.GetGamesPlayed() != 29 {
+				t.Fatalf("after the seeded games the guest has %v, want 29 games, provisional", r)
+			}
+			before := l.leaderboard()
+			if len(before) != len(rivals) || slices.ContainsFunc(before, func(e *ratingv1.LeaderboardEntry) bool {
+				return e.GetPlayer().GetPlayerId() == guest
+			}) {
+				t.Fatalf("leaderboard before the deciding game = %v, want the four established rivals", before)
+			}
+
+			// Bots only fill the seats of people who wait, so nobody else
+			// plays meanwhile: the counts before the second game are those
+			// of now.
+			clear(games)
+			for _, id := range first.Players {
+				games[id] = l.getRating(id).GetGamesPlayed() + 1
+			}
+			second := l.play()
+			if second.PlayerID != guest {
+				t.Fatalf("second game played by %s, want the guest %s", second.PlayerID, guest)
+			}
+			for _, id := range second.Players {
+				games[id] = max(games[id], 1) // a bot new to rated games has 1
+			}
+			l.waitRatings(games)
+
+			r := l.getRating(guest)
+			if r.GetProvisional() {
+				t.Fatalf("after %d games the guest is still provisional: %v", r.GetGamesPlayed(), r)
+			}
+			// The guest joins the four rivals (the bots are rated but never
+			// listed), after every rival with the same or a better display
+			// rating: equal ratings list the earlier change first.
+			after := l.leaderboard()
+			rank := uint32(1)
+			for _, e := range before {
+				if e.GetDisplayRating() >= r.GetDisplayRating() {
+					rank++
+				}
+			}
+			i := slices.IndexFunc(after, func(e *ratingv1.LeaderboardEntry) bool { return e.GetPlayer().GetPlayerId() == guest })
+			if len(after) != len(rivals)+1 || i < 0 || i+1 != int(rank) || after[i].GetRank() != rank ||
+				after[i].GetDisplayRating() != r.GetDisplayRating() || after[i].GetMu() != r.GetMu() || after[i].GetGamesPlayed() != 30 {
+				t.Fatalf("leaderboard after the guest's 30th game = %v, want the guest (%v) at rank %d among the rivals %v", after, r, rank, before)
+			}
+			l.shutdown()
+		})
+	}
+}
+
+// ruleSet is the pool the launcher's queue plays.
+const ruleSet = "fourkingdoms"
+
+// launched is a running launcher, a terminal client and a rating client.
+type launched struct {
+	t      *testing.T
+	ctx    context.Context
+	cl     cluster
+	out    *syncBuffer
+	stop   context.CancelFunc
+	runErr chan error
+	fkEnv  []string
+	fkBin  string
+	rating ratingv1.RatingServiceClient
+}
+
+// launch starts the launcher as `make run` does, with one queue that bots
+// join after a second, three bots and the environment getenv gives; t's
+// end stops it.
+func launch(t *testing.T, getenv func(string) string) *launched {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and starts the whole cluster")
 	}
@@ -70,132 +241,179 @@ func TestMakeRunPlaysAFullGameAgainstBots(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-
+	t.Cleanup(cancel)
 	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	out := &syncBuffer{}
+	l := &launched{t: t, ctx: ctx, out: &syncBuffer{}, stop: stop, runErr: make(chan error, 1)}
 	ready := make(chan cluster, 1)
-	runErr := make(chan error, 1)
-	noEnv := func(string) string { return "" }
 	go func() {
-		runErr <- run(runCtx, []string{
+		l.runErr <- run(runCtx, []string{
 			"-dir", filepath.Join(dir, "run"), "-base-port", "0",
 			"-queues", "fourkingdoms 1+0 bots=1s", "-bots", "3", "-bot-think", "0s", "-log-level", "warn",
-		}, noEnv, out, func(c cluster) { ready <- c })
+		}, getenv, l.out, func(c cluster) { ready <- c })
 	}()
-	var cl cluster
+	t.Cleanup(func() {
+		stop()
+		<-l.runErr
+	})
 	select {
-	case cl = <-ready:
-	case err := <-runErr:
-		t.Fatalf("launcher stopped before it was ready: %v\n%s", err, out.String())
+	case l.cl = <-ready:
+	case err := <-l.runErr:
+		l.runErr <- err
+		t.Fatalf("launcher stopped before it was ready: %v\n%s", err, l.out.String())
 	case <-ctx.Done():
-		t.Fatalf("launcher not ready: %v\n%s", ctx.Err(), out.String())
-	}
-	if !strings.Contains(out.String(), "go run ./cmd/fk play") {
-		t.Errorf("the banner has no guest command:\n%s", out.String())
+		t.Fatalf("launcher not ready: %v\n%s", ctx.Err(), l.out.String())
 	}
 
-	fk := filepath.Join(dir, "fk")
-	if b, err := exec.CommandContext(ctx, "go", "build", "-o", fk, "../fk").CombinedOutput(); err != nil {
+	l.fkBin = filepath.Join(dir, "fk")
+	if b, err := exec.CommandContext(ctx, "go", "build", "-o", l.fkBin, "../fk").CombinedOutput(); err != nil {
 		t.Fatalf("build fk: %v\n%s", err, b)
 	}
-	env := append(os.Environ(),
+	l.fkEnv = append(os.Environ(),
 		"FK_HOME="+filepath.Join(dir, "home"), "NO_COLOR=1",
-		"FK_MATCHMAKING_ADDR="+cl.Endpoints.Matchmaking, "FK_MATCH_ADDR="+cl.Endpoints.Match, "FK_RATING_ADDR="+cl.Endpoints.Rating)
-	fkRun := func(args ...string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, fk, args...)
-		cmd.Env = env
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		b, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("fk %s: %v\n%s%s\nlauncher:\n%s", strings.Join(args, " "), err, b, stderr.String(), out.String())
-		}
-		return string(b)
-	}
+		"FK_MATCHMAKING_ADDR="+l.cl.Endpoints.Matchmaking, "FK_MATCH_ADDR="+l.cl.Endpoints.Match, "FK_RATING_ADDR="+l.cl.Endpoints.Rating)
 
-	if got := fkRun("login", "--name", "E2E Guest"); !strings.Contains(got, "signed in as E2E Guest") {
-		t.Fatalf("login said %q", got)
-	}
-	var res result
-	line := lastLine(fkRun("play", "--queue", "fourkingdoms/1+0", "--auto", "greedy", "--json"))
-	if err := json.Unmarshal([]byte(line), &res); err != nil {
-		t.Fatalf("play printed %q: %v", line, err)
-	}
-	t.Logf("result: %+v", res)
-	if res.Status != "MATCH_STATUS_FINISHED" || res.Termination == "" || len(res.Ranking) != 4 || res.Rank < 1 {
-		t.Fatalf("the game did not finish with a result: %+v", res)
-	}
-	if len(res.Players) != 4 || res.Players[res.Seat] != res.PlayerID {
-		t.Fatalf("players %v: want four, the guest %s in seat %s", res.Players, res.PlayerID, res.Seat)
-	}
-	if pgn := fkRun("export", res.MatchID); !strings.Contains(pgn, "1.") {
-		t.Errorf("export printed no moves:\n%s", pgn)
-	}
-
-	// The four ratings change once the rating service has consumed the
-	// finished match.
-	keys, err := auth.LoadFile(cl.KeysFile)
+	keys, err := auth.LoadFile(l.cl.KeysFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.Dial(cl.Endpoints)
+	c, err := client.Dial(l.cl.Endpoints)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	tok, _, err := keys.Sign(auth.Identity{Subject: "e2e", Role: auth.RolePlayer}, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.SetToken(tok)
-	var ids []string
-	for _, id := range res.Players {
-		ids = append(ids, id)
+	l.rating = c.Rating
+	return l
+}
+
+// fk runs the terminal client and returns what it printed.
+func (l *launched) fk(args ...string) string {
+	l.t.Helper()
+	cmd := exec.CommandContext(l.ctx, l.fkBin, args...)
+	cmd.Env = l.fkEnv
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		l.t.Fatalf("fk %s: %v\n%s%s\nlauncher:\n%s", strings.Join(args, " "), err, b, stderr.String(), l.out.String())
 	}
+	return string(b)
+}
+
+// play plays one whole game as the signed-in guest against the bots.
+func (l *launched) play() result {
+	l.t.Helper()
+	var res result
+	line := lastLine(l.fk("play", "--queue", "fourkingdoms/1+0", "--auto", "greedy", "--json"))
+	if err := json.Unmarshal([]byte(line), &res); err != nil {
+		l.t.Fatalf("play printed %q: %v", line, err)
+	}
+	l.t.Logf("result: %+v", res)
+	if res.Status != "MATCH_STATUS_FINISHED" || res.Termination == "" || len(res.Ranking) != 4 || res.Rank < 1 {
+		l.t.Fatalf("the game did not finish with a result: %+v", res)
+	}
+	if len(res.Players) != 4 || res.Players[res.Seat] != res.PlayerID {
+		l.t.Fatalf("players %v: want four, the guest %s in seat %s", res.Players, res.PlayerID, res.Seat)
+	}
+	return res
+}
+
+// waitRatings waits until every player of want has played that many
+// rated games: the rating service consumes finished matches
+// asynchronously.
+func (l *launched) waitRatings(want map[string]uint32) {
+	l.t.Helper()
+	ids := slices.Collect(maps.Keys(want))
 	for {
-		resp, err := c.Rating.BatchGetRatings(ctx, &ratingv1.BatchGetRatingsRequest{PlayerIds: ids, RuleSet: "fourkingdoms"})
+		resp, err := l.rating.BatchGetRatings(l.ctx, &ratingv1.BatchGetRatingsRequest{PlayerIds: ids, RuleSet: ruleSet})
 		if err != nil {
-			t.Fatalf("ratings: %v", err)
+			l.t.Fatalf("ratings: %v", err)
 		}
-		changed := 0
+		n := 0
 		for _, r := range resp.GetRatings() {
-			if !r.GetIsDefault() && r.GetGamesPlayed() == 1 {
-				changed++
+			if !r.GetIsDefault() && r.GetGamesPlayed() == want[r.GetPlayerId()] {
+				n++
 			}
 		}
-		if changed == 4 {
-			break
+		if n == len(ids) {
+			return
 		}
 		select {
-		case <-ctx.Done():
-			t.Fatalf("%d of 4 ratings changed: %v", changed, resp.GetRatings())
+		case <-l.ctx.Done():
+			l.t.Fatalf("%d of %d ratings as expected (%v): %v", n, len(ids), want, resp.GetRatings())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	if got := fkRun("rating"); !strings.Contains(got, "1 games") {
-		t.Errorf("fk rating said %q, want one game", got)
-	}
-	// The history script runs on the embedded store too.
-	hist, err := c.Rating.GetRatingHistory(ctx, &ratingv1.GetRatingHistoryRequest{RuleSet: "fourkingdoms", PlayerId: res.PlayerID})
-	if err != nil {
-		t.Fatalf("rating history: %v", err)
-	}
-	if e := hist.GetEntries(); len(e) != 1 || e[0].GetMatchId() != res.MatchID || hist.GetNextPageToken() != "" {
-		t.Errorf("rating history of %s = %v (next %q), want one entry for match %s", res.PlayerID, e, hist.GetNextPageToken(), res.MatchID)
-	}
+}
 
-	// Ctrl-C: everything stops, no process is left.
-	stop()
-	if err := <-runErr; err != nil {
-		t.Fatalf("launcher: %v\n%s", err, out.String())
+func (l *launched) getRating(id string) *ratingv1.Rating {
+	l.t.Helper()
+	r, err := l.rating.GetRating(l.ctx, &ratingv1.GetRatingRequest{PlayerId: id, RuleSet: ruleSet})
+	if err != nil {
+		l.t.Fatalf("rating of %s: %v", id, err)
 	}
-	for _, pid := range cl.Pids {
+	return r.GetRating()
+}
+
+// leaderboard returns the first page of the pool's leaderboard.
+func (l *launched) leaderboard() []*ratingv1.LeaderboardEntry {
+	l.t.Helper()
+	resp, err := l.rating.GetLeaderboard(l.ctx, &ratingv1.GetLeaderboardRequest{RuleSet: ruleSet, PageSize: 100})
+	if err != nil {
+		l.t.Fatalf("leaderboard: %v", err)
+	}
+	return resp.GetEntries()
+}
+
+// shutdown is Ctrl-C: everything stops and no service process is left.
+func (l *launched) shutdown() {
+	l.t.Helper()
+	l.stop()
+	err := <-l.runErr
+	l.runErr <- nil // for the cleanup
+	if err != nil {
+		l.t.Fatalf("launcher: %v\n%s", err, l.out.String())
+	}
+	for _, pid := range l.cl.Pids {
 		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("service process %d still exists after shutdown (kill 0: %v)", pid, err)
+			l.t.Errorf("service process %d still exists after shutdown (kill 0: %v)", pid, err)
 		}
+	}
+}
+
+// publishFinished adds a finished match of four players, first to last,
+// to the rating service's stream (its default RATING_STREAM), as the match
+// service does, and counts their games in games.
+func publishFinished(t *testing.T, ctx context.Context, rdb redis.UniversalClient, matchID string, order []string, games map[string]uint32) {
+	t.Helper()
+	seats := []gamev1.Seat{gamev1.Seat_SEAT_RED, gamev1.Seat_SEAT_BLUE, gamev1.Seat_SEAT_YELLOW, gamev1.Seat_SEAT_GREEN}
+	ev := &eventsv1.MatchFinished{
+		MatchId:    matchID,
+		RuleSet:    ruleSet,
+		Result:     &gamev1.Result{Termination: gamev1.Termination_TERMINATION_LAST_PLAYER_STANDING},
+		FinishedAt: timestamppb.Now(),
+		Plies:      100,
+	}
+	for i, id := range order {
+		ev.Players = append(ev.Players, &gamev1.SeatPlayer{Seat: seats[i], Player: &gamev1.Player{PlayerId: id, DisplayName: id}})
+		ev.Result.Points = append(ev.Result.Points, &gamev1.SeatPoints{Seat: seats[i], Points: int32(40 - 10*i)})
+		ev.Result.Ranking = append(ev.Result.Ranking, seats[i])
+		games[id]++
+	}
+	data, err := proto.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rdb.XAdd(ctx, &redis.XAddArgs{
+		Stream: "fk:events:match-finished",
+		Values: map[string]any{"type": string(ev.ProtoReflect().Descriptor().FullName()), "data": data},
+	}).Err()
+	if err != nil {
+		t.Fatalf("publish %s: %v", matchID, err)
 	}
 }
 

@@ -20,14 +20,17 @@
 //
 // Provisional. A player is provisional while they have fewer than
 // [Policy.ProvisionalGames] rated games (30) or σ is above
-// [Policy.ProvisionalSigma] (4.0; σ is typically 3.6 after 30 games).
+// [Policy.ProvisionalSigma] (4.0). How fast σ falls depends on the
+// opponents' σ: after 30 games against established players (σ 2 to 3) it is
+// 3.5 to 3.8, but four new players who only meet each other (a new pool)
+// reach σ 4 after 57 games, so they stay provisional that long.
 // Provisional players are rated like everyone else but not listed on the
 // leaderboard.
 //
 // Smaller changes once established. The change of μ in one game is
 // proportional to σ² (before the game), and σ shrinks with every game
 // towards a floor kept up by τ: 8.33 for a new player, about 3.6 after 30
-// games, about 2 after 200. So the same result (a win against three players
+// games against established players, about 2 after 200. So the same result (a win against three players
 // at σ=2.5) moves μ by 4.1 for a new player and by 1.0 after 30 games: about
 // four times less; τ keeps it from freezing.
 package ladder
