@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
@@ -22,10 +21,11 @@ type config struct {
 	// KeyPrefix is put before every rating key in Redis (to share a Redis
 	// between deployments); it must not contain braces.
 	KeyPrefix string
-	// MarkerRetention is the exactly-once window: how much earlier than the
+	// Retention is the exactly-once window (how much earlier than the
 	// newest applied match of its pool a match may have finished and still
-	// be applied. Older matches are dead-lettered.
-	MarkerRetention time.Duration
+	// be applied; older matches are dead-lettered) and how long history
+	// records are kept.
+	Retention store.Retention
 }
 
 // defaultConfig returns the defaults of every setting. The consumer name
@@ -38,8 +38,9 @@ func defaultConfig(getenv func(string) string) config {
 		Consumer: consumer.DefaultConfig(),
 		// The retention bounds the memory of the applied markers (one
 		// field per match); a week covers redeliveries, takeovers after
-		// outages and operators replaying dead letters.
-		MarkerRetention: store.DefaultMarkerRetention,
+		// outages and operators replaying dead letters. History records
+		// (about 600 bytes per match) are kept 90 days.
+		Retention: store.DefaultRetention(),
 	}
 	if h := getenv("HOSTNAME"); h != "" {
 		c.Consumer.Name = h
@@ -62,7 +63,8 @@ func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&cc.ClaimMinIdle, "rating-claim-min-idle", "RATING_CLAIM_MIN_IDLE", "idle time after which another consumer takes an unacknowledged event over")
 	b.Duration(&cc.ClaimInterval, "rating-claim-interval", "RATING_CLAIM_INTERVAL", "how often each worker looks for such events")
 	b.Int(&cc.MaxDeliveries, "rating-max-deliveries", "RATING_MAX_DELIVERIES", "deliveries of an event that is never applied before it is dead-lettered")
-	b.Duration(&c.MarkerRetention, "rating-marker-retention", "RATING_MARKER_RETENTION", "exactly-once window: matches finished longer before the newest applied match of their pool are dead-lettered")
+	b.Duration(&c.Retention.Markers, "rating-marker-retention", "RATING_MARKER_RETENTION", "exactly-once window: matches finished longer before the newest applied match of their pool are dead-lettered")
+	b.Duration(&c.Retention.History, "rating-history-retention", "RATING_HISTORY_RETENTION", "how long rating history records are kept, before the newest applied match of their pool (0: for good)")
 	b.String(&c.KeyPrefix, "rating-key-prefix", "RATING_KEY_PREFIX", "prefix of every rating key in Redis")
 	b.Int(&cc.DeadLetterMaxLen, "rating-dead-letter-max-len", "RATING_DEAD_LETTER_MAX_LEN", "approximate cap of the dead-letter stream")
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
@@ -74,8 +76,8 @@ func (c config) validate() error {
 	if strings.ContainsAny(c.KeyPrefix, "{}") {
 		errs = append(errs, fmt.Errorf("rating key prefix %q must not contain braces", c.KeyPrefix))
 	}
-	if c.MarkerRetention < time.Hour {
-		errs = append(errs, fmt.Errorf("rating marker retention %v must be at least an hour", c.MarkerRetention))
+	if err := c.Retention.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("rating %w", err))
 	}
 	return errors.Join(c.Server.Validate(), c.Redis.Validate(), c.Consumer.Validate(), errors.Join(errs...))
 }

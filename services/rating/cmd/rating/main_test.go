@@ -155,12 +155,25 @@ func TestRunBadConfig(t *testing.T) {
 	}
 }
 
-func TestRunBadMarkerRetention(t *testing.T) {
-	env := map[string]string{"RATING_MARKER_RETENTION": "10m", "AUTH_KEYS_FILE": "x"}
-	var out strings.Builder
-	err := run(t.Context(), nil, func(k string) string { return env[k] }, &out)
-	if err == nil || !strings.Contains(err.Error(), "marker retention") {
-		t.Errorf("run with a 10m marker retention = %v, want a config error about the marker retention", err)
+func TestRunBadRetention(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"marker retention under an hour", map[string]string{"RATING_MARKER_RETENTION": "10m"}, "marker retention 10m0s must be at least an hour"},
+		{"history shorter than the markers", map[string]string{"RATING_HISTORY_RETENTION": "48h"}, "history retention 48h0m0s must be 0 (keep for good) or at least the marker retention 168h0m0s"},
+		{"history shorter than longer markers", map[string]string{"RATING_MARKER_RETENTION": "720h", "RATING_HISTORY_RETENTION": "700h"}, "history retention 700h0m0s must be"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.env["AUTH_KEYS_FILE"] = "x"
+			var out strings.Builder
+			err := run(t.Context(), nil, func(k string) string { return tt.env[k] }, &out)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("run with %v = %v, want a config error containing %q", tt.env, err, tt.want)
+			}
+		})
 	}
 }
 

@@ -62,7 +62,7 @@ func forEachBackend(t *testing.T, f func(t *testing.T, fx *fixture)) {
 			cfg.ClaimInterval = 50 * time.Millisecond
 			cfg.RetryBackoff = 20 * time.Millisecond
 			policy := ladder.DefaultPolicy()
-			f(t, &fixture{prefix: prefix, rdb: rdb, store: store.New(rdb, policy, prefix, store.DefaultMarkerRetention), cfg: cfg, policy: policy})
+			f(t, &fixture{prefix: prefix, rdb: rdb, store: store.New(rdb, policy, prefix, store.DefaultRetention()), cfg: cfg, policy: policy})
 		})
 	}
 }

@@ -6,7 +6,9 @@
 --       the history buckets of the same days, in the same order.
 -- ARGV: 1 number of matches, 2 marker retention (ms), 3 the marker
 --       buckets' key prefix (what precedes the day number), 4 the number
---       of day buckets, then per match: the match id, its day bucket (index
+--       of day buckets, 5 history retention (ms, 0 = for good, else at
+--       least the marker retention), 6 the history buckets' key prefix,
+--       then per match: the match id, its day bucket (index
 --       among the bucket keys), its finish time (unix ms), its history
 --       record and, per player, 4 fields: the player id, the standing the
 --       caller computed from ('' when the player had none), the new
@@ -34,9 +36,12 @@
 --
 -- History records (the four players' entries of a match, each with the
 -- reference of the player's previous record; the new standings reference
--- this one) live in one hash per day too, kept for good. One field per
--- match instead of a list per player: a million list keys made every
--- lookup of the keyspace slower.
+-- this one) live in one hash per day too, deleted the same way once the
+-- watermark is the history retention past the day's end (or kept for
+-- good). One field per match instead of a list per player: a million list
+-- keys made every lookup of the keyspace slower. Since the history
+-- retention is at least the marker retention, no match that can still be
+-- applied belongs to a deleted history bucket.
 --
 -- Cost: a run spends its time on key lookups, on redis.call and on turning
 -- arguments into Lua strings. So every standing and marker is read with one
@@ -55,6 +60,9 @@ local n = tonumber(ARGV[1])
 local keep = tonumber(ARGV[2])
 local bucketPrefix = ARGV[3]
 local nbuckets = tonumber(ARGV[4])
+local keepHistory = tonumber(ARGV[5])
+local historyPrefix = ARGV[6]
+local base = 7 -- the first match's arguments
 local stride = 4
 local width = 4 + 4 * stride
 local bucketBase = 4
@@ -85,7 +93,7 @@ end
 local ids, seen = {}, {}
 local asked = {} -- bucket index -> match ids
 for e = 0, n - 1 do
-  local a = 5 + e * width
+  local a = base + e * width
   local list = listOf(asked, ARGV[a + 1])
   list[#list + 1] = ARGV[a]
   for i = 0, 3 do
@@ -122,7 +130,7 @@ local wm = wm0
 local out = {}
 local applied = {} -- indexes (from 0) of the matches to apply, in order
 for e = 0, n - 1 do
-  local a = 5 + e * width
+  local a = base + e * width
   local match, finished = ARGV[a], tonumber(ARGV[a + 2])
   local status = 0
   if finished < wm - keep then
@@ -157,7 +165,7 @@ local function group(history)
   local by = {}
   for j = 1, #applied do
     local e = applied[j]
-    local a = 5 + e * width
+    local a = base + e * width
     local b = tonumber(ARGV[a + 1])
     local list = listOf(by, KEYS[(history and historyBase or bucketBase) + b])
     list[#list + 1] = ARGV[a]
@@ -193,7 +201,7 @@ local board, members = {}, {}
 local write, written = {}, {}
 for j = 1, #applied do
   local e = applied[j]
-  local a = 5 + e * width
+  local a = base + e * width
   local s = out[e + 1]
   for i = 0, 3 do
     local p = a + 4 + i * stride
@@ -239,16 +247,27 @@ if seq ~= seq0 then
 end
 if wm ~= wm0 then
   redis.call('SET', wmkey, string.format('%d', wm))
-  -- Drop the marker buckets the watermark has left behind: day d is
-  -- obsolete once (d + 1) * day <= wm - keep. Those up to the old
-  -- watermark's limit went before; none exist before the first watermark.
-  -- The keys share the pool's hash tag, so they live in this slot.
-  if wm0 > 0 then
-    local last = math.floor((wm - keep) / day) - 1
-    local first = math.max(math.floor((wm0 - keep) / day), last - 999)
-    for d = first, last do
-      redis.call('UNLINK', bucketPrefix .. string.format('%d', d))
+  -- Drop the buckets the watermark has left behind: day d is obsolete
+  -- once (d + 1) * day <= wm - retention. Those up to the old watermark's
+  -- limit went before; on the pool's first watermark, none older than this
+  -- run's oldest match exist. The keys share the pool's hash tag, so they
+  -- live in this slot.
+  local oldest = math.huge
+  if wm0 == 0 then
+    for j = 1, #applied do
+      local finished = tonumber(ARGV[base + applied[j] * width + 2])
+      oldest = math.min(oldest, math.floor(finished / day))
     end
   end
+  local function drop(prefix, retention)
+    local last = math.floor((wm - retention) / day) - 1
+    local first = oldest
+    if wm0 > 0 then first = math.floor((wm0 - retention) / day) end
+    for d = math.max(first, last - 999), last do
+      redis.call('UNLINK', prefix .. string.format('%d', d))
+    end
+  end
+  drop(bucketPrefix, keep)
+  if keepHistory > 0 then drop(historyPrefix, keepHistory) end
 end
 return out

@@ -1,20 +1,29 @@
 -- Reads up to a page of a player's history records, newest first, by
 -- following the references from one record to the player's previous one.
 --
--- KEYS: 1 the pool's standings hash (it only routes the script to the
---       pool's slot; the history buckets share it but are named as the
---       walk finds them).
+-- KEYS: 1 the pool's watermark (the history buckets share its slot but
+--       are named as the walk finds them).
 -- ARGV: 1 the history buckets' key prefix, 2 the player id, 3 the
 --       reference of the first record to read ("<day>:<len>:<match id>"),
---       4 the most entries to return.
+--       4 the most entries to return, 5 the history retention (ms, 0 =
+--       records are kept for good).
 --
 -- Returns {status, next, entries...}: status 1 when the first record does
 -- not exist or has no entry of the player (the reference was not one of
 -- theirs), else 0; next is the reference after the last entry returned,
--- '' at the player's first game. A record missing further down the chain
--- is an error: records are never deleted.
+-- '' at the player's first game or at the first record past the
+-- retention. Records of a day are deleted (by apply.lua) once the
+-- watermark is the retention past the day's end; the walk stops at such a
+-- day whether or not its bucket is gone yet. A record missing within the
+-- retention is an error.
 
 local prefix, player, ref, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local keep = tonumber(ARGV[5])
+local day = 86400000
+local horizon = nil -- the first day whose records are kept
+if keep > 0 then
+  horizon = math.floor((tonumber(redis.call('GET', KEYS[1]) or '0') - keep) / day)
+end
 
 -- part reads the length-prefixed string "<len>:<bytes>" at pos of s and
 -- returns it and the position after it.
@@ -29,6 +38,10 @@ end
 local out = {0, ''}
 while ref ~= '' and #out - 2 < limit do
   local c = string.find(ref, ':', 1, true)
+  if c and horizon and (tonumber(string.sub(ref, 1, c - 1)) or horizon) < horizon then
+    ref = '' -- past the retention: the history ends here
+    break
+  end
   local rec = c and redis.call('HGET', prefix .. string.sub(ref, 1, c - 1), (part(ref, c + 1)))
   local found = false
   if rec then

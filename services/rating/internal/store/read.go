@@ -50,7 +50,7 @@ func (s *Store) Applied(ctx context.Context, pool, match string) (int64, bool, e
 		return 0, false, fmt.Errorf("read watermark of pool %s: %w", pool, err)
 	}
 	last := dayOf(time.UnixMilli(wm))
-	first := dayOf(time.UnixMilli(wm - s.retention.Milliseconds()))
+	first := dayOf(time.UnixMilli(wm - s.retention.Markers.Milliseconds()))
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.StringCmd, 0, last-first+1)
 	for d := first; d <= last; d++ {
@@ -144,7 +144,9 @@ func (s *Store) Leaderboard(ctx context.Context, pool, cursor string, limit int)
 // A cursor is the reference of a history record: records are immutable and
 // each links to the player's previous one, so paging is stable while new
 // games arrive. A cursor that is not a record of this player's is refused
-// with ErrInvalidCursor.
+// with ErrInvalidCursor. Records older than the history retention are gone:
+// the history ends before them, and a cursor to one gives an empty last
+// page.
 func (s *Store) History(ctx context.Context, pool, playerID, cursor string, limit int) ([]HistoryEntry, string, error) {
 	if limit <= 0 {
 		return nil, "", fmt.Errorf("history page size %d: %w", limit, ErrInvalidCursor)
@@ -161,7 +163,7 @@ func (s *Store) History(ctx context.Context, pool, playerID, cursor string, limi
 	} else if _, _, err := parseRecordRef(cursor); err != nil {
 		return nil, "", fmt.Errorf("history cursor %q: %w", cursor, ErrInvalidCursor)
 	}
-	vals, err := s.history.Run(ctx, s.rdb, []string{k.standings()}, k.historyPrefix(), playerID, cursor, limit).Slice()
+	vals, err := s.history.Run(ctx, s.rdb, []string{k.watermark()}, k.historyPrefix(), playerID, cursor, limit, s.retention.History.Milliseconds()).Slice()
 	if err != nil {
 		return nil, "", fmt.Errorf("read history of %s in pool %s: %w", playerID, pool, err)
 	}

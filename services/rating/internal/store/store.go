@@ -17,7 +17,8 @@
 // the newest match applied in its pool (the pool's watermark), and the
 // markers of older days are deleted. A match older than that window is
 // never applied (Expired): whether it was applied before can no longer be
-// told.
+// told. History records are deleted the same way after the history
+// retention, unless that is zero.
 //
 // All keys of a pool share the hash tag {rt:<pool>}, so the step works on
 // Redis Cluster; the cost is that one pool lives on one shard.
@@ -58,6 +59,40 @@ const DefaultMaxAttempts = 20
 // a redelivered match is recognised as applied.
 const DefaultMarkerRetention = 7 * 24 * time.Hour
 
+// DefaultHistoryRetention is the default time history records are kept:
+// a match's record takes about 600 bytes of Redis memory, for every match
+// of the pool.
+const DefaultHistoryRetention = 90 * 24 * time.Hour
+
+// Retention says how long the store keeps what grows with every match, in
+// event time: before the newest match applied in the pool.
+type Retention struct {
+	// Markers is the exactly-once window (positive): a match that finished
+	// longer than this before the newest applied one is never applied.
+	Markers time.Duration
+	// History is how long history records are kept; 0 keeps them for
+	// good. Otherwise it must be at least Markers, so that no match that
+	// may still be applied has lost its day's records.
+	History time.Duration
+}
+
+// DefaultRetention returns the default retention.
+func DefaultRetention() Retention {
+	return Retention{Markers: DefaultMarkerRetention, History: DefaultHistoryRetention}
+}
+
+// Validate reports what is wrong with r.
+func (r Retention) Validate() error {
+	var errs []error
+	if r.Markers < time.Hour {
+		errs = append(errs, fmt.Errorf("marker retention %v must be at least an hour", r.Markers))
+	}
+	if r.History != 0 && r.History < r.Markers {
+		errs = append(errs, fmt.Errorf("history retention %v must be 0 (keep for good) or at least the marker retention %v", r.History, r.Markers))
+	}
+	return errors.Join(errs...)
+}
+
 // day is the span of event time one applied-marker bucket covers.
 const day = 24 * time.Hour
 
@@ -71,17 +106,15 @@ type Store struct {
 	policy      ladder.Policy
 	prefix      string
 	maxAttempts int
-	retention   time.Duration
+	retention   Retention
 	apply       *redis.Script
 	history     *redis.Script
 }
 
 // New returns a store on rdb. prefix is put before every key (tests use one
-// per test; production uses ""); it must not contain '{' or '}'.
-// retention (positive) is the marker retention: how much earlier than the
-// newest match applied in its pool a match may have finished and still be
-// applied (exactly once); older matches are Expired.
-func New(rdb redis.UniversalClient, policy ladder.Policy, prefix string, retention time.Duration) *Store {
+// per test; production uses ""); it must not contain '{' or '}'. retention
+// must be valid (see [Retention.Validate]).
+func New(rdb redis.UniversalClient, policy ladder.Policy, prefix string, retention Retention) *Store {
 	return &Store{
 		rdb:         rdb,
 		policy:      policy,
@@ -94,7 +127,7 @@ func New(rdb redis.UniversalClient, policy ladder.Policy, prefix string, retenti
 }
 
 // MarkerRetention returns the store's marker retention.
-func (s *Store) MarkerRetention() time.Duration { return s.retention }
+func (s *Store) MarkerRetention() time.Duration { return s.retention.Markers }
 
 // Player is a player's standing in a pool.
 type Player struct {
@@ -208,7 +241,7 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 	calls := make(map[string]*poolCall) // the last call of each pool
 	var runs []*poolCall                // every call, in order
 	var prior [ladder.Seats]stored
-	keep := s.retention.Milliseconds()
+	keep := s.retention.Markers.Milliseconds()
 	for _, i := range pending {
 		res := &results[i]
 		if res.FinishedAt.UnixMilli() < watermarks[res.Pool]-keep {
@@ -242,7 +275,7 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 				pool: res.Pool,
 				idx:  make([]int, 0, size),
 				keys: append(make([]string, 0, 8), k.standings(), k.seq(), k.leaderboard(), k.watermark()),
-				args: append(make([]any, 0, 4+20*size), 0, keep, k.bucketPrefix(), 0),
+				args: append(make([]any, 0, 6+20*size), 0, keep, k.bucketPrefix(), 0, s.retention.History.Milliseconds(), k.historyPrefix()),
 			}
 			calls[res.Pool] = c
 			runs = append(runs, c)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -126,7 +127,7 @@ func forEachBackend(t *testing.T, f func(t *testing.T, s *Store, rdb redis.Unive
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			rdb := b.client(t)
-			f(t, New(rdb, ladder.DefaultPolicy(), redistest.Prefix(t), DefaultMarkerRetention), rdb)
+			f(t, New(rdb, ladder.DefaultPolicy(), redistest.Prefix(t), DefaultRetention()), rdb)
 		})
 	}
 }
@@ -393,13 +394,15 @@ func TestHistoryPaging(t *testing.T) {
 			t.Errorf("history of an unknown player = %v, %v", h, err)
 		}
 		// A cursor must be a record of this player's: another player's
-		// record, a record that does not exist and a malformed reference
-		// are all refused.
+		// record, a record that does not exist (within the history
+		// retention: TestHistoryRetention has those past it) and a
+		// malformed reference are all refused.
 		_, bNext, err := s.History(ctx, pool, "b", "", 1)
 		if err != nil || bNext == "" {
 			t.Fatalf("first page of b: next %q, %v", bNext, err)
 		}
-		for _, bad := range []string{"0:2:m0", "1:x:m0", "19000:2:zz", "-3", "5:9:m0"} {
+		today := strconv.FormatInt(dayOf(t0), 10)
+		for _, bad := range []string{today + ":2:m0", "1:x:m0", today + ":2:zz", "-3", "5:9:m0"} {
 			if _, _, err := s.History(ctx, pool, "nobody", bad, 5); !errors.Is(err, ErrInvalidCursor) {
 				t.Errorf("History(nobody, %q) = %v, want ErrInvalidCursor", bad, err)
 			}
@@ -659,4 +662,120 @@ func checkAppliedInOrder(t testing.TB, ctx context.Context, s *Store, results []
 		}
 		checkStandings(t, ctx, s, pl, replay(t, s.policy, mine))
 	}
+}
+
+// History records are deleted a history retention after their day (in
+// event time), the walk ends quietly where they are gone, and the first
+// watermark of a pool also deletes the buckets of its own old matches.
+func TestHistoryRetention(t *testing.T) {
+	t.Parallel()
+	const days = 10
+	for _, b := range backends() {
+		for _, keepHistory := range []time.Duration{4 * day, 0} {
+			t.Run(fmt.Sprintf("%s/history=%v", b.name, keepHistory), func(t *testing.T) {
+				t.Parallel()
+				ctx := t.Context()
+				rdb := b.client(t)
+				s := New(rdb, ladder.DefaultPolicy(), redistest.Prefix(t), Retention{Markers: 2 * day, History: keepHistory})
+				k := newKeys(s.prefix, pool)
+				start := t0.Truncate(day)
+				// One match a day; zed plays only the first.
+				for d := range days {
+					last := "dan"
+					if d == 0 {
+						last = "zed"
+					}
+					res := resultAt(t, fmt.Sprintf("h%02d", d), start.Add(time.Duration(d)*day+time.Hour), "ann", "bob", "cat", last)
+					if out, err := s.Apply(ctx, []ladder.Result{res}); err != nil || out[0].Status != Applied {
+						t.Fatalf("match of day %d: %+v, %v", d, out, err)
+					}
+				}
+				// The watermark is day 9 + 1h: with 4 days, days 0 to 4 are gone.
+				kept := days
+				if keepHistory > 0 {
+					kept = 5
+				}
+				for d := range days {
+					n, err := rdb.Exists(ctx, k.history(dayOf(start)+int64(d))).Result()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := d >= days-kept; (n == 1) != want {
+						t.Errorf("history bucket of day %d: exists %v, want %v", d, n == 1, want)
+					}
+				}
+
+				// Paging by two stops at the last record kept.
+				var got []string
+				cursor := ""
+				for page := 0; ; page++ {
+					entries, next, err := s.History(ctx, pool, "ann", cursor, 2)
+					if err != nil {
+						t.Fatalf("page %d: %v", page, err)
+					}
+					for _, e := range entries {
+						got = append(got, e.MatchID)
+					}
+					if next == "" {
+						break
+					}
+					if page > days {
+						t.Fatalf("history does not end: %v", got)
+					}
+					cursor = next
+				}
+				var want []string
+				for d := days - 1; d >= days-kept; d-- {
+					want = append(want, fmt.Sprintf("h%02d", d))
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("ann's history = %v, want %v", got, want)
+				}
+
+				// zed's only record, and a cursor to any record of day 3.
+				wantZed := 1
+				if keepHistory > 0 {
+					wantZed = 0
+				}
+				if zed, next, err := s.History(ctx, pool, "zed", "", 10); err != nil || len(zed) != wantZed || next != "" {
+					t.Errorf("zed's history = %v, next %q, %v; want %d entries", zed, next, err, wantZed)
+				}
+				old, next, err := s.History(ctx, pool, "ann", recordRef(dayOf(start)+3, "h03"), 10)
+				if keepHistory > 0 && (err != nil || len(old) != 0 || next != "") {
+					t.Errorf("cursor past the retention: %v, next %q, %v; want an empty last page", old, next, err)
+				}
+				if keepHistory == 0 && (err != nil || len(old) != 4 || next != "") {
+					t.Errorf("cursor to day 3, records kept for good: %v, next %q, %v; want 4 entries", old, next, err)
+				}
+				if _, _, err := s.History(ctx, pool, "ann", recordRef(dayOf(start)+7, "h03"), 10); !errors.Is(err, ErrInvalidCursor) {
+					t.Errorf("cursor to a record that never existed within the retention: %v, want ErrInvalidCursor", err)
+				}
+			})
+		}
+	}
+}
+
+// The pool's first script run deletes the marker buckets of its own
+// matches that the first watermark leaves behind.
+func TestFirstWatermarkDropsOldBuckets(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, s *Store, rdb redis.UniversalClient) {
+		ctx := t.Context()
+		k := newKeys(s.prefix, pool)
+		start := t0.Truncate(day)
+		keep := s.MarkerRetention()
+		old := resultAt(t, "old", start.Add(time.Hour), "ann", "bob", "cat", "dan")
+		recent := resultAt(t, "recent", start.Add(keep+day+time.Hour), "eve", "fay", "gus", "hal")
+		if out, err := s.Apply(ctx, []ladder.Result{old, recent}); err != nil || out[0].Status != Applied || out[1].Status != Applied {
+			t.Fatalf("first batch: %+v, %v", out, err)
+		}
+		for _, c := range []struct {
+			day  int64
+			want int64
+		}{{dayOf(old.FinishedAt), 0}, {dayOf(recent.FinishedAt), 1}} {
+			if n, err := rdb.Exists(ctx, k.bucket(c.day)).Result(); err != nil || n != c.want {
+				t.Errorf("marker bucket of day %d: exists %d, %v; want %d", c.day-dayOf(start), n, err, c.want)
+			}
+		}
+	})
 }

@@ -62,7 +62,9 @@ type RatingServiceClient interface {
 	// Errors: only the common ones.
 	GetLeaderboard(ctx context.Context, in *GetLeaderboardRequest, opts ...grpc.CallOption) (*GetLeaderboardResponse, error)
 	// GetRatingHistory lists a player's rated matches in one pool, newest
-	// first.
+	// first. Matches older than the deployment's history retention (by
+	// default 90 days before the pool's newest rated match) are no longer
+	// listed; a page token that reached them gives an empty last page.
 	//
 	// Errors: only the common ones (an unknown player has an empty history).
 	GetRatingHistory(ctx context.Context, in *GetRatingHistoryRequest, opts ...grpc.CallOption) (*GetRatingHistoryResponse, error)
@@ -147,7 +149,9 @@ type RatingServiceServer interface {
 	// Errors: only the common ones.
 	GetLeaderboard(context.Context, *GetLeaderboardRequest) (*GetLeaderboardResponse, error)
 	// GetRatingHistory lists a player's rated matches in one pool, newest
-	// first.
+	// first. Matches older than the deployment's history retention (by
+	// default 90 days before the pool's newest rated match) are no longer
+	// listed; a page token that reached them gives an empty last page.
 	//
 	// Errors: only the common ones (an unknown player has an empty history).
 	GetRatingHistory(context.Context, *GetRatingHistoryRequest) (*GetRatingHistoryResponse, error)
