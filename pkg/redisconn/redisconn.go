@@ -184,3 +184,34 @@ func (c Config) describe() string {
 //
 //	Tag("m:123") + ":state" == "{m:123}:state"
 func Tag(s string) string { return "{" + s + "}" }
+
+// Master returns a client of the master that serves key: rdb itself when it
+// is a standalone client. Commands that must share one connection, such as
+// writes and the WAIT that confirms them (WAIT covers only the writes of
+// its own connection), go through it as one pipeline. On a cluster a
+// failed lookup refreshes the slot map.
+func Master(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Client, error) {
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		node, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			c.ReloadState(ctx)
+			return nil, fmt.Errorf("find the master of %s: %w", key, err)
+		}
+		return node, nil
+	case *redis.Client:
+		return c, nil
+	default:
+		return nil, fmt.Errorf("need a standalone or cluster client to reach the master of %s, have %T", key, rdb)
+	}
+}
+
+// ReloadCluster refreshes a cluster client's slot map after a call through
+// a client from [Master] failed: such errors do not reach the cluster
+// client, which would otherwise keep routing to a failed master. It does
+// nothing for other clients.
+func ReloadCluster(ctx context.Context, rdb redis.UniversalClient) {
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		c.ReloadState(ctx)
+	}
+}

@@ -2,6 +2,7 @@ package redisconn_test
 
 import (
 	"flag"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -85,5 +86,27 @@ func TestTag(t *testing.T) {
 	t.Parallel()
 	if got := redisconn.Tag("m:123") + ":state"; got != "{m:123}:state" {
 		t.Fatalf("Tag = %q", got)
+	}
+}
+
+// Master reaches the node that owns a key: a write through it is not
+// redirected, on a cluster and on a standalone server.
+func TestMaster(t *testing.T) {
+	t.Parallel()
+	for _, k := range redistest.Kinds() {
+		t.Run(k.Name, func(t *testing.T) {
+			t.Parallel()
+			rdb, prefix := k.Client(t)
+			for i := range 8 {
+				key := prefix + redisconn.Tag(fmt.Sprintf("m:%d", i)) + ":k"
+				node, err := redisconn.Master(t.Context(), rdb, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := node.Set(t.Context(), key, "v", 0).Err(); err != nil {
+					t.Errorf("SET %s on %s: %v", key, node.Options().Addr, err)
+				}
+			}
+		})
 	}
 }

@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 )
 
 // Errors returned by the store.
@@ -391,9 +393,6 @@ func (s *Store) commit(ctx context.Context, evalsha []any) ([]any, error) {
 	return cmd.Slice()
 }
 
-// commitAndWait runs the commit script and WAIT on one connection of the
-// master owning the match, since WAIT only covers writes made on the same
-// connection.
 // splitEvalsha returns the keys and arguments of an EVALSHA command
 // ("evalsha", sha, numkeys, keys..., args...).
 func splitEvalsha(cmd []any) ([]string, []any) {
@@ -405,21 +404,14 @@ func splitEvalsha(cmd []any) ([]string, []any) {
 	return ks, cmd[3+n:]
 }
 
+// commitAndWait runs the commit script and WAIT on one connection of the
+// master owning the match, since WAIT only covers writes made on the same
+// connection.
 func (s *Store) commitAndWait(ctx context.Context, evalsha []any) ([]any, error) {
 	ks, args := splitEvalsha(evalsha)
-	var node *redis.Client
-	switch c := s.rdb.(type) {
-	case *redis.ClusterClient:
-		n, err := c.MasterForKey(ctx, ks[0])
-		if err != nil {
-			s.reloadCluster(ctx)
-			return nil, err
-		}
-		node = n
-	case *redis.Client:
-		node = c
-	default:
-		return nil, fmt.Errorf("WAIT needs a standalone or cluster client, have %T", s.rdb)
+	node, err := redisconn.Master(ctx, s.rdb, ks[0])
+	if err != nil {
+		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
 		var eval *redis.Cmd
@@ -437,7 +429,7 @@ func (s *Store) commitAndWait(ctx context.Context, evalsha []any) ([]any, error)
 			continue
 		}
 		if eval.Err() != nil {
-			s.reloadCluster(ctx)
+			redisconn.ReloadCluster(ctx, s.rdb)
 			return nil, eval.Err()
 		}
 		res, err := eval.Slice()
@@ -450,15 +442,6 @@ func (s *Store) commitAndWait(ctx context.Context, evalsha []any) ([]any, error)
 			}
 		}
 		return res, nil
-	}
-}
-
-// reloadCluster refreshes a cluster client's slot map after a failed direct
-// node call: errors on node clients do not reach the cluster client, which
-// would otherwise keep routing to a failed master.
-func (s *Store) reloadCluster(ctx context.Context) {
-	if c, ok := s.rdb.(*redis.ClusterClient); ok {
-		c.ReloadState(ctx)
 	}
 }
 

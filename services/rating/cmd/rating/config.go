@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
@@ -18,14 +17,10 @@ type config struct {
 	Server   server.Config
 	Redis    redisconn.Config
 	Consumer consumer.Config
-	// KeyPrefix is put before every rating key in Redis (to share a Redis
-	// between deployments); it must not contain braces.
-	KeyPrefix string
-	// Retention is the exactly-once window (how much earlier than the
-	// newest applied match of its pool a match may have finished and still
-	// be applied; older matches are dead-lettered) and how long history
-	// records are kept.
-	Retention store.Retention
+	// Store holds the key prefix (to share a Redis between deployments),
+	// the retention of the applied markers (the exactly-once window) and
+	// of the history records, and the optional WAIT for replicas.
+	Store store.Config
 }
 
 // defaultConfig returns the defaults of every setting. The consumer name
@@ -40,7 +35,7 @@ func defaultConfig(getenv func(string) string) config {
 		// field per match); a week covers redeliveries, takeovers after
 		// outages and operators replaying dead letters. History records
 		// (about 600 bytes per match) are kept 90 days.
-		Retention: store.DefaultRetention(),
+		Store: store.DefaultConfig(),
 	}
 	if h := getenv("HOSTNAME"); h != "" {
 		c.Consumer.Name = h
@@ -63,21 +58,20 @@ func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&cc.ClaimMinIdle, "rating-claim-min-idle", "RATING_CLAIM_MIN_IDLE", "idle time after which another consumer takes an unacknowledged event over")
 	b.Duration(&cc.ClaimInterval, "rating-claim-interval", "RATING_CLAIM_INTERVAL", "how often each worker looks for such events")
 	b.Int(&cc.MaxDeliveries, "rating-max-deliveries", "RATING_MAX_DELIVERIES", "deliveries of an event that is never applied before it is dead-lettered")
-	b.Duration(&c.Retention.Markers, "rating-marker-retention", "RATING_MARKER_RETENTION", "exactly-once window: matches finished longer before the newest applied match of their pool are dead-lettered")
-	b.Duration(&c.Retention.History, "rating-history-retention", "RATING_HISTORY_RETENTION", "how long rating history records are kept, before the newest applied match of their pool (0: for good)")
-	b.String(&c.KeyPrefix, "rating-key-prefix", "RATING_KEY_PREFIX", "prefix of every rating key in Redis")
+	b.Duration(&c.Store.Retention.Markers, "rating-marker-retention", "RATING_MARKER_RETENTION", "exactly-once window: matches finished longer before the newest applied match of their pool are dead-lettered")
+	b.Duration(&c.Store.Retention.History, "rating-history-retention", "RATING_HISTORY_RETENTION", "how long rating history records are kept, before the newest applied match of their pool (0: for good)")
+	b.String(&c.Store.Prefix, "rating-key-prefix", "RATING_KEY_PREFIX", "prefix of every rating key in Redis")
+	b.Int(&c.Store.WaitReplicas, "rating-wait-replicas", "RATING_WAIT_REPLICAS", "replicas that must confirm each apply step before its events are acknowledged (0: none)")
+	b.Duration(&c.Store.WaitTimeout, "rating-wait-timeout", "RATING_WAIT_TIMEOUT", "how long to wait for replica confirmation")
 	b.Int(&cc.DeadLetterMaxLen, "rating-dead-letter-max-len", "RATING_DEAD_LETTER_MAX_LEN", "approximate cap of the dead-letter stream")
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }
 
 // validate reports every invalid setting.
 func (c config) validate() error {
-	var errs []error
-	if strings.ContainsAny(c.KeyPrefix, "{}") {
-		errs = append(errs, fmt.Errorf("rating key prefix %q must not contain braces", c.KeyPrefix))
+	var store error
+	if err := c.Store.Validate(); err != nil {
+		store = fmt.Errorf("rating store settings: %w", err)
 	}
-	if err := c.Retention.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("rating %w", err))
-	}
-	return errors.Join(c.Server.Validate(), c.Redis.Validate(), c.Consumer.Validate(), errors.Join(errs...))
+	return errors.Join(c.Server.Validate(), c.Redis.Validate(), c.Consumer.Validate(), store)
 }

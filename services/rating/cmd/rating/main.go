@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return err
 		}
 		policy := ladder.DefaultPolicy()
-		st := store.New(rdb, policy, cfg.KeyPrefix, cfg.Retention)
+		st := store.New(rdb, policy, cfg.Store)
 		api.New(st, policy, rules.RuleSetNames(), log).Register(srv.GRPC())
 		c, err := consumer.New(rdb, st, cfg.Consumer, log, srv.MeterProvider())
 		if err != nil {

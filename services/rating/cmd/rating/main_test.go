@@ -155,7 +155,7 @@ func TestRunBadConfig(t *testing.T) {
 	}
 }
 
-func TestRunBadRetention(t *testing.T) {
+func TestRunBadStoreSettings(t *testing.T) {
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -164,6 +164,9 @@ func TestRunBadRetention(t *testing.T) {
 		{"marker retention under an hour", map[string]string{"RATING_MARKER_RETENTION": "10m"}, "marker retention 10m0s must be at least an hour"},
 		{"history shorter than the markers", map[string]string{"RATING_HISTORY_RETENTION": "48h"}, "history retention 48h0m0s must be 0 (keep for good) or at least the marker retention 168h0m0s"},
 		{"history shorter than longer markers", map[string]string{"RATING_MARKER_RETENTION": "720h", "RATING_HISTORY_RETENTION": "700h"}, "history retention 700h0m0s must be"},
+		{"braces in the key prefix", map[string]string{"RATING_KEY_PREFIX": "a{b}"}, `key prefix "a{b}" must not contain braces`},
+		{"negative wait replicas", map[string]string{"RATING_WAIT_REPLICAS": "-1"}, "wait replicas -1 must not be negative"},
+		{"waiting without a timeout", map[string]string{"RATING_WAIT_REPLICAS": "1", "RATING_WAIT_TIMEOUT": "0s"}, "wait timeout 0s must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

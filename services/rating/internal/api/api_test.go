@@ -87,7 +87,7 @@ func newFixture(t *testing.T, rdb redis.UniversalClient) *fixture {
 	policy := ladder.DefaultPolicy()
 	policy.ProvisionalGames = 2
 	policy.ProvisionalSigma = 100
-	st := store.New(rdb, policy, redistest.Prefix(t), store.DefaultRetention())
+	st := store.New(rdb, policy, store.Config{Prefix: redistest.Prefix(t), Retention: store.DefaultRetention()})
 	return &fixture{client: serve(t, st, policy), store: st, policy: policy}
 }
 

@@ -109,7 +109,7 @@ func benchConsume(b *testing.B, rdb redis.UniversalClient, workers int, rated bo
 	if rated {
 		policy.ProvisionalGames, policy.ProvisionalSigma = 1, 100
 	}
-	st := store.New(rdb, policy, prefix, store.DefaultRetention())
+	st := store.New(rdb, policy, store.Config{Prefix: prefix, Retention: store.DefaultRetention()})
 	if rated {
 		seedPlayers(b, st)
 	}

@@ -420,10 +420,11 @@ func (c *Consumer) Handle(ctx context.Context, msgs []redis.XMessage) error {
 	if len(results) > 0 {
 		var outcomes []store.Outcome
 		outcomes, applyErr = c.store.Apply(ctx, results)
-		if applyErr != nil && len(results) > 1 && ctx.Err() == nil {
+		if applyErr != nil && len(results) > 1 && ctx.Err() == nil && !errors.Is(applyErr, store.ErrNotReplicated) {
 			// One bad match (say, a corrupt stored standing) must not hold
 			// back the others: apply the rest one by one, so only the
-			// failing ones stay pending.
+			// failing ones stay pending. Unconfirmed replication is no
+			// single match's fault: the whole batch waits for a retry.
 			applyErr = nil
 			for i := range results {
 				if outcomes[i].Status != store.Pending {

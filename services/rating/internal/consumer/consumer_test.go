@@ -2,11 +2,13 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -62,7 +64,7 @@ func forEachBackend(t *testing.T, f func(t *testing.T, fx *fixture)) {
 			cfg.ClaimInterval = 50 * time.Millisecond
 			cfg.RetryBackoff = 20 * time.Millisecond
 			policy := ladder.DefaultPolicy()
-			f(t, &fixture{prefix: prefix, rdb: rdb, store: store.New(rdb, policy, prefix, store.DefaultRetention()), cfg: cfg, policy: policy})
+			f(t, &fixture{prefix: prefix, rdb: rdb, store: store.New(rdb, policy, store.Config{Prefix: prefix, Retention: store.DefaultRetention()}), cfg: cfg, policy: policy})
 		})
 	}
 }
@@ -418,6 +420,79 @@ func TestConsumerDeadLettersOutsideWindow(t *testing.T) {
 			if !strings.Contains(reason, want[src]) {
 				t.Errorf("dead letter of %s: reason %q, want it to mention %q", src, reason, want[src])
 			}
+		}
+	})
+}
+
+// With RATING_WAIT_REPLICAS, a batch is acknowledged only once the replicas
+// confirmed its writes: on the cluster (a replica per master) at once; on
+// the standalone server (no replica) never, and the batch is not retried
+// match by match (one WAIT for the batch).
+func TestConsumerWaitsForReplicas(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, fx *fixture) {
+		ctx := t.Context()
+		cfg := store.DefaultConfig()
+		cfg.Prefix, cfg.WaitReplicas, cfg.WaitTimeout = fx.prefix, 1, 2*time.Second
+		_, standalone := fx.rdb.(*redis.Client)
+		if standalone {
+			cfg.WaitTimeout = 100 * time.Millisecond
+		}
+		st := store.New(fx.rdb, fx.policy, cfg)
+		c, err := New(fx.rdb, st, fx.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ensureGroup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		evs := []*eventsv1.MatchFinished{event("m1", pool, "a", "b", "c", "d"), event("m2", pool, "e", "f", "g", "h"), event("m3", pool, "b", "a", "d", "c")}
+		fx.publish(t, entry(evs[0]), entry(evs[1]), entry(evs[2]))
+		msgs, err := c.read(ctx, "w")
+		if err != nil || len(msgs) != 3 {
+			t.Fatalf("read %d messages, err %v", len(msgs), err)
+		}
+		waits := func() int64 {
+			if !standalone {
+				return 0
+			}
+			info, err := fx.rdb.Info(ctx, "commandstats").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls int64
+			for line := range strings.Lines(info) {
+				if rest, ok := strings.CutPrefix(line, "cmdstat_wait:calls="); ok {
+					calls, _ = strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				}
+			}
+			return calls
+		}
+		if standalone {
+			// Caches the script on the server first: a WAIT also follows
+			// the pipeline that finds the script missing.
+			if _, err := st.Apply(ctx, results(t, []*eventsv1.MatchFinished{event("m0", pool, "w", "x", "y", "z")})); !errors.Is(err, store.ErrNotReplicated) {
+				t.Fatalf("warm-up without a replica: %v, want ErrNotReplicated", err)
+			}
+		}
+		before := waits()
+		err = c.Handle(ctx, msgs)
+		pending, perr := fx.rdb.XPending(ctx, fx.cfg.Stream, fx.cfg.Group).Result()
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		if !standalone {
+			if err != nil || pending.Count != 0 {
+				t.Fatalf("with a replica: Handle = %v, %d pending; want nil, 0", err, pending.Count)
+			}
+			fx.checkReplay(t, results(t, evs))
+			return
+		}
+		if !errors.Is(err, store.ErrNotReplicated) || pending.Count != 3 {
+			t.Errorf("without a replica: Handle = %v, %d pending; want ErrNotReplicated, 3", err, pending.Count)
+		}
+		if n := waits() - before; n != 1 {
+			t.Errorf("%d WAIT calls for the batch, want 1", n)
 		}
 	})
 }

@@ -8,7 +8,8 @@
 --       buckets' key prefix (what precedes the day number), 4 the number
 --       of day buckets, 5 history retention (ms, 0 = for good, else at
 --       least the marker retention), 6 the history buckets' key prefix,
---       then per match: the match id, its day bucket (index
+--       7 '1' when the caller WAITs for replicas after the run (the run
+--       then always writes, see the end), then per match: the match id, its day bucket (index
 --       among the bucket keys), its finish time (unix ms), its history
 --       record and, per player, 4 fields: the player id, the standing the
 --       caller computed from ('' when the player had none), the new
@@ -62,7 +63,8 @@ local bucketPrefix = ARGV[3]
 local nbuckets = tonumber(ARGV[4])
 local keepHistory = tonumber(ARGV[5])
 local historyPrefix = ARGV[6]
-local base = 7 -- the first match's arguments
+local touch = ARGV[7] == '1'
+local base = 8 -- the first match's arguments
 local stride = 4
 local width = 4 + 4 * stride
 local bucketBase = 4
@@ -269,5 +271,12 @@ if wm ~= wm0 then
   end
   drop(bucketPrefix, keep)
   if keepHistory > 0 then drop(historyPrefix, keepHistory) end
+elseif touch and seq == seq0 and wm0 > 0 then
+  -- Nothing written, but the caller's WAIT must cover the writes of the
+  -- matches found applied (made by other connections, perhaps not yet
+  -- replicated): a write of this connection after them does, since WAIT
+  -- waits for the master's replication offset of this connection's last
+  -- write. Rewriting the watermark changes nothing.
+  redis.call('SET', wmkey, string.format('%d', wm0))
 end
 return out

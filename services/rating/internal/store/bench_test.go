@@ -19,7 +19,7 @@ func BenchmarkApply(b *testing.B) {
 	for _, players := range []int{1_000, 1_000_000} {
 		b.Run(fmt.Sprintf("players=%d", players), func(b *testing.B) {
 			rdb, _ := redistest.Standalone(b)
-			s := New(rdb, ladder.DefaultPolicy(), redistest.Prefix(b), DefaultRetention())
+			s := New(rdb, ladder.DefaultPolicy(), Config{Prefix: redistest.Prefix(b), Retention: DefaultRetention()})
 			rng := rand.New(rand.NewPCG(1, 2))
 			const batch = 256
 			n := 0

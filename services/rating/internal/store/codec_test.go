@@ -15,7 +15,7 @@ import (
 
 func TestCodecRoundTrip(t *testing.T) {
 	t.Parallel()
-	s := New(nil, ladder.DefaultPolicy(), "", DefaultRetention())
+	s := New(nil, ladder.DefaultPolicy(), Config{Prefix: "", Retention: DefaultRetention()})
 	p := Player{ID: "x", Name: "Ann | the \"best\"", Bot: true, Known: true, Standing: ladder.Standing{
 		Rating: skill.Rating{Mu: 27.795084971874736, Sigma: 8.263160757613477}, Games: 31, Version: 40,
 		UpdatedAt: time.UnixMilli(1764583200123).UTC(),
@@ -64,7 +64,7 @@ func TestCodecRoundTrip(t *testing.T) {
 // FuzzDecodePlayer: stored values never panic the decoder, and whatever
 // decodes encodes back to a value that decodes the same.
 func FuzzDecodePlayer(f *testing.F) {
-	s := New(nil, ladder.DefaultPolicy(), "", DefaultRetention())
+	s := New(nil, ladder.DefaultPolicy(), Config{Prefix: "", Retention: DefaultRetention()})
 	f.Add("3|25.5|8.1|3|1764583200123|0|20423:2:m1|Ann")
 	f.Add("3|25.5|8.1|3|1764583200123|0||Ann")
 	f.Add("|||||||")

@@ -36,6 +36,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ladder"
 )
 
@@ -100,6 +101,47 @@ const day = 24 * time.Hour
 // lower bits order equal display ratings (see apply.lua).
 const tieBits = 1 << 39
 
+// Config is a store's settings.
+type Config struct {
+	// Prefix is put before every key (tests use one per test; production
+	// uses ""); it must not contain '{' or '}'.
+	Prefix    string
+	Retention Retention
+	// WaitReplicas, when > 0, makes every apply step wait (Redis WAIT) until
+	// that many replicas of the pool's master confirm its writes; only then
+	// do its matches count as applied (and get acknowledged).
+	WaitReplicas int
+	// WaitTimeout bounds the WAIT.
+	WaitTimeout time.Duration
+}
+
+// DefaultConfig returns the default settings: no prefix, the default
+// retention, no WAIT.
+func DefaultConfig() Config {
+	return Config{Retention: DefaultRetention(), WaitTimeout: 500 * time.Millisecond}
+}
+
+// Validate reports what is wrong with c.
+func (c Config) Validate() error {
+	var errs []error
+	if strings.ContainsAny(c.Prefix, "{}") {
+		errs = append(errs, fmt.Errorf("key prefix %q must not contain braces", c.Prefix))
+	}
+	if c.WaitReplicas < 0 {
+		errs = append(errs, fmt.Errorf("wait replicas %d must not be negative", c.WaitReplicas))
+	}
+	if c.WaitReplicas > 0 && c.WaitTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("wait timeout %v must be positive when waiting for replicas", c.WaitTimeout))
+	}
+	return errors.Join(c.Retention.Validate(), errors.Join(errs...))
+}
+
+// ErrNotReplicated reports matches whose writes the configured number of
+// replicas did not confirm in time. They may or may not be applied; they
+// count as Pending, and applying them again is safe (they then turn out
+// duplicates, confirmed by a later WAIT).
+var ErrNotReplicated = errors.New("store: writes not confirmed by the replicas in time")
+
 // Store is the Redis store of ratings. It is safe for concurrent use.
 type Store struct {
 	rdb         redis.UniversalClient
@@ -107,20 +149,22 @@ type Store struct {
 	prefix      string
 	maxAttempts int
 	retention   Retention
+	wait        int
+	waitTimeout time.Duration
 	apply       *redis.Script
 	history     *redis.Script
 }
 
-// New returns a store on rdb. prefix is put before every key (tests use one
-// per test; production uses ""); it must not contain '{' or '}'. retention
-// must be valid (see [Retention.Validate]).
-func New(rdb redis.UniversalClient, policy ladder.Policy, prefix string, retention Retention) *Store {
+// New returns a store on rdb; cfg must be valid (see [Config.Validate]).
+func New(rdb redis.UniversalClient, policy ladder.Policy, cfg Config) *Store {
 	return &Store{
 		rdb:         rdb,
 		policy:      policy,
-		prefix:      prefix,
+		prefix:      cfg.Prefix,
 		maxAttempts: DefaultMaxAttempts,
-		retention:   retention,
+		retention:   cfg.Retention,
+		wait:        cfg.WaitReplicas,
+		waitTimeout: cfg.WaitTimeout,
 		apply:       redis.NewScript(applySource),
 		history:     redis.NewScript(historySource),
 	}
@@ -240,6 +284,7 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 	// Compute in order; later matches see the earlier ones' results.
 	calls := make(map[string]*poolCall) // the last call of each pool
 	var runs []*poolCall                // every call, in order
+	found := make(map[string][]int)     // per pool, the matches found applied already
 	var prior [ladder.Seats]stored
 	keep := s.retention.Markers.Milliseconds()
 	for _, i := range pending {
@@ -254,6 +299,7 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 			// Applied before, or earlier in this batch (a redelivery
 			// next to the original): the first copy does the work.
 			out[i] = Outcome{Status: Duplicate}
+			found[res.Pool] = append(found[res.Pool], i)
 			continue
 		}
 		applied[m] = true
@@ -268,15 +314,8 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 		}
 		c := calls[res.Pool]
 		if c == nil || len(c.idx) == maxScriptMatches {
-			k := newKeys(s.prefix, res.Pool)
 			// Sized for every pending match, the usual single-pool case.
-			size := min(len(pending), maxScriptMatches)
-			c = &poolCall{
-				pool: res.Pool,
-				idx:  make([]int, 0, size),
-				keys: append(make([]string, 0, 8), k.standings(), k.seq(), k.leaderboard(), k.watermark()),
-				args: append(make([]any, 0, 6+20*size), 0, keep, k.bucketPrefix(), 0, s.retention.History.Milliseconds(), k.historyPrefix()),
-			}
+			c = s.newCall(res.Pool, min(len(pending), maxScriptMatches))
 			calls[res.Pool] = c
 			runs = append(runs, c)
 		}
@@ -287,17 +326,22 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 			current[index[playerRef{res.Pool, ch.PlayerID}]] = after[p]
 		}
 	}
+	if s.wait > 0 {
+		// A match found applied before counts only once the replicas
+		// confirm it too: a pool with nothing else to apply gets an empty
+		// run, which writes nothing but the watermark, for its WAIT.
+		for pool := range found {
+			if calls[pool] == nil {
+				calls[pool] = s.newCall(pool, 0)
+				runs = append(runs, calls[pool])
+			}
+		}
+	}
 	if len(runs) == 0 {
 		return nil, nil
 	}
 
-	// Every run goes out in one pipeline. A run may depend on an earlier
-	// one (a player of both); should the earlier one fail or lose a race,
-	// the later one finds a standing it did not expect and reports a
-	// conflict, so the order of the runs needs no further care.
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(runs))
-	for j, c := range runs {
+	for _, c := range runs {
 		c.args[0], c.args[3] = len(c.idx), len(c.buckets)
 		k := newKeys(s.prefix, c.pool)
 		for _, d := range c.buckets {
@@ -306,17 +350,35 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 		for _, d := range c.buckets {
 			c.keys = append(c.keys, k.history(d))
 		}
-		cmds[j] = s.apply.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
-	_, _ = pipe.Exec(ctx) // errors are read per command below
+	var cmds []*redis.Cmd
+	unconfirmed := map[string]error{} // pool -> why its writes are not confirmed
+	if s.wait > 0 {
+		cmds = s.applyAndWait(ctx, runs, unconfirmed)
+	} else {
+		// Every run goes out in one pipeline. A run may depend on an
+		// earlier one (a player of both); should the earlier one fail or
+		// lose a race, the later one finds a standing it did not expect
+		// and reports a conflict, so the order of the runs needs no
+		// further care.
+		pipe := s.rdb.Pipeline()
+		cmds = make([]*redis.Cmd, len(runs))
+		for j, c := range runs {
+			cmds[j] = s.apply.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
+		_, _ = pipe.Exec(ctx) // errors are read per command below
+	}
 	var retry []int
 	var errs []error
 	for j, c := range runs {
 		codes, err := cmds[j].Int64Slice()
-		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		if err != nil && s.wait == 0 && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			// The server does not know the script yet (a new or
 			// failed-over node): send it whole, which caches it there.
 			codes, err = s.apply.Eval(ctx, s.rdb, c.keys, c.args...).Int64Slice()
+		}
+		if err == nil {
+			err = unconfirmed[c.pool]
 		}
 		if err == nil && len(codes) != len(c.idx) {
 			err = fmt.Errorf("script returned %d codes for %d matches", len(codes), len(c.idx))
@@ -344,6 +406,13 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 			}
 		}
 	}
+	for pool, idx := range found {
+		if unconfirmed[pool] != nil {
+			for _, i := range idx {
+				out[i] = Outcome{}
+			}
+		}
+	}
 	if len(errs) > 0 {
 		for _, i := range retry {
 			out[i] = Outcome{}
@@ -351,6 +420,70 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 		return nil, errors.Join(errs...)
 	}
 	return retry, nil
+}
+
+// newCall returns an empty script run for pool with room for size matches.
+func (s *Store) newCall(pool string, size int) *poolCall {
+	k := newKeys(s.prefix, pool)
+	return &poolCall{
+		pool: pool,
+		idx:  make([]int, 0, size),
+		keys: append(make([]string, 0, 8), k.standings(), k.seq(), k.leaderboard(), k.watermark()),
+		args: append(make([]any, 0, 7+20*size), 0, s.retention.Markers.Milliseconds(), k.bucketPrefix(), 0, s.retention.History.Milliseconds(), k.historyPrefix(), min(s.wait, 1)),
+	}
+}
+
+// applyAndWait runs the scripts of each pool, then WAIT, in one pipeline on
+// one connection to the pool's master: WAIT only covers the writes made on
+// its own connection. The scripts write even when they apply nothing (see
+// apply.lua), so the WAIT also covers the earlier writes of matches they
+// find applied already. Pools whose writes the replicas did not confirm
+// get an ErrNotReplicated in unconfirmed.
+func (s *Store) applyAndWait(ctx context.Context, runs []*poolCall, unconfirmed map[string]error) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(runs))
+	byPool := make(map[string][]int)
+	var pools []string
+	for j, c := range runs {
+		if byPool[c.pool] == nil {
+			pools = append(pools, c.pool)
+		}
+		byPool[c.pool] = append(byPool[c.pool], j)
+	}
+	for _, pool := range pools {
+		node, err := redisconn.Master(ctx, s.rdb, newKeys(s.prefix, pool).standings())
+		if err != nil {
+			for _, j := range byPool[pool] {
+				cmds[j] = redis.NewCmd(ctx)
+				cmds[j].SetErr(err)
+			}
+			continue
+		}
+		for attempt := 0; ; attempt++ {
+			var wait *redis.IntCmd
+			_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, j := range byPool[pool] {
+					cmds[j] = s.apply.EvalSha(ctx, p, runs[j].keys, runs[j].args...)
+				}
+				wait = redis.NewIntCmd(ctx, "wait", s.wait, s.waitTimeout.Milliseconds())
+				return p.Process(ctx, wait)
+			}) // errors are read per command
+			first := cmds[byPool[pool][0]].Err()
+			if attempt == 0 && redis.HasErrorPrefix(first, "NOSCRIPT") {
+				// A new or failed-over master: cache the script there.
+				if err := s.apply.Load(ctx, node).Err(); err == nil {
+					continue
+				}
+			}
+			if first != nil {
+				redisconn.ReloadCluster(ctx, s.rdb)
+			}
+			if n, err := wait.Result(); err != nil || n < int64(s.wait) {
+				unconfirmed[pool] = fmt.Errorf("apply matches of pool %s: WAIT %d %dms confirmed %d, %v: %w", pool, s.wait, s.waitTimeout.Milliseconds(), n, err, ErrNotReplicated)
+			}
+			break
+		}
+	}
+	return cmds
 }
 
 // dayOf returns the applied-marker bucket of a match that finished at t:

@@ -127,7 +127,7 @@ func forEachBackend(t *testing.T, f func(t *testing.T, s *Store, rdb redis.Unive
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			rdb := b.client(t)
-			f(t, New(rdb, ladder.DefaultPolicy(), redistest.Prefix(t), DefaultRetention()), rdb)
+			f(t, New(rdb, ladder.DefaultPolicy(), Config{Prefix: redistest.Prefix(t), Retention: DefaultRetention()}), rdb)
 		})
 	}
 }
@@ -676,7 +676,7 @@ func TestHistoryRetention(t *testing.T) {
 				t.Parallel()
 				ctx := t.Context()
 				rdb := b.client(t)
-				s := New(rdb, ladder.DefaultPolicy(), redistest.Prefix(t), Retention{Markers: 2 * day, History: keepHistory})
+				s := New(rdb, ladder.DefaultPolicy(), Config{Prefix: redistest.Prefix(t), Retention: Retention{Markers: 2 * day, History: keepHistory}})
 				k := newKeys(s.prefix, pool)
 				start := t0.Truncate(day)
 				// One match a day; zed plays only the first.
@@ -778,4 +778,106 @@ func TestFirstWatermarkDropsOldBuckets(t *testing.T) {
 			}
 		}
 	})
+}
+
+// With WaitReplicas, an apply step counts only once the replicas confirmed
+// it: on the cluster (a replica per master) matches are Applied and then
+// Duplicate; on the standalone server (no replica) they are written but
+// stay Pending with ErrNotReplicated, and so does their redelivery.
+func TestApplyWaitsForReplicas(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			rdb := b.client(t)
+			cfg := DefaultConfig()
+			cfg.Prefix, cfg.WaitReplicas, cfg.WaitTimeout = redistest.Prefix(t), 1, 2*time.Second
+			_, standalone := rdb.(*redis.Client)
+			if standalone {
+				cfg.WaitTimeout = 50 * time.Millisecond
+			}
+			s := New(rdb, ladder.DefaultPolicy(), cfg)
+			res := []ladder.Result{result(t, "w1", pool, "ann", "bob", "cat", "dan"), result(t, "w2", pool, "bob", "ann", "dan", "cat")}
+			for i, want := range []Status{Applied, Duplicate} {
+				out, err := s.Apply(ctx, res)
+				if standalone {
+					want = Pending
+					if !errors.Is(err, ErrNotReplicated) {
+						t.Errorf("delivery %d without a replica: %v, want ErrNotReplicated", i+1, err)
+					}
+				} else if err != nil {
+					t.Fatalf("delivery %d: %v", i+1, err)
+				}
+				for j, o := range out {
+					if o.Status != want {
+						t.Errorf("delivery %d, match %d: %v, want %v", i+1, j, o.Status, want)
+					}
+				}
+			}
+			// Written all the same (only unconfirmed), exactly once.
+			checkStandings(t, ctx, s, pool, replay(t, s.policy, res))
+		})
+	}
+}
+
+// The master holding the pool is killed between apply steps and its
+// replica takes over: with WaitReplicas the store recovers without a
+// restart, and every match it reported applied is there afterwards, once.
+func TestApplyFailoverWithWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and fails over a private cluster")
+	}
+	t.Parallel()
+	lc := redistest.NewCluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	cfg := DefaultConfig()
+	cfg.Prefix, cfg.WaitReplicas, cfg.WaitTimeout = redistest.Prefix(t), 1, 300*time.Millisecond
+	s := New(lc.Client(t), ladder.DefaultPolicy(), cfg)
+	rng := rand.New(rand.NewPCG(5, 5))
+	var all []ladder.Result
+	failures := 0
+	for batch := 0; batch < 30 && ctx.Err() == nil; batch++ {
+		if batch == 10 {
+			// With WAIT 1 the promoted master needs a replica before it
+			// confirms anything: the killed node rejoins as one.
+			addr := lc.KillMasterOf(t, newKeys(s.prefix, pool).standings())
+			lc.Restart(t, addr)
+		}
+		var res []ladder.Result
+		for m := range 4 {
+			order := rng.Perm(12)[:4]
+			ids := make([]string, 4)
+			for i, p := range order {
+				ids[i] = fmt.Sprintf("p%02d", p)
+			}
+			res = append(res, result(t, fmt.Sprintf("f%02d-%d", batch, m), pool, ids...))
+		}
+		// Until confirmed: a step that failed may or may not have been
+		// written; repeating it is safe.
+		for {
+			out, err := s.Apply(ctx, res)
+			if err == nil {
+				for i, o := range out {
+					if o.Status != Applied && o.Status != Duplicate {
+						t.Fatalf("batch %d match %d: %v without an error", batch, i, o.Status)
+					}
+				}
+				break
+			}
+			if failures++; failures > 200 || ctx.Err() != nil {
+				t.Fatalf("batch %d: still failing after %d errors: %v", batch, failures, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		all = append(all, res...)
+	}
+	t.Logf("%d matches applied, %d failed attempts around the failover", len(all), failures)
+	checkStandings(t, ctx, s, pool, replay(t, s.policy, all))
+	for _, r := range all {
+		if _, ok, err := s.Applied(ctx, pool, r.MatchID); err != nil || !ok {
+			t.Errorf("match %s confirmed but not marked applied: %v, %v", r.MatchID, ok, err)
+		}
+	}
 }
