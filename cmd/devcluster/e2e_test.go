@@ -104,21 +104,10 @@ func TestMakeRunPlaysAFullGameAgainstBots(t *testing.T) {
 // The second real game is the guest's 30th and puts them on the
 // leaderboard.
 func TestFinishedGameMovesRatingsAndLeaderboard(t *testing.T) {
-	for _, kind := range []struct {
-		name  string
-		store func(t *testing.T) (redis.UniversalClient, string, string)
-	}{
-		{"standalone", func(t *testing.T) (redis.UniversalClient, string, string) {
-			rdb, addr := redistest.Standalone(t)
-			return rdb, "REDIS_ADDR", addr
-		}},
-		{"cluster", func(t *testing.T) (redis.UniversalClient, string, string) {
-			rdb, addrs := redistest.Cluster(t)
-			return rdb, "REDIS_CLUSTER_ADDRS", strings.Join(addrs, ",")
-		}},
-	} {
-		t.Run(kind.name, func(t *testing.T) {
-			rdb, name, value := kind.store(t)
+	for _, kind := range redistest.Kinds() {
+		t.Run(kind.Name, func(t *testing.T) {
+			rdb, _ := kind.Client(t)
+			name, value := kind.Env(t)
 			l := launch(t, func(k string) string {
 				if k == name {
 					return value

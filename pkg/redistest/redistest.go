@@ -336,6 +336,10 @@ type Kind struct {
 	Name string
 	// Client returns a client of the deployment and the calling test's own key prefix.
 	Client func(t testing.TB) (redis.UniversalClient, string)
+	// Env returns the environment variable, and its value, that points a
+	// service at the deployment (REDIS_ADDR or REDIS_CLUSTER_ADDRS, read by
+	// pkg/redisconn): for tests that start services.
+	Env func(t testing.TB) (name, value string)
 }
 
 // Kinds lists the shared standalone server and the shared 6-node cluster, so a test runs the same
@@ -345,10 +349,16 @@ func Kinds() []Kind {
 		{Name: "standalone", Client: func(t testing.TB) (redis.UniversalClient, string) {
 			c, _ := Standalone(t)
 			return c, Prefix(t)
+		}, Env: func(t testing.TB) (string, string) {
+			_, addr := Standalone(t)
+			return "REDIS_ADDR", addr
 		}},
 		{Name: "cluster", Client: func(t testing.TB) (redis.UniversalClient, string) {
 			c, _ := Cluster(t)
 			return c, Prefix(t)
+		}, Env: func(t testing.TB) (string, string) {
+			_, addrs := Cluster(t)
+			return "REDIS_CLUSTER_ADDRS", strings.Join(addrs, ",")
 		}},
 	}
 }

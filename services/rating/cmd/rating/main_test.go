@@ -32,14 +32,7 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 func TestRunServesAndConsumes(t *testing.T) {
 	rdb, addr := redistest.Standalone(t)
 	prefix := redistest.Prefix(t)
-	keys, err := auth.GenerateKeySet("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "keys.json")
-	if err := keys.WriteFile(keyFile); err != nil {
-		t.Fatal(err)
-	}
+	keys, keyFile := writeKeys(t)
 	grpcAddr, adminAddr := redistest.FreeAddr(t), redistest.FreeAddr(t)
 	env := map[string]string{
 		"REDIS_ADDR":                addr,
@@ -144,6 +137,20 @@ func TestRunServesAndConsumes(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("run did not return after cancel")
 	}
+}
+
+// writeKeys writes a new key set to a file and returns both.
+func writeKeys(t *testing.T) (*auth.KeySet, string) {
+	t.Helper()
+	keys, err := auth.GenerateKeySet("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "keys.json")
+	if err := keys.WriteFile(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	return keys, keyFile
 }
 
 func TestRunBadConfig(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ladder"
+	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ratingtest"
 	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/store"
 )
 
@@ -139,58 +140,11 @@ func results(t testing.TB, evs []*eventsv1.MatchFinished) []ladder.Result {
 	return out
 }
 
-// replayInStoreOrder checks that the stored standings equal a sequential
+// checkReplay checks that the stored standings equal a sequential
 // replay of the matches in the order the store applied them.
 func (fx *fixture) checkReplay(t *testing.T, matches []ladder.Result) {
 	t.Helper()
-	ctx := t.Context()
-	seqs := map[string]int64{}
-	for _, r := range matches {
-		seq, ok, err := fx.store.Applied(ctx, r.Pool, r.MatchID)
-		if err != nil || !ok {
-			t.Fatalf("match %s: applied %v, err %v", r.MatchID, ok, err)
-		}
-		seqs[r.MatchID] = seq
-	}
-	ordered := slices.Clone(matches)
-	slices.SortFunc(ordered, func(a, b ladder.Result) int { return int(seqs[a.MatchID] - seqs[b.MatchID]) })
-	for i, r := range ordered {
-		if seqs[r.MatchID] != int64(i+1) {
-			t.Fatalf("sequence numbers are not 1..%d: %s has %d at position %d", len(ordered), r.MatchID, seqs[r.MatchID], i)
-		}
-	}
-	want := map[string]ladder.Standing{}
-	for _, r := range ordered {
-		var before [ladder.Seats]ladder.Standing
-		for p, pl := range r.Places {
-			s, ok := want[pl.PlayerID]
-			if !ok {
-				s = fx.policy.New()
-			}
-			before[p] = s
-		}
-		changes, err := fx.policy.Rate(r, before, r.FinishedAt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range changes {
-			want[c.PlayerID] = c.After
-		}
-	}
-	ids := make([]string, 0, len(want))
-	for id := range want {
-		ids = append(ids, id)
-	}
-	got, err := fx.store.Players(ctx, pool, ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, p := range got {
-		w := want[ids[i]]
-		if p.Standing.Rating != w.Rating || p.Standing.Games != w.Games || p.Standing.Version != w.Version {
-			t.Errorf("player %s: stored %+v, replay %+v", ids[i], p.Standing, w)
-		}
-	}
+	ratingtest.CheckReplay(t, fx.store, fx.policy, matches)
 }
 
 func TestConsumerAppliesAndDeadLetters(t *testing.T) {
