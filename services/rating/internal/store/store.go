@@ -477,8 +477,11 @@ func (s *Store) applyAndWait(ctx context.Context, runs []*poolCall, unconfirmed 
 			if first != nil {
 				redisconn.ReloadCluster(ctx, s.rdb)
 			}
-			if n, err := wait.Result(); err != nil || n < int64(s.wait) {
-				unconfirmed[pool] = fmt.Errorf("apply matches of pool %s: WAIT %d %dms confirmed %d, %v: %w", pool, s.wait, s.waitTimeout.Milliseconds(), n, err, ErrNotReplicated)
+			switch n, err := wait.Result(); {
+			case err != nil:
+				unconfirmed[pool] = fmt.Errorf("apply matches of pool %s: WAIT: %v: %w", pool, err, ErrNotReplicated)
+			case n < int64(s.wait):
+				unconfirmed[pool] = fmt.Errorf("apply matches of pool %s: %d of %d replicas confirmed within %v: %w", pool, n, s.wait, s.waitTimeout, ErrNotReplicated)
 			}
 			break
 		}
