@@ -108,6 +108,19 @@ func TestFinishedGameMovesRatingsAndLeaderboard(t *testing.T) {
 		t.Run(kind.Name, func(t *testing.T) {
 			rdb, _ := kind.Client(t)
 			name, value := kind.Env(t)
+			// The services use their default key names: start from an
+			// empty store (nothing else in this package uses it), so that
+			// a repeated run (-count) sees no earlier players.
+			flush := func(ctx context.Context, c *redis.Client) error { return c.FlushAll(ctx).Err() }
+			var err error
+			if cc, ok := rdb.(*redis.ClusterClient); ok {
+				err = cc.ForEachMaster(t.Context(), flush)
+			} else {
+				err = flush(t.Context(), rdb.(*redis.Client))
+			}
+			if err != nil {
+				t.Fatalf("flush the store: %v", err)
+			}
 			l := launch(t, func(k string) string {
 				if k == name {
 					return value
@@ -317,6 +330,7 @@ func (l *launched) play() result {
 func (l *launched) waitRatings(want map[string]uint32) {
 	l.t.Helper()
 	ids := slices.Collect(maps.Keys(want))
+	deadline := time.After(time.Minute)
 	for {
 		resp, err := l.rating.BatchGetRatings(l.ctx, &ratingv1.BatchGetRatingsRequest{PlayerIds: ids, RuleSet: ruleSet})
 		if err != nil {
@@ -334,6 +348,8 @@ func (l *launched) waitRatings(want map[string]uint32) {
 		select {
 		case <-l.ctx.Done():
 			l.t.Fatalf("%d of %d ratings as expected (%v): %v", n, len(ids), want, resp.GetRatings())
+		case <-deadline:
+			l.t.Fatalf("after a minute, %d of %d ratings as expected (%v): %v", n, len(ids), want, resp.GetRatings())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
