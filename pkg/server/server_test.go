@@ -436,19 +436,29 @@ func TestMetrics(t *testing.T) {
 	if _, err := unary(t.Context(), h.conn(t, "p"), "x"); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := httpClient(t).Get(h.admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, want := range []string{"rpc_server_", `rpc_method="grpc.testing.TestService/UnaryCall"`, "go_goroutines"} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("/metrics lacks %q", want)
+	// The server records a call's metrics when the call ends on its side,
+	// which may be just after the client has the reply: scrape until they
+	// are there.
+	wants := []string{"rpc_server_", `rpc_method="grpc.testing.TestService/UnaryCall"`, "go_goroutines"}
+	var body []byte
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		resp, err := httpClient(t).Get(h.admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if t.Failed() {
-		t.Logf("/metrics:\n%s", body)
+		body, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing := slices.DeleteFunc(slices.Clone(wants), func(w string) bool { return strings.Contains(string(body), w) })
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks %q:\n%s", missing, body)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
