@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -31,6 +30,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
 )
 
 func TestMain(m *testing.M) {
@@ -104,14 +104,7 @@ func (b *syncBuffer) String() string {
 
 func start(t *testing.T, mod func(*Config)) *harness {
 	t.Helper()
-	keys, err := auth.GenerateKeySet("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "keys.json")
-	if err := keys.WriteFile(keyFile); err != nil {
-		t.Fatal(err)
-	}
+	keys, keyFile := authtest.KeyFile(t)
 	cfg := DefaultConfig("test")
 	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile = "127.0.0.1:0", "127.0.0.1:0", keyFile
 	cfg.ShutdownTimeout = 10 * time.Second
@@ -574,26 +567,12 @@ func TestConfigBindAndValidate(t *testing.T) {
 	}
 }
 
-// writeKeyFile writes a fresh key set and returns its path.
-func writeKeyFile(t *testing.T) string {
-	t.Helper()
-	keys, err := auth.GenerateKeySet("k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "keys.json")
-	if err := keys.WriteFile(keyFile); err != nil {
-		t.Fatal(err)
-	}
-	return keyFile
-}
-
 // TestTracerProviderOnlyWhenExporting: without an OTLP endpoint there is no
 // tracer provider to instrument clients with, since their spans would go
 // nowhere; with one there is.
 func TestTracerProviderOnlyWhenExporting(t *testing.T) {
 	t.Parallel()
-	keyFile := writeKeyFile(t)
+	_, keyFile := authtest.KeyFile(t)
 	for _, endpoint := range []string{"", "http://127.0.0.1:1"} {
 		cfg := DefaultConfig("tracing")
 		cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile, cfg.OTLPEndpoint = "127.0.0.1:0", "127.0.0.1:0", keyFile, endpoint
@@ -634,7 +613,7 @@ func TestTraceContextPropagatesWithoutExporter(t *testing.T) {
 
 func TestWorkers(t *testing.T) {
 	t.Parallel()
-	keyFile := writeKeyFile(t)
+	_, keyFile := authtest.KeyFile(t)
 	cfg := DefaultConfig("workers")
 	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile = "127.0.0.1:0", "127.0.0.1:0", keyFile
 	log := NewLogger(io.Discard, slog.LevelInfo, "workers")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
@@ -41,14 +41,7 @@ var prefixSeq atomic.Int64
 
 func newEnv(t testing.TB, b backend) *env {
 	t.Helper()
-	ks, err := auth.GenerateKeySet("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "keys.json")
-	if err := ks.WriteFile(file); err != nil {
-		t.Fatal(err)
-	}
+	ks, file := authtest.KeyFile(t)
 	prefix := redistest.Prefix(t)
 	return &env{t: t, backend: b, keys: ks, keyFile: file, prefix: prefix}
 }

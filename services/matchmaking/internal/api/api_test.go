@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
 	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
@@ -61,14 +61,7 @@ func newHarness(t *testing.T, kind redistest.Kind, set Settings) *harness {
 		TicketTTL: 10 * time.Minute, Retention: 10 * time.Minute, FormationTimeout: 30 * time.Second,
 		PointerGrace: 5 * time.Second, WaitSamples: 1000,
 	})
-	keys, err := auth.GenerateKeySet("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "keys.json")
-	if err := keys.WriteFile(keyFile); err != nil {
-		t.Fatal(err)
-	}
+	keys, keyFile := authtest.KeyFile(t)
 	cfg := server.DefaultConfig("matchmaking")
 	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile, cfg.RateLimitRPS = "127.0.0.1:0", "127.0.0.1:0", keyFile, 0
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

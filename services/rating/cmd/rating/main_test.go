@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
@@ -32,7 +32,7 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 func TestRunServesAndConsumes(t *testing.T) {
 	rdb, addr := redistest.Standalone(t)
 	prefix := redistest.Prefix(t)
-	keys, keyFile := writeKeys(t)
+	keys, keyFile := authtest.KeyFile(t)
 	grpcAddr, adminAddr := redistest.FreeAddr(t), redistest.FreeAddr(t)
 	env := map[string]string{
 		"REDIS_ADDR":                addr,
@@ -137,20 +137,6 @@ func TestRunServesAndConsumes(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("run did not return after cancel")
 	}
-}
-
-// writeKeys writes a new key set to a file and returns both.
-func writeKeys(t *testing.T) (*auth.KeySet, string) {
-	t.Helper()
-	keys, err := auth.GenerateKeySet("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "keys.json")
-	if err := keys.WriteFile(keyFile); err != nil {
-		t.Fatal(err)
-	}
-	return keys, keyFile
 }
 
 func TestRunBadConfig(t *testing.T) {

@@ -275,6 +275,31 @@ func (c Change) DisplayBefore() int { return Display(c.Before.Rating) }
 // DisplayAfter returns the displayed rating after the match.
 func (c Change) DisplayAfter() int { return Display(c.After.Rating) }
 
+// Replay rates results one after the other, in the given order, from new
+// standings, and returns every player's final standing: what the store must
+// hold after applying the same matches in that order.
+func (p Policy) Replay(results []Result) (map[string]Standing, error) {
+	st := map[string]Standing{}
+	for _, res := range results {
+		var before [Seats]Standing
+		for i, pl := range res.Places {
+			s, ok := st[pl.PlayerID]
+			if !ok {
+				s = p.New()
+			}
+			before[i] = s
+		}
+		changes, err := p.Rate(res, before, res.FinishedAt)
+		if err != nil {
+			return nil, fmt.Errorf("replay match %s: %w", res.MatchID, err)
+		}
+		for _, c := range changes {
+			st[c.PlayerID] = c.After
+		}
+	}
+	return st, nil
+}
+
 // Rate computes the changes of a match. before holds the players' standings
 // in place order (before[0] is the winner's). Each standing after the match
 // has one more game and the next version; UpdatedAt is set to at.

@@ -323,3 +323,43 @@ func TestRateChangesShrinkWhenEstablished(t *testing.T) {
 		t.Errorf("sigma %.3f collapsed below tau", me.Rating.Sigma)
 	}
 }
+
+// Replay chains Rate: the second match starts from the first one's
+// standings, and a player's standing is their last one.
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	p := DefaultPolicy()
+	first, err := NewResult("m1", "fourkingdoms", finished, players([Seats]int{10, 40, 20, 30}), []Seat{Blue, Green, Yellow, Red})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := NewResult("m2", "fourkingdoms", finished.Add(time.Minute), players([Seats]int{40, 30, 20, 10}), []Seat{Red, Blue, Yellow, Green})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Replay([]Result{first, second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, err := p.Rate(first, [Seats]Standing{p.New(), p.New(), p.New(), p.New()}, first.FinishedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := map[string]Standing{}
+	for _, c := range c1 {
+		after[c.PlayerID] = c.After
+	}
+	// second's places: ann (Red), bob (Blue), cat (Yellow), dan (Green).
+	c2, err := p.Rate(second, [Seats]Standing{after["ann"], after["bob"], after["cat"], after["dan"]}, second.FinishedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("replay has %d players, want 4", len(got))
+	}
+	for _, c := range c2 {
+		if got[c.PlayerID] != c.After || c.After.Games != 2 {
+			t.Errorf("%s: replay %+v, want %+v after two games", c.PlayerID, got[c.PlayerID], c.After)
+		}
+	}
+}

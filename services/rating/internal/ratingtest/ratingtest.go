@@ -35,23 +35,9 @@ func CheckReplay(t testing.TB, st *store.Store, policy ladder.Policy, matches []
 			t.Fatalf("sequence numbers are not 1..%d: %s has %d at position %d", len(ordered), r.MatchID, seqs[r.MatchID], i)
 		}
 	}
-	want := map[string]ladder.Standing{}
-	for _, r := range ordered {
-		var before [ladder.Seats]ladder.Standing
-		for p, pl := range r.Places {
-			s, ok := want[pl.PlayerID]
-			if !ok {
-				s = policy.New()
-			}
-			before[p] = s
-		}
-		changes, err := policy.Rate(r, before, r.FinishedAt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range changes {
-			want[c.PlayerID] = c.After
-		}
+	want, err := policy.Replay(ordered)
+	if err != nil {
+		t.Fatal(err)
 	}
 	ids := make([]string, 0, len(want))
 	for id := range want {

@@ -40,27 +40,12 @@ func result(t testing.TB, match, pool string, order ...string) ladder.Result {
 	return res
 }
 
-// replay rates results one after the other, in the given order, from new
-// standings.
+// replay is policy.Replay, failing t on error.
 func replay(t testing.TB, policy ladder.Policy, results []ladder.Result) map[string]ladder.Standing {
 	t.Helper()
-	st := map[string]ladder.Standing{}
-	for _, res := range results {
-		var before [ladder.Seats]ladder.Standing
-		for p, pl := range res.Places {
-			s, ok := st[pl.PlayerID]
-			if !ok {
-				s = policy.New()
-			}
-			before[p] = s
-		}
-		changes, err := policy.Rate(res, before, res.FinishedAt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range changes {
-			st[c.PlayerID] = c.After
-		}
+	st, err := policy.Replay(results)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return st
 }
