@@ -150,8 +150,8 @@ func TestFullGameByFourClients(t *testing.T) {
 }
 
 // TestResignationsEndTheGame: three players resign; the last live player
-// wins with 20 points per zombie king (RULES.md 8), the others rank by
-// frozen points with the later seat first on ties (RULES.md 9).
+// wins with 20 points per zombie king (docs/rules.md section 8), the others rank by
+// frozen points with the later seat first on ties (docs/rules.md section 9).
 func TestResignationsEndTheGame(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, e *env) {

@@ -20,7 +20,7 @@ type TimeControl struct {
 // noSeat marks "no running clock".
 const noSeat = -1
 
-// Clocks are the four clocks of a match (RULES.md section 10). The server
+// Clocks are the four clocks of a match (docs/rules.md section 10). The server
 // is the only clock authority: the mover's clock runs from the moment the
 // previous change was applied (TurnStart) until the server applies the
 // mover's move.

@@ -10,7 +10,7 @@
 // one match are serialised by the cache entry's mutex, so racing is only
 // ever between instances.
 //
-// Clocks follow RULES.md section 10 with the server's clock: the mover's
+// Clocks follow docs/rules.md section 10 with the server's clock: the mover's
 // time runs from the commit that gave them the turn to the commit of their
 // move. Each commit stores the running clock's deadline in the partition's
 // deadline set, which the Keeper scans (see keeper.go).
@@ -40,7 +40,7 @@ import (
 
 // Config tunes the service.
 type Config struct {
-	// FirstMoveLimit is the time a player has for their first move (RULES.md 10).
+	// FirstMoveLimit is the time a player has for their first move (docs/rules.md section 10).
 	FirstMoveLimit time.Duration
 	// MaxAttempts bounds how often a change is recomputed after losing a race.
 	MaxAttempts int

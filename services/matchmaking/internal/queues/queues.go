@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// TimeControl is a clock setting (RULES.md section 10): an initial time and
+// TimeControl is a clock setting (docs/rules.md section 10): an initial time and
 // either a Fischer increment ("M+S") or a simple delay ("M|S d").
 type TimeControl struct {
 	Initial   time.Duration

@@ -6,7 +6,7 @@
 
 // Package fourkingdoms.game.v1 is the shared vocabulary of the game: seats,
 // pieces, squares, clocks, points and results. Every other package uses these
-// types; the rule book they follow is "the rules" (RULES.md).
+// types; the rule book they follow is docs/rules.md.
 
 package gamev1
 
