@@ -2,6 +2,7 @@ package redisconn
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"google.golang.org/grpc/codes"
@@ -24,15 +25,22 @@ func Status(ctx context.Context, log *slog.Logger, err error, store string, attr
 	case kind == KindNone:
 		return nil
 	case kind == KindCanceled:
-		return status.FromContextError(err).Err()
+		return contextStatus(err)
 	case kind == KindTransient && ctx.Err() != nil:
 		// A timeout or a closed connection after the caller gave up:
 		// report the caller's own reason.
-		return status.FromContextError(ctx.Err()).Err()
+		return contextStatus(ctx.Err())
 	case kind == KindTransient:
 		log.WarnContext(ctx, "storage unavailable", append(attrs, "err", err)...)
 		return status.Error(codes.Unavailable, store+" is unavailable, retry with backoff")
 	}
 	log.ErrorContext(ctx, "internal error", append(attrs, "err", err)...)
 	return status.Error(codes.Internal, "internal error")
+}
+
+func contextStatus(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
+	}
+	return status.Error(codes.Canceled, "request cancelled")
 }
