@@ -355,4 +355,3 @@ func (s *Matchmaking) toStatus(ctx context.Context, op string, err error) error 
 	}
 	return redisconn.Status(ctx, s.log, err, "matchmaking storage", "op", op)
 }
-
