@@ -7,16 +7,15 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"strconv"
 
-	"github.com/redis/go-redis/v9"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
@@ -154,10 +153,11 @@ const errorDomain = "match.fourkingdoms"
 //	match.ErrConflict                                              Aborted
 //	match.ErrSlowConsumer                                          ResourceExhausted
 //	match.ErrFutureVersion                                         OutOfRange
-//	store.ErrNotReplicated, Redis and network errors,
-//	  fanout.ErrClosed                                             Unavailable
-//	context cancellation / deadline                                Canceled / DeadlineExceeded
-//	anything else                                                  Internal (logged; generic message)
+//	store.ErrNotReplicated, fanout.ErrClosed                       Unavailable
+//	anything else: redisconn.Status (by redisconn.Classify)
+//	  context cancellation / deadline                              Canceled / DeadlineExceeded
+//	  transient Redis and network errors                           Unavailable (logged as a warning)
+//	  anything else, script errors included                        Internal (logged; generic message)
 func (s *Server) Status(ctx context.Context, err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
@@ -186,23 +186,9 @@ func (s *Server) Status(ctx context.Context, err error) error {
 		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, match.ErrFutureVersion):
 		return status.Error(codes.OutOfRange, err.Error())
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, "request cancelled")
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
-	case unavailable(err):
+	case errors.Is(err, store.ErrNotReplicated), errors.Is(err, fanout.ErrClosed):
 		s.log.WarnContext(ctx, "storage unavailable", "err", err)
 		return status.Error(codes.Unavailable, "match storage is unavailable, retry with backoff")
 	}
-	s.log.ErrorContext(ctx, "internal error", "err", err)
-	return status.Error(codes.Internal, "internal error")
-}
-
-// unavailable reports errors that a retry may cure: Redis failures,
-// network failures, shutdown.
-func unavailable(err error) bool {
-	var rerr redis.Error
-	var nerr net.Error
-	return errors.Is(err, store.ErrNotReplicated) || errors.Is(err, fanout.ErrClosed) || errors.Is(err, redis.ErrClosed) ||
-		errors.As(err, &rerr) || errors.As(err, &nerr) || errors.Is(err, net.ErrClosed)
+	return redisconn.Status(ctx, s.log, err, "match storage")
 }

@@ -1,6 +1,6 @@
 package store
 
-import "github.com/redis/go-redis/v9"
+import "github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 
 // Every state change of a match is one of these scripts, run atomically on the
 // node that owns the match's hash slot. All keys a script touches are passed in
@@ -13,7 +13,7 @@ import "github.com/redis/go-redis/v9"
 // ARGV: 1 id, 2 game, 3 clock, 4 meta, 5 creation event, 6 deadline (ms, 0 =
 // none), 7 request key TTL (ms), 8 event log length, 9 stamp.
 // Returns {1, id} when created, {0, existing id} for a repeated request.
-var createScript = redis.NewScript(`
+var createScript = redisconn.NewScript(`
 local existing = redis.call('GET', KEYS[1])
 if existing then return {0, existing} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return redis.error_reply('ERR match id collision') end
@@ -48,7 +48,7 @@ return {1, ARGV[1]}
 // stream entry with the id "<version>-0" so readers can resume by version.
 // The live notification is one SPUBLISH of all events, each prefixed with its
 // 4-byte big-endian length.
-var commitScript = redis.NewScript(`
+var commitScript = redisconn.NewScript(`
 if ARGV[5] ~= '' then
   local r = redis.call('HGET', KEYS[3], ARGV[5])
   if r then
@@ -102,14 +102,14 @@ return {0, base + n}
 // partition.
 //
 // KEYS: 1 partition deadlines, 2 partition outbox. ARGV: 1 now (ms), 2 limit.
-var tickScript = redis.NewScript(`
+var tickScript = redisconn.NewScript(`
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
 local out = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', ARGV[2])
 return {due, out}
 `)
 
 // leaseScript acquires or renews a lease. KEYS: 1 lease. ARGV: 1 owner, 2 TTL (ms).
-var leaseScript = redis.NewScript(`
+var leaseScript = redisconn.NewScript(`
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -123,7 +123,7 @@ return 0
 `)
 
 // releaseScript drops a lease if the caller still holds it. KEYS: 1 lease. ARGV: 1 owner.
-var releaseScript = redis.NewScript(`
+var releaseScript = redisconn.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `)

@@ -178,6 +178,38 @@ func testCommitAfterScriptFlush(t *testing.T, rdb redis.UniversalClient) {
 	if err != nil || res.Outcome != store.Applied || res.Version != 2 {
 		t.Fatalf("Commit after SCRIPT FLUSH = %+v, %v; want applied at version 2", res, err)
 	}
+
+	// The same with WAIT: the commit and the WAIT share a pipeline.
+	waiting := newStore(t, rdb, func(c *store.Config) {
+		c.Prefix = s.Config().Prefix
+		c.WaitReplicas, c.WaitTimeout = 1, 200*time.Millisecond
+	})
+	if err := rdb.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err = waiting.Commit(t.Context(), id, store.Change{Expected: 2, ExpectedStamp: res.Stamp, Game: []byte("g3"), Events: [][]byte{[]byte("e3")}, Deadline: time.Now().Add(time.Hour)})
+	_, cluster := rdb.(*redis.ClusterClient) // the standalone server has no replica to confirm
+	if res.Outcome != store.Applied || res.Version != 3 || (cluster && err != nil) || (!cluster && !errors.Is(err, store.ErrNotReplicated)) {
+		t.Fatalf("Commit with WAIT after SCRIPT FLUSH = %+v, %v; want applied at version 3", res, err)
+	}
+
+	// And the scan of every partition.
+	if err := rdb.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	due, err := s.Scan(t.Context(), time.Now().Add(2*time.Hour), 10)
+	if err != nil {
+		t.Fatalf("Scan after SCRIPT FLUSH: %v", err)
+	}
+	found := false
+	for _, d := range due {
+		for _, m := range d.Matches {
+			found = found || m == id
+		}
+	}
+	if !found {
+		t.Errorf("Scan after SCRIPT FLUSH: %s not due in %+v", id, due)
+	}
 }
 
 func testEventsTrimmed(t *testing.T, rdb redis.UniversalClient) {

@@ -9,16 +9,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"math"
-	"net"
 	"slices"
-	"strings"
-	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -26,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
@@ -338,9 +334,10 @@ func invalidArgument(field, desc string) error {
 //	store.ErrMatched       FAILED_PRECONDITION
 //	store.ErrForming       FAILED_PRECONDITION
 //	store.ErrContention    ABORTED
-//	context errors         CANCELED / DEADLINE_EXCEEDED
-//	Redis unreachable      UNAVAILABLE
-//	anything else          INTERNAL
+//	anything else          redisconn.Status (by redisconn.Classify):
+//	  context errors       CANCELED / DEADLINE_EXCEEDED
+//	  Redis unreachable    UNAVAILABLE (logged as a warning)
+//	  anything else        INTERNAL (logged)
 func (s *Matchmaking) toStatus(ctx context.Context, op string, err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -355,34 +352,6 @@ func (s *Matchmaking) toStatus(ctx context.Context, op string, err error) error 
 		return status.Error(codes.FailedPrecondition, "a match is being formed with this ticket: watch the ticket")
 	case errors.Is(err, store.ErrContention):
 		return status.Error(codes.Aborted, "concurrent requests for this player: retry")
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return status.FromContextError(err).Err()
-	case unavailable(err):
-		s.log.WarnContext(ctx, "storage unavailable", "op", op, "err", err)
-		return status.Error(codes.Unavailable, "matchmaking storage is unavailable: retry with backoff")
 	}
-	s.log.ErrorContext(ctx, "internal error", "op", op, "err", err)
-	return status.Error(codes.Internal, "internal error")
-}
-
-// unavailable reports whether err means Redis could not be reached or
-// refused work for now (as opposed to a bug).
-func unavailable(err error) bool {
-	var ne net.Error
-	var re redis.Error
-	switch {
-	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout):
-		return true
-	case errors.As(err, &re):
-		// Server-side conditions that pass: failover, loading, busy.
-		msg := re.Error()
-		for _, p := range []string{"CLUSTERDOWN", "LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY"} {
-			if strings.HasPrefix(msg, p) {
-				return true
-			}
-		}
-	}
-	return false
+	return redisconn.Status(ctx, s.log, err, "matchmaking storage", "op", op)
 }
