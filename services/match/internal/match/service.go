@@ -32,6 +32,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
@@ -123,7 +124,7 @@ type entry struct {
 	// players holds each seat's player id, from created: every call asks
 	// which seats its caller holds, and the proto is a pointer chase away.
 	players [rules.NumSeats]string
-	tc      TimeControl
+	tc      timecontrol.TimeControl
 }
 
 // setState decodes a stored state into the entry (Meta only when present).
@@ -134,11 +135,7 @@ func (e *entry) setState(st store.State) error {
 		if err := proto.Unmarshal(st.Meta, ev); err != nil || ev.GetMatchCreated() == nil {
 			return fmt.Errorf("decode match %s metadata: %v", e.id, err)
 		}
-		tc, _, err := parseTimeControl(ev.GetMatchCreated().GetTimeControl())
-		if err != nil {
-			return fmt.Errorf("decode match %s time control: %w", e.id, err)
-		}
-		e.created, e.tc = ev, tc
+		e.created, e.tc = ev, storedTimeControl(ev.GetMatchCreated().GetTimeControl())
 		e.players = [rules.NumSeats]string{}
 		for _, sp := range ev.GetMatchCreated().GetPlayers() {
 			if seat, ok := seatFromPB(sp.GetSeat()); ok {
