@@ -7,7 +7,8 @@
 // versioned commit; a commit that finds another version gets that state back
 // in the same reply and the change is recomputed from it, up to
 // Config.MaxAttempts times (then ErrConflict). Within an instance, changes to
-// one match are serialised by the cache entry's mutex, so racing is only
+// one match are serialised by the cache entry's mutex (the cache never drops
+// an entry in use, so all callers of a match share one), so racing is only
 // ever between instances.
 //
 // Clocks follow RULES.md section 10 with the server's clock: the mover's
@@ -25,6 +26,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -103,9 +105,6 @@ func New(st *store.Store, cfg Config, log *slog.Logger, now func() time.Time) (*
 	return &Service{store: st, cfg: cfg, log: log, now: now, cache: newCache(cfg.CacheSize)}, nil
 }
 
-// Store returns the service's store.
-func (s *Service) Store() *store.Store { return s.store }
-
 // clockNow is the service clock at millisecond precision, the precision
 // the store keeps, so a cached state equals a decoded one.
 func (s *Service) clockNow() time.Time { return time.UnixMilli(s.now().UnixMilli()) }
@@ -113,7 +112,11 @@ func (s *Service) clockNow() time.Time { return time.UnixMilli(s.now().UnixMilli
 // entry is a cached, decoded match. Its mutex serialises all changes to the
 // match made through this instance.
 type entry struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// refs counts the callers between cache.lock and unlock (holding mu or
+	// waiting for it). It is only increased under cache.mu, so an entry the
+	// cache sees at zero there cannot be taken while it is being evicted.
+	refs atomic.Int32
 	id      string
 	loaded  bool
 	version uint64
@@ -166,8 +169,11 @@ func (e *entry) seatsOf(c Caller) []rules.Seat {
 	return out
 }
 
-// cache keeps decoded games by match id. It is bounded: when full, arbitrary
-// entries are dropped (a dropped entry is simply reloaded when needed).
+// cache keeps decoded games by match id. It is bounded: when full, it drops
+// arbitrary entries that nobody holds (a dropped entry is simply reloaded
+// when needed). An entry in use is never dropped, so two callers of one
+// match always share its mutex; with more matches in use at once than the
+// bound, the cache grows past it until they are released.
 type cache struct {
 	mu  sync.Mutex
 	m   map[string]*entry
@@ -176,26 +182,41 @@ type cache struct {
 
 func newCache(max int) *cache { return &cache{m: make(map[string]*entry), max: max} }
 
-// lock returns the locked entry of a match.
+// lock returns the locked entry of a match; the caller releases it with
+// unlock.
 func (c *cache) lock(id string) *entry {
 	c.mu.Lock()
 	e := c.m[id]
 	if e == nil {
 		if len(c.m) >= c.max {
-			n := max(len(c.m)/16, 1)
-			for k := range c.m {
-				delete(c.m, k)
-				if n--; n == 0 {
-					break
-				}
-			}
+			c.evict(max(len(c.m)/16, 1))
 		}
 		e = &entry{id: id}
 		c.m[id] = e
 	}
+	e.refs.Add(1)
 	c.mu.Unlock()
 	e.mu.Lock()
 	return e
+}
+
+// evict drops up to n entries that nobody holds; c.mu is held.
+func (c *cache) evict(n int) {
+	for k, e := range c.m {
+		if e.refs.Load() != 0 {
+			continue
+		}
+		delete(c.m, k)
+		if n--; n == 0 {
+			return
+		}
+	}
+}
+
+// unlock releases an entry returned by cache.lock.
+func (e *entry) unlock() {
+	e.mu.Unlock()
+	e.refs.Add(-1)
 }
 
 // load reads a match fresh from the store into a locked entry; with a move
@@ -246,7 +267,7 @@ func (s *Service) mutate(ctx context.Context, id, moveKey string, apply func(e *
 		return nil, nil, ErrNotFound
 	}
 	e := s.cache.lock(id)
-	defer e.mu.Unlock()
+	defer e.unlock()
 	fresh := false
 	if !e.loaded {
 		reply, err := s.load(ctx, e, moveKey)
@@ -453,7 +474,7 @@ func (s *Service) Get(ctx context.Context, c Caller, id string) (*matchv1.Match,
 		return nil, ErrNotFound
 	}
 	e := s.cache.lock(id)
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if _, err := s.load(ctx, e, ""); err != nil {
 		return nil, err
 	}
@@ -717,7 +738,7 @@ func (s *Service) Abort(ctx context.Context, c Caller, id, reason string) (*matc
 		return nil, err
 	}
 	e := s.cache.lock(id)
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if !e.loaded {
 		if _, err := s.load(ctx, e, ""); err != nil {
 			return nil, err
@@ -761,7 +782,7 @@ func (s *Service) Export(ctx context.Context, id string) (string, error) {
 		return "", ErrNotFound
 	}
 	e := s.cache.lock(id)
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if _, err := s.load(ctx, e, ""); err != nil {
 		return "", err
 	}
@@ -790,16 +811,11 @@ func (s *Service) Export(ctx context.Context, id string) (string, error) {
 	return pgn, nil
 }
 
-// Snapshot returns the caller's snapshot of a match (fresh from the store).
-func (s *Service) Snapshot(ctx context.Context, c Caller, id string) (*matchv1.Match, error) {
-	return s.Get(ctx, c, id)
-}
-
 // LegalMovesAt returns the caller's legal moves if the match is at version
 // and the caller holds the live seat to move; nil otherwise.
 func (s *Service) LegalMovesAt(ctx context.Context, c Caller, id string, version uint64) []string {
 	e := s.cache.lock(id)
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if !e.loaded || e.version < version {
 		if _, err := s.load(ctx, e, ""); err != nil {
 			return nil
