@@ -38,6 +38,7 @@ import (
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
 
@@ -91,18 +92,39 @@ const (
 // Service is the match service's domain logic.
 type Service struct {
 	store *store.Store
+	hub   *fanout.Hub
 	cfg   Config
 	log   *slog.Logger
 	now   func() time.Time
 	cache *cache
 }
 
-// New returns a Service. now is the clock (time.Now in production).
-func New(st *store.Store, cfg Config, log *slog.Logger, now func() time.Time) (*Service, error) {
+// New returns a Service on st; hub delivers live events to Watch (nil for
+// a service that is never watched). now is the clock (time.Now in
+// production).
+func New(st *store.Store, hub *fanout.Hub, cfg Config, log *slog.Logger, now func() time.Time) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("match config: %w", err)
 	}
-	return &Service{store: st, cfg: cfg, log: log, now: now, cache: newCache(cfg.CacheSize)}, nil
+	return &Service{store: st, hub: hub, cfg: cfg, log: log, now: now, cache: newCache(cfg.CacheSize)}, nil
+}
+
+// Outcome is what a move or a resignation did.
+type Outcome struct {
+	// Events are the match events it caused, in version order, as they
+	// are stored and published.
+	Events []*eventsv1.MatchEvent
+	// Version is the match version after the last event.
+	Version uint64
+	// Ply is the ply after the last event.
+	Ply int
+	// Over reports that the match ended with it.
+	Over bool
+	// ToMove is the seat to move now, unless Over.
+	ToMove rules.Seat
+	// Result is the match's result when Over (the one its GameOver event
+	// carries), in the events' vocabulary.
+	Result *gamev1.Result
 }
 
 // clockNow is the service clock at millisecond precision, the precision
@@ -116,7 +138,7 @@ type entry struct {
 	// refs counts the callers between cache.lock and unlock (holding mu or
 	// waiting for it). It is only increased under cache.mu, so an entry the
 	// cache sees at zero there cannot be taken while it is being evicted.
-	refs atomic.Int32
+	refs    atomic.Int32
 	id      string
 	loaded  bool
 	version uint64
@@ -248,11 +270,11 @@ func (s *Service) load(ctx context.Context, e *entry, moveKey string) ([]byte, e
 type change struct {
 	events []*eventsv1.MatchEvent
 	rec    record
-	// replyMove, when set, stores the result (a MakeMoveResponse) under the
-	// move key, prefixed by this move text.
+	// replyMove, when set, stores the outcome under the move key, prefixed
+	// by this move text.
 	replyMove string
-	// result is what the caller gets back.
-	result proto.Message
+	// out is what the caller gets back.
+	out Outcome
 	// err is returned after the change was committed (a time loss found
 	// while applying a move).
 	err error
@@ -330,7 +352,7 @@ func (s *Service) commit(ctx context.Context, e *entry, ch *change, moveKey stri
 		c.Events = append(c.Events, b)
 	}
 	if ch.replyMove != "" && moveKey != "" {
-		reply, err := encodeReply(ch.replyMove, ch.result.(*matchv1.MakeMoveResponse), c.Events)
+		reply, err := encodeReply(ch.replyMove, &ch.out, c.Events)
 		if err != nil {
 			return store.Result{}, err
 		}
@@ -540,12 +562,12 @@ func (s *Service) legalFor(e *entry, c Caller) []string {
 }
 
 // MakeMove applies the caller's move (and the zombie moves that follow).
-func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveRequest) (*matchv1.MakeMoveResponse, error) {
+func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveRequest) (Outcome, error) {
 	if len(req.GetMove()) == 0 || len(req.GetMove()) > maxMoveTextLen {
-		return nil, fmt.Errorf("%w: move must have 1 to %d bytes", ErrInvalid, maxMoveTextLen)
+		return Outcome{}, fmt.Errorf("%w: move must have 1 to %d bytes", ErrInvalid, maxMoveTextLen)
 	}
 	if len(req.GetClientMoveId()) > maxMoveIDLen {
-		return nil, fmt.Errorf("%w: client_move_id longer than %d bytes", ErrInvalid, maxMoveIDLen)
+		return Outcome{}, fmt.Errorf("%w: client_move_id longer than %d bytes", ErrInvalid, maxMoveIDLen)
 	}
 	moveKey := ""
 	if req.GetClientMoveId() != "" {
@@ -588,65 +610,94 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 		rec.Clocks.follow(e.tc, g, now, true, true)
 		s.finish(g, &rec, now)
 		events := eventsOf(e.id, g, &eff, before, e.version+1, now, clocksPB(&rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now), &rec)
-		resp := &matchv1.MakeMoveResponse{Events: events, Version: e.version + uint64(len(events)), Ply: uint32(g.Ply()),
-			GameOver: g.Over()}
-		if g.Over() {
-			resp.Result = resultPB(g)
-		} else {
-			resp.ToMove = seatPB(g.ToMove())
+		out := Outcome{Events: events, Version: e.version + uint64(len(events)), Ply: g.Ply(), Over: g.Over(), ToMove: g.ToMove()}
+		if out.Over {
+			out.Result = resultPB(g)
 		}
-		return &change{events: events, rec: rec, result: resp, replyMove: req.GetMove()}, nil
+		return &change{events: events, rec: rec, out: out, replyMove: req.GetMove()}, nil
 	})
 	if stored != nil {
 		return decodeStoredReply(stored, req.GetMove())
 	}
 	if err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
-	return ch.result.(*matchv1.MakeMoveResponse), nil
+	return ch.out, nil
 }
 
 // encodeReply encodes a stored answer: the move text, a zero byte, then
-// the response. The events are already encoded for the commit, so they are
-// appended as field 1 instead of being marshalled a second time (protobuf
-// merges fields in any order).
-func encodeReply(move string, resp *matchv1.MakeMoveResponse, events [][]byte) ([]byte, error) {
-	evs := resp.Events
-	resp.Events = nil
-	b, err := marshal(resp)
-	resp.Events = evs
-	if err != nil {
-		return nil, err
+// the outcome as a fourkingdoms.match.v1.MakeMoveResponse (the stored form,
+// kept so that answers stored by earlier versions still decode). It writes
+// the fields directly, in field order as a deterministic marshal would: the
+// events are already encoded for the commit, so they are appended as field
+// 1 instead of being marshalled a second time (protobuf merges fields in any
+// order).
+func encodeReply(move string, out *Outcome, events [][]byte) ([]byte, error) {
+	var result []byte
+	if out.Result != nil {
+		var err error
+		if result, err = marshal(out.Result); err != nil {
+			return nil, err
+		}
 	}
-	n := len(move) + 1 + len(b)
+	n := len(move) + 1 + 4*binary.MaxVarintLen64 + len(result)
 	for _, e := range events {
 		n += len(e) + 8
 	}
-	out := make([]byte, 0, n)
-	out = append(append(append(out, move...), 0), b...)
-	for _, e := range events {
-		out = protowire.AppendTag(out, 1, protowire.BytesType)
-		out = protowire.AppendBytes(out, e)
+	b := make([]byte, 0, n)
+	b = append(append(b, move...), 0)
+	if out.Version != 0 {
+		b = protowire.AppendTag(b, 2, protowire.VarintType)
+		b = protowire.AppendVarint(b, out.Version)
 	}
-	return out, nil
+	if out.Ply != 0 {
+		b = protowire.AppendTag(b, 3, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(out.Ply))
+	}
+	if !out.Over {
+		b = protowire.AppendTag(b, 4, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(seatPB(out.ToMove)))
+	} else {
+		b = protowire.AppendTag(b, 5, protowire.VarintType)
+		b = protowire.AppendVarint(b, 1)
+		if result != nil {
+			b = protowire.AppendTag(b, 6, protowire.BytesType)
+			b = protowire.AppendBytes(b, result)
+		}
+	}
+	for _, e := range events {
+		b = protowire.AppendTag(b, 1, protowire.BytesType)
+		b = protowire.AppendBytes(b, e)
+	}
+	return b, nil
 }
 
-func decodeStoredReply(stored []byte, move string) (*matchv1.MakeMoveResponse, error) {
+// decodeStoredReply decodes an answer stored by encodeReply for move.
+func decodeStoredReply(stored []byte, move string) (Outcome, error) {
 	i := 0
 	for i < len(stored) && stored[i] != 0 {
 		i++
 	}
 	if i == len(stored) {
-		return nil, errors.New("stored reply without move text")
+		return Outcome{}, errors.New("stored reply without move text")
 	}
 	if string(stored[:i]) != move {
-		return nil, ErrMoveIDReused
+		return Outcome{}, ErrMoveIDReused
 	}
 	resp := &matchv1.MakeMoveResponse{}
 	if err := proto.Unmarshal(stored[i+1:], resp); err != nil {
-		return nil, fmt.Errorf("decode stored reply: %w", err)
+		return Outcome{}, fmt.Errorf("decode stored reply: %w", err)
 	}
-	return resp, nil
+	out := Outcome{Events: resp.GetEvents(), Version: resp.GetVersion(), Ply: int(resp.GetPly()), Over: resp.GetGameOver(),
+		Result: resp.GetResult()}
+	if !out.Over {
+		seat, ok := seatFromPB(resp.GetToMove())
+		if !ok {
+			return Outcome{}, fmt.Errorf("decode stored reply: seat to move %v", resp.GetToMove())
+		}
+		out.ToMove = seat
+	}
+	return out, nil
 }
 
 // finish marks the record finished when the game is over.
@@ -685,7 +736,7 @@ func (s *Service) leave(e *entry, now time.Time, seat rules.Seat, timeout bool) 
 }
 
 // Resign resigns the caller's (first live) seat.
-func (s *Service) Resign(ctx context.Context, c Caller, id string) (*matchv1.ResignResponse, error) {
+func (s *Service) Resign(ctx context.Context, c Caller, id string) (Outcome, error) {
 	ch, _, err := s.mutate(ctx, id, "", func(e *entry, now time.Time) (*change, error) {
 		seats := e.seatsOf(c)
 		if len(seats) == 0 {
@@ -705,13 +756,17 @@ func (s *Service) Resign(ctx context.Context, c Caller, id string) (*matchv1.Res
 		if err != nil {
 			return nil, err
 		}
-		ch.result = &matchv1.ResignResponse{Events: ch.events, Version: e.version + uint64(len(ch.events))}
+		g := e.game
+		ch.out = Outcome{Events: ch.events, Version: e.version + uint64(len(ch.events)), Ply: g.Ply(), Over: g.Over(), ToMove: g.ToMove()}
+		if ch.out.Over && g.Result().Termination != rules.Aborted {
+			ch.out.Result = resultPB(g)
+		}
 		return ch, nil
 	})
 	if err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
-	return ch.result.(*matchv1.ResignResponse), nil
+	return ch.out, nil
 }
 
 // Abort ends a match without a result (operators only).
