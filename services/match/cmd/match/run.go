@@ -108,7 +108,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	svc, err := match.New(st, cfg.Match, log, time.Now)
+	hub := fanout.New(st, log, cfg.WatchBuffer)
+	defer hub.Close()
+	svc, err := match.New(st, hub, cfg.Match, log, time.Now)
 	if err != nil {
 		return err
 	}
@@ -116,10 +118,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	hub := fanout.New(st, log, cfg.WatchBuffer)
-	defer hub.Close()
 
-	api.New(svc, hub, log).Register(srv.GRPC())
+	api.New(svc, log).Register(srv.GRPC())
 	srv.Go("keeper", keeper.Run)
 	// Closing the hub at the start of shutdown ends the watch streams
 	// (UNAVAILABLE: reconnect elsewhere), so the graceful drain need not

@@ -119,9 +119,6 @@ func New(rdb redis.UniversalClient, cfg Config, commits redisconn.Processor) (*S
 		retentionMS: cfg.Retention.Milliseconds()}, nil
 }
 
-// Config returns the store's configuration.
-func (s *Store) Config() Config { return s.cfg }
-
 // State is a match as stored. Game and Clock change with every version; Meta
 // is written once at creation.
 type State struct {
@@ -584,9 +581,6 @@ func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessa
 	return nil
 }
 
-// FinishedStreamKey is the full key of the global finished stream.
-func (s *Store) FinishedStreamKey() string { return s.keys.prefix + s.cfg.FinishedStream }
-
 // AcquireLease takes or renews the named lease for owner; it reports whether
 // owner holds it now. A lease is an efficiency device, not a correctness one:
 // every change it leads to is a versioned commit, so two holders at once
@@ -605,49 +599,6 @@ func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
 		return fmt.Errorf("release lease %s: %w", name, err)
 	}
 	return nil
-}
-
-// Deadline returns the stored deadline of a match (zero if none).
-func (s *Store) Deadline(ctx context.Context, id string) (time.Time, error) {
-	p, err := PartitionOf(id)
-	if err != nil {
-		return time.Time{}, err
-	}
-	sc, err := s.rdb.ZScore(ctx, s.keys.deadlines(p), id).Result()
-	if errors.Is(err, redis.Nil) {
-		return time.Time{}, nil
-	}
-	if err != nil {
-		return time.Time{}, fmt.Errorf("read deadline of %s: %w", id, err)
-	}
-	return time.UnixMilli(int64(sc)), nil
-}
-
-// TTL returns the remaining time to live of a match's state (negative when
-// it has none).
-func (s *Store) TTL(ctx context.Context, id string) (time.Duration, error) {
-	p, err := PartitionOf(id)
-	if err != nil {
-		return 0, err
-	}
-	return s.rdb.PTTL(ctx, s.keys.match(p, id)).Result()
-}
-
-// MemoryUsage returns the bytes Redis uses for a match's keys (MEMORY USAGE).
-func (s *Store) MemoryUsage(ctx context.Context, id string) (int64, error) {
-	p, err := PartitionOf(id)
-	if err != nil {
-		return 0, err
-	}
-	var total int64
-	for _, k := range []string{s.keys.match(p, id), s.keys.events(p, id), s.keys.moves(p, id)} {
-		n, err := s.rdb.MemoryUsage(ctx, k).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return 0, err
-		}
-		total += n
-	}
-	return total, nil
 }
 
 func unixMilli(t time.Time) int64 {

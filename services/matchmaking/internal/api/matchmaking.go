@@ -22,6 +22,7 @@ import (
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
@@ -93,22 +94,11 @@ func (s *Matchmaking) Enqueue(ctx context.Context, req *matchmakingv1.EnqueueReq
 		name = t.Queue
 	case *matchmakingv1.EnqueueRequest_Key:
 		ruleSet := cmp.Or(t.Key.GetRuleSet(), "fourkingdoms")
-		tc := t.Key.GetTimeControl()
-		tcName := tc.GetName()
-		if tcName == "" && tc.GetInitial().AsDuration() > 0 {
-			// Named by its durations instead: the mode decides the form.
-			q := queues.TimeControl{Initial: tc.GetInitial().AsDuration()}
-			if tc.GetMode() == gamev1.TimeControlMode_TIME_CONTROL_MODE_DELAY {
-				q.Delay = tc.GetDelay().AsDuration()
-			} else {
-				q.Increment = tc.GetIncrement().AsDuration()
-			}
-			tcName = q.Name()
+		tc, err := timecontrol.FromMessage(t.Key.GetTimeControl())
+		if err != nil {
+			return nil, invalidArgument("key.time_control", err.Error()+`: name the time control ("5+5") or give its durations`)
 		}
-		if tcName == "" {
-			return nil, invalidArgument("key.time_control", "name the time control (\"5+5\") or give its initial time")
-		}
-		name = ruleSet + "/" + tcName
+		name = ruleSet + "/" + tc.Name()
 	default:
 		return nil, invalidArgument("target", "name the queue (queue) or its rule set and time control (key)")
 	}
