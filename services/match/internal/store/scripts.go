@@ -31,8 +31,10 @@ return {1, ARGV[1]}
 // 5 partition outbox, 6 shard channel.
 // ARGV: 1 id, 2 expected version ("<version>:<stamp>"), 3 game, 4 clock, 5 move key ("" = none),
 // 6 reply, 7 deadline (ms, 0 = remove), 8 finished ("1"/"0"), 9 retention
-// (ms), 10 outbox data ("" = none), 11 outbox type, 12 event log length,
-// 13 number of events N, 14 new stamp, 15..14+N events.
+// (ms), 10 outbox data ("" = none), 11 outbox type, 12 outbox type field,
+// 13 outbox data field, 14 event log length, 15 number of events N, 16 new
+// stamp, 17..16+N events. The outbox entry has the layout of the finished
+// stream's entries (package eventstream), so Relay copies it unchanged.
 //
 // The field v holds "<version>:<stamp>", the stamp being random per commit:
 // a writer whose cached state was lost in a failover (an acknowledged write
@@ -66,8 +68,8 @@ if v ~= ARGV[2] then
   return {1, cur[1], cur[2], cur[3]}
 end
 local base = tonumber(string.match(v, '^%d+'))
-local n = tonumber(ARGV[13])
-redis.call('HSET', KEYS[1], 'v', string.format('%d:', base + n) .. ARGV[14], 'g', ARGV[3], 'c', ARGV[4])
+local n = tonumber(ARGV[15])
+redis.call('HSET', KEYS[1], 'v', string.format('%d:', base + n) .. ARGV[16], 'g', ARGV[3], 'c', ARGV[4])
 -- Big-endian 4-byte length prefix, written by hand rather than with struct.pack so the script also
 -- runs on the embedded development store, whose Lua has no struct library.
 local function be32(len)
@@ -75,8 +77,8 @@ local function be32(len)
 end
 local parts = {}
 for i = 1, n do
-  local e = ARGV[14 + i]
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[12], string.format('%d-0', base + i), 'e', e)
+  local e = ARGV[16 + i]
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[14], string.format('%d-0', base + i), 'e', e)
   parts[#parts + 1] = be32(#e)
   parts[#parts + 1] = e
 end
@@ -88,7 +90,7 @@ else
 end
 if ARGV[8] == '1' then
   if ARGV[10] ~= '' then
-    redis.call('XADD', KEYS[5], '*', 'type', ARGV[11], 'data', ARGV[10])
+    redis.call('XADD', KEYS[5], '*', ARGV[12], ARGV[11], ARGV[13], ARGV[10])
   end
   redis.call('PEXPIRE', KEYS[1], ARGV[9])
   redis.call('PEXPIRE', KEYS[2], ARGV[9])

@@ -32,6 +32,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 )
 
@@ -40,9 +41,6 @@ var (
 	ErrNotFound      = errors.New("match not found")
 	ErrNotReplicated = errors.New("write not confirmed by a replica")
 )
-
-// FinishedType is the `type` field of entries in the match-finished stream.
-const FinishedType = "fourkingdoms.events.v1.MatchFinished"
 
 // Config configures a Store.
 type Config struct {
@@ -54,7 +52,8 @@ type Config struct {
 	Retention time.Duration
 	// RequestTTL is how long a CreateMatch request id is remembered.
 	RequestTTL time.Duration
-	// FinishedStream is the global stream MatchFinished records are relayed to.
+	// FinishedStream is the global stream MatchFinished records are relayed
+	// to; its entries have the layout of eventstream.MatchFinished.
 	FinishedStream string
 	// FinishedStreamLen caps the global stream (approximately); 0 = no cap.
 	FinishedStreamLen int64
@@ -71,7 +70,7 @@ func DefaultConfig() Config {
 		EventLogLen:       1000,
 		Retention:         7 * 24 * time.Hour,
 		RequestTTL:        24 * time.Hour,
-		FinishedStream:    "fk:events:match-finished",
+		FinishedStream:    eventstream.MatchFinished().Key(),
 		FinishedStreamLen: 1_000_000,
 		WaitTimeout:       500 * time.Millisecond,
 	}
@@ -311,12 +310,13 @@ func (s *Store) Commit(ctx context.Context, id string, c Change) (Result, error)
 	// One slice holds the whole EVALSHA command: the keys and arguments
 	// are views of it (the commit is the hot path of every move).
 	const nkeys = 6
-	cmd := commitScript.Args(nkeys, nkeys+14+len(c.Events))
+	fin := eventstream.MatchFinished()
+	cmd := commitScript.Args(nkeys, nkeys+16+len(c.Events))
 	cmd = append(cmd,
 		s.keys.match(p, id), s.keys.events(p, id), s.keys.moves(p, id),
 		s.keys.deadlines(p), s.keys.outbox(p), s.keys.channel(p, id),
 		id, strconv.FormatUint(c.Expected, 10)+":"+c.ExpectedStamp, c.Game, c.Clock, c.MoveKey, c.Reply,
-		unixMilli(c.Deadline), finished, s.retentionMS, c.FinishedData, FinishedType, s.cfg.EventLogLen,
+		unixMilli(c.Deadline), finished, s.retentionMS, c.FinishedData, fin.Type(), fin.TypeField(), fin.DataField(), s.cfg.EventLogLen,
 		len(c.Events), c.Stamp)
 	for _, e := range c.Events {
 		cmd = append(cmd, e)
@@ -561,8 +561,10 @@ func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessa
 		return nil
 	}
 	pipe := s.rdb.Pipeline()
+	fin := eventstream.MatchFinished()
 	for _, e := range entries {
-		args := &redis.XAddArgs{Stream: s.keys.prefix + s.cfg.FinishedStream, Values: []any{"type", e.Values["type"], "data", e.Values["data"]}}
+		args := &redis.XAddArgs{Stream: s.keys.prefix + s.cfg.FinishedStream,
+			Values: []any{fin.TypeField(), e.Values[fin.TypeField()], fin.DataField(), e.Values[fin.DataField()]}}
 		if s.cfg.FinishedStreamLen > 0 {
 			args.MaxLen, args.Approx = s.cfg.FinishedStreamLen, true
 		}

@@ -5,13 +5,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisbatch"
+	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
 
@@ -248,8 +256,18 @@ func testFinish(t *testing.T, rdb redis.UniversalClient) {
 	if ttl, err := s.TTL(ctx, id); err != nil || ttl >= 0 {
 		t.Fatalf("active match TTL = %v, %v; want none", ttl, err)
 	}
+	// The record as the match service encodes it: the test is the
+	// producer's half of the match -> rating contract (package eventstream).
+	fin := eventstream.MatchFinished()
+	published := &eventsv1.MatchFinished{MatchId: id, RuleSet: "fourkingdoms", Plies: 42,
+		Result:     &gamev1.Result{Termination: gamev1.Termination_TERMINATION_LAST_PLAYER_STANDING},
+		FinishedAt: timestamppb.New(time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC))}
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(published)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := s.Commit(ctx, id, store.Change{Expected: 1, ExpectedStamp: stampOf(t, s, id), Game: []byte("end"), Events: [][]byte{[]byte("over")},
-		Finished: true, FinishedData: []byte("finished:" + id)})
+		Finished: true, FinishedData: data})
 	if err != nil || res.Outcome != store.Applied {
 		t.Fatalf("finishing Commit = %+v, %v", res, err)
 	}
@@ -270,7 +288,7 @@ func testFinish(t *testing.T, rdb redis.UniversalClient) {
 			continue
 		}
 		for _, e := range d.Outbox {
-			if e.Values["data"] == "finished:"+id {
+			if e.Values[fin.DataField()] == string(data) {
 				found = true
 			}
 		}
@@ -281,9 +299,19 @@ func testFinish(t *testing.T, rdb redis.UniversalClient) {
 	if !found {
 		t.Fatalf("outbox of partition %d lacks the finished record: %+v", p, due)
 	}
+	if key := s.FinishedStreamKey(); !strings.HasSuffix(key, ":"+fin.Key()) {
+		t.Errorf("finished stream key %q, want the contract's %q behind the test's key prefix", key, fin.Key())
+	}
 	msgs, err := rdb.XRange(ctx, s.FinishedStreamKey(), "-", "+").Result()
-	if err != nil || len(msgs) != 1 || msgs[0].Values["type"] != store.FinishedType || msgs[0].Values["data"] != "finished:"+id {
-		t.Fatalf("finished stream = %+v, %v", msgs, err)
+	if err != nil || len(msgs) != 1 || len(msgs[0].Values) != 2 {
+		t.Fatalf("finished stream = %+v, %v; want one entry of two fields", msgs, err)
+	}
+	got, err := fin.Decode(msgs[0].Values)
+	if err != nil {
+		t.Fatalf("the relayed entry breaks the contract: %v", err)
+	}
+	if diff := cmp.Diff(published, got, protocmp.Transform()); diff != "" {
+		t.Errorf("relayed MatchFinished (-published +decoded):\n%s", diff)
 	}
 	due, err = s.Scan(ctx, time.Now(), 100)
 	if err != nil {
