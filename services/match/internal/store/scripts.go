@@ -100,16 +100,6 @@ if n > 0 then redis.call('SPUBLISH', KEYS[6], table.concat(parts)) end
 return {0, base + n}
 `)
 
-// tickScript returns the due deadlines and the pending outbox entries of one
-// partition.
-//
-// KEYS: 1 partition deadlines, 2 partition outbox. ARGV: 1 now (ms), 2 limit.
-var tickScript = redisconn.NewScript(`
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
-local out = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', ARGV[2])
-return {due, out}
-`)
-
 // leaseScript acquires or renews a lease. KEYS: 1 lease. ARGV: 1 owner, 2 TTL (ms).
 var leaseScript = redisconn.NewScript(`
 local cur = redis.call('GET', KEYS[1])
