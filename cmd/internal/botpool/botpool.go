@@ -46,13 +46,24 @@ type Tokens func(ctx context.Context, c *client.Client, name string) (Identity, 
 // to the services and holds their key set (the local cluster).
 func MintTokens(keys *auth.KeySet, ttl time.Duration) Tokens {
 	return func(_ context.Context, _ *client.Client, name string) (Identity, error) {
-		id := "bot-" + strings.ToLower(strings.ReplaceAll(name, " ", "-")) + fmt.Sprintf("-%06x", rand.Uint32()&0xFFFFFF)
+		id := botID(name, rand.Uint32())
 		tok, _, err := keys.Sign(auth.Identity{Subject: id, Role: auth.RolePlayer, DisplayName: name, Bot: true}, time.Now(), ttl)
 		if err != nil {
 			return Identity{}, fmt.Errorf("mint bot token: %w", err)
 		}
 		return Identity{PlayerID: id, Name: name, Token: tok}, nil
 	}
+}
+
+// botID is a bot's player id: its display name as a slug ("Bot Greedy 4"
+// gives "bot-greedy-4"), with "bot-" in front only when the name lacks it,
+// and a random suffix so that every run of the pool has new players.
+func botID(name string, random uint32) string {
+	slug := strings.ToLower(strings.Join(strings.Fields(name), "-"))
+	if !strings.HasPrefix(slug, "bot-") {
+		slug = "bot-" + slug
+	}
+	return fmt.Sprintf("%s-%06x", slug, random&0xFFFFFF)
 }
 
 // GuestTokens signs bots in with AuthService.GuestLogin: they play, but the

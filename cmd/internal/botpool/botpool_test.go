@@ -77,3 +77,17 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestBotID(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, want string }{
+		{"Bot Greedy 4", "bot-greedy-4-2bf514"},
+		{"Greedy  4", "bot-greedy-4-2bf514"},
+		{"Botanist", "bot-botanist-2bf514"},
+	}
+	for _, tt := range tests {
+		if got := botID(tt.name, 0xAB2BF514); got != tt.want {
+			t.Errorf("botID(%q) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

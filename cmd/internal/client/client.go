@@ -66,26 +66,28 @@ func Dial(ep Endpoints) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{creds: &tokenCreds{}}
-	dial := func(addr string) (*grpc.ClientConn, error) {
-		cc, err := grpc.NewClient(addr,
+	dial := func(service, addr string) (*grpc.ClientConn, error) {
+		opts := append([]grpc.DialOption{
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithPerRPCCredentials(c.creds))
+			grpc.WithPerRPCCredentials(c.creds),
+		}, markUnreachable(service, addr)...)
+		cc, err := grpc.NewClient(addr, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("dial %s: %w", addr, err)
 		}
 		c.conns = append(c.conns, cc)
 		return cc, nil
 	}
-	mm, err := dial(ep.Matchmaking)
+	mm, err := dial("matchmaking", ep.Matchmaking)
 	if err != nil {
 		return nil, err
 	}
-	m, err := dial(ep.Match)
+	m, err := dial("match", ep.Match)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	r, err := dial(ep.Rating)
+	r, err := dial("rating", ep.Rating)
 	if err != nil {
 		c.Close()
 		return nil, err
