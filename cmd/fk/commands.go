@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -18,17 +17,15 @@ import (
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 )
 
-func (a *app) flags(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("fk "+name, flag.ContinueOnError)
-	fs.SetOutput(a.stdout)
-	return fs
-}
-
 func (a *app) login(ctx context.Context, args []string) error {
 	fs := a.flags("login")
 	name := fs.String("name", "", "display name (empty: the server picks one)")
-	if err := fs.Parse(args); err != nil {
+	operands, err := parse(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(operands) > 0 {
+		return fmt.Errorf("fk login: unexpected argument %q", operands[0])
 	}
 	c, err := client.Dial(a.Endpoints)
 	if err != nil {
@@ -67,8 +64,19 @@ func (a *app) play(ctx context.Context, args []string) error {
 	queue := fs.String("queue", "fourkingdoms/5+5", "queue to join (see ListQueues)")
 	auto := fs.String("auto", "", "let a bot brain play: random or greedy (non-interactive)")
 	asJSON := fs.Bool("json", false, "print only a final JSON result line")
-	if err := fs.Parse(args); err != nil {
+	fixed := fs.Bool("fixed", false, "draw the board with Red at the bottom instead of turning it to your seat")
+	operands, err := parse(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(operands) > 0 {
+		return fmt.Errorf("fk play: unexpected argument %q", operands[0])
+	}
+	var level brain.Level
+	if *auto != "" {
+		if level, err = brain.ParseLevel(*auto); err != nil {
+			return err
+		}
 	}
 	c, s, err := a.dial()
 	if err != nil {
@@ -76,21 +84,30 @@ func (a *app) play(ctx context.Context, args []string) error {
 	}
 	defer c.Close()
 
-	found, err := a.findMatch(ctx, c, *queue, !*asJSON)
+	// One reader of stdin for the queue ("quit" leaves it) and the game.
+	var lines <-chan string
+	if *auto == "" {
+		lctx, stop := context.WithCancel(ctx)
+		defer stop()
+		lines = readLines(lctx, a.stdin)
+	}
+	found, err := a.findMatch(ctx, c, *queue, !*asJSON, lines)
+	if errors.Is(err, errLeft) || (err != nil && ctx.Err() != nil) {
+		if !*asJSON {
+			fmt.Fprintf(a.stdout, "\nleft the queue %s\n", *queue)
+		}
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	if !*asJSON {
-		fmt.Fprintf(a.stdout, "\rmatched: match %s, you play %s%20s\n", found.MatchID, seatName(found.Seat), "")
+		fmt.Fprintf(a.stdout, "\rmatched: match %s, you play %s%40s\n", found.MatchID, seatName(found.Seat), "")
 	}
 
 	var final *matchv1.Match
 	reconnects := 0
 	if *auto != "" {
-		level, lerr := brain.ParseLevel(*auto)
-		if lerr != nil {
-			return lerr
-		}
 		br := brain.New(level, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())))
 		choose := func(_ context.Context, m *matchv1.Match) (string, error) {
 			return br.Choose(brain.Turn{RuleSet: m.GetRuleSet(), FEN4: m.GetFen4(), Seat: rules.Seat(found.Seat - 1), Legal: m.GetLegalMoves(), Game: m.GetMatchId()})
@@ -99,14 +116,23 @@ func (a *app) play(ctx context.Context, args []string) error {
 			reconnects = u.Reconnects
 			if !*asJSON {
 				if u.Event.GetMoveApplied() != nil {
-					e := u.Event.GetMoveApplied().GetEffects()
-					fmt.Fprintf(a.stdout, "%4d %-6s %s\n", u.Match.GetPly(), seatName(e.GetSeat()), e.GetMove())
+					fmt.Fprintf(a.stdout, "%4d %s\n", u.Match.GetPly(), moveText(u.Event.GetMoveApplied().GetEffects()))
 				}
 			}
 		}
 		final, err = c.PlayAuto(ctx, found.MatchID, found.Seat, choose, observe)
+		if err != nil && ctx.Err() != nil {
+			err = errLeft
+		}
 	} else {
-		final, reconnects, err = a.interactive(ctx, c, found)
+		final, reconnects, err = a.interactive(ctx, c, found, *fixed, lines)
+	}
+	if errors.Is(err, errLeft) {
+		if !*asJSON {
+			fmt.Fprintf(a.stdout, "\nleft match %s: it goes on without you (your clock runs).\n"+
+				"follow it with `fk watch %s`\n", found.MatchID, found.MatchID)
+		}
+		return nil
 	}
 	if err != nil {
 		return err
@@ -121,7 +147,13 @@ func (a *app) play(ctx context.Context, args []string) error {
 	if res.Rank > 0 {
 		fmt.Fprintf(a.stdout, "you finished %d. — see your rating with `fk rating`\n", res.Rank)
 	}
+	fmt.Fprintln(a.stdout, replayHint(found.MatchID))
 	return nil
+}
+
+// replayHint says how to see a match again.
+func replayHint(id string) string {
+	return fmt.Sprintf("match %s: replay it with `fk watch %s`, its PGN4 with `fk export %s`", id, id, id)
 }
 
 func summarize(m *matchv1.Match, playerID string, found client.Found, reconnects int) result {
@@ -151,10 +183,11 @@ func summarize(m *matchv1.Match, playerID string, found client.Found, reconnects
 
 func (a *app) watch(ctx context.Context, args []string) error {
 	fs := a.flags("watch")
-	if err := fs.Parse(args); err != nil {
+	operands, err := parse(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(operands) != 1 {
 		return errors.New("usage: fk watch MATCH")
 	}
 	c, _, err := a.dial()
@@ -162,23 +195,37 @@ func (a *app) watch(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
-	final, err := c.Follow(ctx, fs.Arg(0), client.FollowOptions{RefreshBoard: true}, func(u client.Update) error {
-		a.draw(u.Match, gamev1.Seat_SEAT_UNSPECIFIED, "")
+	id := operands[0]
+	sc := &screen{}
+	final, err := c.Follow(ctx, id, client.FollowOptions{RefreshBoard: true}, func(u client.Update) error {
+		if mv := u.Event.GetMoveApplied(); mv != nil {
+			sc.moves.add(mv.GetEffects(), gamev1.Seat_SEAT_UNSPECIFIED)
+		}
+		a.draw(u.Match, sc)
 		return nil
 	})
-	if err != nil {
-		return err
+	if err != nil && ctx.Err() != nil {
+		return nil // Ctrl-C: stop watching
 	}
-	fmt.Fprintln(a.stdout, resultText(final))
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", id, err)
+	}
+	// The last board drawn has the result; draw it only if it was not
+	// drawn yet (a follower that ended without a final update).
+	if final.GetVersion() != sc.drawn {
+		a.draw(final, sc)
+	}
+	fmt.Fprintln(a.stdout, replayHint(id))
 	return nil
 }
 
 func (a *app) export(ctx context.Context, args []string) error {
 	fs := a.flags("export")
-	if err := fs.Parse(args); err != nil {
+	operands, err := parse(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(operands) != 1 {
 		return errors.New("usage: fk export MATCH")
 	}
 	c, _, err := a.dial()
@@ -186,9 +233,9 @@ func (a *app) export(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
-	resp, err := c.Match.ExportGame(ctx, &matchv1.ExportGameRequest{MatchId: fs.Arg(0)})
+	resp, err := c.Match.ExportGame(ctx, &matchv1.ExportGameRequest{MatchId: operands[0]})
 	if err != nil {
-		return fmt.Errorf("export %s: %w", fs.Arg(0), err)
+		return fmt.Errorf("export %s: %w", operands[0], err)
 	}
 	fmt.Fprint(a.stdout, resp.GetPgn4())
 	return nil
@@ -197,7 +244,8 @@ func (a *app) export(ctx context.Context, args []string) error {
 func (a *app) rating(ctx context.Context, args []string) error {
 	fs := a.flags("rating")
 	ruleSet := fs.String("rule-set", "fourkingdoms", "rating pool (rule set)")
-	if err := fs.Parse(args); err != nil {
+	operands, err := parse(fs, args)
+	if err != nil {
 		return err
 	}
 	c, s, err := a.dial()
@@ -206,8 +254,8 @@ func (a *app) rating(ctx context.Context, args []string) error {
 	}
 	defer c.Close()
 	player := s.PlayerID
-	if fs.NArg() > 0 {
-		player = fs.Arg(0)
+	if len(operands) > 0 {
+		player = operands[0]
 	}
 	resp, err := c.Rating.GetRating(ctx, &ratingv1.GetRatingRequest{PlayerId: player, RuleSet: *ruleSet})
 	if err != nil {
@@ -230,8 +278,12 @@ func (a *app) leaderboard(ctx context.Context, args []string) error {
 	fs := a.flags("leaderboard")
 	ruleSet := fs.String("rule-set", "fourkingdoms", "rating pool (rule set)")
 	size := fs.Int("size", 20, "entries to show (at most 100)")
-	if err := fs.Parse(args); err != nil {
+	operands, err := parse(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(operands) > 0 {
+		return fmt.Errorf("fk leaderboard: unexpected argument %q", operands[0])
 	}
 	c, _, err := a.dial()
 	if err != nil {
@@ -253,11 +305,11 @@ func (a *app) leaderboard(ctx context.Context, args []string) error {
 
 // findMatch waits in queue. With live set it keeps a status line that
 // ticks every second: the time waited and the rating window of the latest
-// update from the matchmaker.
-func (a *app) findMatch(ctx context.Context, c *client.Client, queue string, live bool) (client.Found, error) {
-	if !live {
-		return c.FindMatch(ctx, queue, nil)
-	}
+// update from the matchmaker. A line "quit" (or "exit") from lines leaves
+// the queue and returns errLeft.
+func (a *app) findMatch(ctx context.Context, c *client.Client, queue string, live bool, lines <-chan string) (client.Found, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	type progress struct {
 		waited    time.Duration
 		at        time.Time
@@ -284,14 +336,22 @@ func (a *app) findMatch(ctx context.Context, c *client.Client, queue string, liv
 	defer tick.Stop()
 	var last progress
 	draw := func() {
+		if !live {
+			return
+		}
 		if last.at.IsZero() {
 			fmt.Fprintf(a.stdout, "\rjoining %s ...", queue)
 			return
 		}
 		waited := (last.waited + time.Since(last.at)).Truncate(time.Second)
-		fmt.Fprintf(a.stdout, "\rsearching in %s: %s waited, opponents rated %d-%d (Ctrl-C to leave the queue)   ", queue, waited, last.low, last.high)
+		window := ""
+		if last.low != 0 || last.high != 0 {
+			window = fmt.Sprintf(", opponents rated %d-%d", last.low, last.high)
+		}
+		fmt.Fprintf(a.stdout, "\rsearching in %s: %s waited%s (\"quit\" or Ctrl-C leaves the queue)   ", queue, waited, window)
 	}
 	draw()
+	left := false
 	for {
 		select {
 		case p := <-updates:
@@ -299,7 +359,19 @@ func (a *app) findMatch(ctx context.Context, c *client.Client, queue string, liv
 			draw()
 		case <-tick.C:
 			draw()
+		case line, ok := <-lines:
+			if !ok {
+				lines = nil
+				continue
+			}
+			if line == "quit" || line == "exit" {
+				left = true
+				cancel() // FindMatch cancels the ticket
+			}
 		case o := <-done:
+			if left {
+				return client.Found{}, errLeft
+			}
 			return o.found, o.err
 		}
 	}

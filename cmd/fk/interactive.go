@@ -5,12 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"google.golang.org/grpc/status"
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
@@ -21,8 +20,62 @@ import (
 const help = `type a move in long algebraic form (h2-h4, e1-f3, O-O, k7-k8=Q),
 "moves" to list your legal moves, "resign" to resign, "quit" to leave (the game goes on).`
 
+// errLeft is returned when the player leaves with "quit" or Ctrl-C: a
+// normal end of the command.
+var errLeft = errors.New("left")
+
+// readLines sends the trimmed lines of r until r ends (then it closes the
+// channel) or ctx ends.
+func readLines(ctx context.Context, r io.Reader) <-chan string {
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			select {
+			case lines <- strings.TrimSpace(sc.Text()):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return lines
+}
+
+// screen is what the interactive board shows besides the match: the
+// message under the board and the moves since the player's last turn.
+type screen struct {
+	seat  gamev1.Seat
+	fixed bool
+	msg   string
+	moves moveLog
+	// drawn is the version of the match last drawn, so a final state is
+	// drawn once.
+	drawn uint64
+}
+
+// moveLog holds the moves since a seat's last own move (that move first),
+// so a player sees everything the others did while they waited. A
+// spectator (or a seat that no longer moves) sees the last round.
+type moveLog struct {
+	moves []*gamev1.MoveEffects
+}
+
+// add records e, a move of the match, for the viewer in seat me.
+func (l *moveLog) add(e *gamev1.MoveEffects, me gamev1.Seat) {
+	if e.GetSeat() == me && me != gamev1.Seat_SEAT_UNSPECIFIED && !e.GetIsZombieMove() {
+		l.moves = l.moves[:0]
+	}
+	l.moves = append(l.moves, e)
+	// Four moves are a round; more only when the viewer's own turns are
+	// skipped (a zombie, out): keep the last round then.
+	if n := len(l.moves); n > 4 && (me == gamev1.Seat_SEAT_UNSPECIFIED || l.moves[0].GetSeat() != me) {
+		l.moves = slices.Delete(l.moves, 0, n-4)
+	}
+}
+
 // draw clears the screen (colour mode) and draws the board with a message.
-func (a *app) draw(m *matchv1.Match, me gamev1.Seat, msg string) {
+func (a *app) draw(m *matchv1.Match, sc *screen) {
 	if m == nil {
 		return
 	}
@@ -31,105 +84,115 @@ func (a *app) draw(m *matchv1.Match, me gamev1.Seat, msg string) {
 	} else {
 		fmt.Fprintln(a.stdout)
 	}
-	render(a.stdout, m, view{Color: !a.Plain, Me: me, Now: time.Now()})
-	if msg != "" {
-		fmt.Fprintln(a.stdout, "\n"+msg)
+	sc.drawn = m.GetVersion()
+	render(a.stdout, m, view{Color: !a.Plain, Me: sc.seat, Now: time.Now(), Fixed: sc.fixed, Moves: sc.moves.moves})
+	if sc.msg != "" {
+		fmt.Fprintln(a.stdout, "\n"+sc.msg)
 	}
-	if client.SeatLive(m, me) && m.GetToMove() == me {
+	if client.SeatLive(m, sc.seat) && m.GetToMove() == sc.seat {
 		fmt.Fprint(a.stdout, "\nyour move> ")
 	}
 }
 
 // interactive plays the match from the keyboard: the board redraws on every
 // change (and every second in colour mode, for the clocks), moves are read
-// from stdin and checked against the legal moves before they are sent.
-func (a *app) interactive(ctx context.Context, c *client.Client, found client.Found) (*matchv1.Match, int, error) {
-	ctx, cancel := context.WithCancel(ctx)
+// from lines and checked against the legal moves before they are sent.
+// "quit" and the end of ctx (Ctrl-C) return errLeft.
+func (a *app) interactive(ctx context.Context, c *client.Client, found client.Found, fixed bool, lines <-chan string) (*matchv1.Match, int, error) {
+	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	updates := make(chan client.Update, 64)
 	done := make(chan error, 1)
 	var final *matchv1.Match
 	go func() {
-		m, err := c.Follow(ctx, found.MatchID, client.FollowOptions{RefreshBoard: true}, func(u client.Update) error {
+		m, err := c.Follow(fctx, found.MatchID, client.FollowOptions{RefreshBoard: true}, func(u client.Update) error {
 			select {
 			case updates <- u:
-			case <-ctx.Done():
+			case <-fctx.Done():
 			}
 			return nil
 		})
 		final = m
 		done <- err
 	}()
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(a.stdin)
-		for sc.Scan() {
-			select {
-			case lines <- strings.TrimSpace(sc.Text()):
-			case <-ctx.Done():
-				return
-			}
-		}
-		close(lines)
-	}()
 
 	var cur *matchv1.Match
 	reconnects := 0
-	msg := help
+	sc := &screen{seat: found.Seat, fixed: fixed, msg: help}
+	confirm := false // "resign" was typed once
+	apply := func(u client.Update) {
+		cur, reconnects = u.Match, u.Reconnects
+		if mv := u.Event.GetMoveApplied(); mv != nil {
+			sc.moves.add(mv.GetEffects(), found.Seat)
+		}
+	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		select {
 		case u := <-updates:
-			cur, reconnects = u.Match, u.Reconnects
-			a.draw(cur, found.Seat, msg)
+			apply(u)
+			a.draw(cur, sc)
 		case err := <-done:
-			// Drain what the follower delivered before it ended.
+			// Apply what the follower delivered before it ended.
 			for len(updates) > 0 {
-				u := <-updates
-				cur = u.Match
+				apply(<-updates)
 			}
 			if final == nil {
 				final = cur
 			}
 			if err != nil {
+				if ctx.Err() != nil {
+					return final, reconnects, errLeft
+				}
 				return final, reconnects, err
 			}
-			a.draw(final, found.Seat, "")
+			if final.GetVersion() != sc.drawn {
+				sc.msg = ""
+				a.draw(final, sc)
+			}
 			return final, reconnects, nil
 		case <-tick.C:
 			if !a.Plain && cur != nil {
-				a.draw(cur, found.Seat, msg)
+				a.draw(cur, sc)
 			}
 		case line, ok := <-lines:
 			if !ok {
 				lines = nil // stdin closed: keep watching
 				continue
 			}
-			var quit bool
-			msg, quit = a.command(ctx, c, found, cur, line)
-			if quit {
-				return cur, reconnects, errors.New("left the game (it goes on without you: the clock runs)")
+			if line == "quit" || line == "exit" {
+				return cur, reconnects, errLeft
 			}
-			a.draw(cur, found.Seat, msg)
+			sc.msg, confirm = a.command(ctx, c, found, cur, line, confirm)
+			a.draw(cur, sc)
 		}
 	}
 }
 
-// command handles one typed line and returns the message to show.
-func (a *app) command(ctx context.Context, c *client.Client, found client.Found, m *matchv1.Match, line string) (string, bool) {
+// command handles one typed line and returns the message to show and
+// whether a resignation waits for its confirmation (confirm: it did).
+func (a *app) command(ctx context.Context, c *client.Client, found client.Found, m *matchv1.Match, line string, confirm bool) (string, bool) {
 	switch line {
 	case "":
 		return "", false
 	case "help", "?":
 		return help, false
-	case "quit", "exit":
-		return "", true
-	case "resign":
+	case "resign", "yes":
+		if line == "yes" && !confirm {
+			break
+		}
+		if !confirm {
+			return "resign? your army stays on the board as a zombie and your points are frozen.\n" +
+				"type \"resign\" again (or \"yes\") to resign, anything else to go on", true
+		}
 		if _, err := c.Match.Resign(ctx, &matchv1.ResignRequest{MatchId: found.MatchID}); err != nil {
-			return "resign failed: " + status.Convert(err).Message(), false
+			return "resign failed: " + explain(err), false
 		}
 		return "you resigned: your army plays on as a zombie", false
+	}
+	if confirm {
+		return "not resigned: the game goes on", false
 	}
 	if m == nil || !client.SeatLive(m, found.Seat) {
 		return "you are not playing any more", false
@@ -140,7 +203,7 @@ func (a *app) command(ctx context.Context, c *client.Client, found client.Found,
 	// The freshest position and legal moves (the board may lag a move).
 	resp, err := c.Match.GetMatch(ctx, &matchv1.GetMatchRequest{MatchId: found.MatchID})
 	if err != nil {
-		return "cannot load the match: " + status.Convert(err).Message(), false
+		return "cannot load the match: " + explain(err), false
 	}
 	fresh := resp.GetMatch()
 	legal := fresh.GetLegalMoves()
@@ -156,7 +219,7 @@ func (a *app) command(ctx context.Context, c *client.Client, found client.Found,
 		MatchId: found.MatchID, Move: move, ExpectedPly: &ply, ClientMoveId: "ply-" + strconv.FormatUint(uint64(ply), 10),
 	})
 	if err != nil {
-		return fmt.Sprintf("move %s refused: %s (%s)", move, status.Convert(err).Message(), client.Reason(err)), false
+		return fmt.Sprintf("move %s refused: %s (%s)", move, explain(err), client.Reason(err)), false
 	}
 	return "", false
 }

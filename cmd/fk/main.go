@@ -6,7 +6,7 @@
 // Usage:
 //
 //	fk [global flags] login [--name NAME]
-//	fk [global flags] play [--queue NAME] [--auto random|greedy] [--json]
+//	fk [global flags] play [--queue NAME] [--fixed] [--auto random|greedy] [--json]
 //	fk [global flags] watch MATCH
 //	fk [global flags] export MATCH
 //	fk [global flags] rating [PLAYER] [--rule-set NAME]
@@ -15,7 +15,9 @@
 // Global flags (and their environment variables): --home (FK_HOME, where the
 // session token is kept), --matchmaking, --match, --rating (FK_MATCHMAKING_ADDR,
 // FK_MATCH_ADDR, FK_RATING_ADDR; the defaults are those of `make run`),
-// --plain (also NO_COLOR) for a board without colours.
+// --plain (also NO_COLOR) for a board without colours. Global flags may
+// also follow the command ("fk play --plain"). Leaving with "quit" or
+// Ctrl-C is a normal end (exit status 0); errors exit with 1.
 package main
 
 import (
@@ -27,7 +29,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
@@ -37,26 +43,62 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout)
-	if errors.Is(err, flag.ErrHelp) {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fk:", err)
-		os.Exit(1)
+	fmt.Fprintln(os.Stderr, "fk:", explain(err))
+	os.Exit(1)
+}
+
+// explain turns an error into a sentence for a person: a service that
+// cannot be reached is named with its address and the likely cause, a
+// gRPC status shows its message without the "rpc error: code = ... desc ="
+// wrapping, and a message repeated by two layers is shown once.
+func explain(err error) string {
+	var ue *client.UnreachableError
+	if errors.As(err, &ue) {
+		return fmt.Sprintf("cannot reach %s at %s — is `make run` running? (set --%s or FK_%s_ADDR for another address)",
+			ue.Service, ue.Addr, ue.Service, strings.ToUpper(ue.Service))
 	}
+	msg := err.Error()
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		st := se.GRPCStatus()
+		msg = strings.Replace(msg, st.Err().Error(), st.Message(), 1)
+		if st.Code() == codes.Unauthenticated {
+			msg += " — run `fk login` to sign in again"
+		}
+	}
+	return dedupe(msg)
+}
+
+// dedupe drops a ": "-separated part that repeats the part before it
+// ("malformed token: malformed token: no kid" → "malformed token: no kid"),
+// as when a server wraps an error whose text already names its kind.
+func dedupe(msg string) string {
+	parts := strings.Split(msg, ": ")
+	out := parts[:1]
+	for _, p := range parts[1:] {
+		if p != out[len(out)-1] {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, ": ")
 }
 
 const usage = `usage: fk [global flags] COMMAND [flags]
 
 commands:
   login [--name NAME]                           sign in as a new guest (the token is kept in --home)
-  play [--queue NAME] [--auto LEVEL] [--json]   find a match and play it (LEVEL random|greedy lets a bot brain play)
+  play [--queue NAME] [--fixed] [--auto LEVEL] [--json]
+                                                find a match and play it (LEVEL random|greedy lets a bot brain play;
+                                                the board turns to your seat unless --fixed)
   watch MATCH                                   follow a match live
   export MATCH                                  print a match as PGN4
   rating [PLAYER] [--rule-set NAME]             a player's rating (default: you)
   leaderboard [--rule-set NAME] [--size N]      the best rated players
 
-global flags:`
+global flags (before or after the command):`
 
 // globals are the settings every command shares.
 type globals struct {
@@ -93,11 +135,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if err := b.Err(); err != nil {
 		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
 	if getenv("NO_COLOR") != "" {
 		g.Plain = true
+	}
+	// The global flags before the command; the command's own flag set
+	// accepts them too (see app.flags), so they work anywhere.
+	if err := fs.Parse(args); err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
@@ -124,6 +168,40 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	fs.Usage()
 	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// flags returns the flag set of a command. It holds the global flags as
+// well, bound to the values parsed so far, so `fk play --plain` means what
+// `fk --plain play` does.
+func (a *app) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("fk "+name, flag.ContinueOnError)
+	fs.SetOutput(a.stdout)
+	fs.StringVar(&a.Home, "home", a.Home, "directory holding the session token (global)")
+	fs.StringVar(&a.Endpoints.Matchmaking, "matchmaking", a.Endpoints.Matchmaking, "matchmaking (and auth) service address (global)")
+	fs.StringVar(&a.Endpoints.Match, "match", a.Endpoints.Match, "match service address (global)")
+	fs.StringVar(&a.Endpoints.Rating, "rating", a.Endpoints.Rating, "rating service address (global)")
+	fs.BoolVar(&a.Plain, "plain", a.Plain, "no colours (global)")
+	return fs
+}
+
+// parse parses a command's arguments with flags and operands in any order
+// ("fk watch MATCH --plain"); everything after "--" is an operand.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var operands []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return operands, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(operands, rest...), nil
+		}
+		operands = append(operands, rest[0])
+		args = rest[1:]
+	}
 }
 
 // dial connects with the stored session's token.
