@@ -54,9 +54,10 @@ func main() {
 			return
 		}
 		if ctx.Err() != nil {
-			// Ctrl-C during the build or the start: what was started is
-			// stopped already; the interrupted step's error says nothing new.
-			os.Exit(130)
+			// Ctrl-C during the build or the start is a stop like any
+			// other: what was started is stopped already, and the
+			// interrupted step's error says nothing new.
+			return
 		}
 		fmt.Fprintln(os.Stderr, "devcluster:", err)
 		os.Exit(1)
@@ -86,6 +87,9 @@ type config struct {
 	LogLevel string
 	// Grace bounds each service's graceful shutdown.
 	Grace time.Duration
+	// Build compiles the services into Dir/bin before starting them; off
+	// when scripts/run.sh built them already.
+	Build bool
 }
 
 func defaultConfig() config {
@@ -98,6 +102,7 @@ func defaultConfig() config {
 		BotThink: 300 * time.Millisecond,
 		LogLevel: "info",
 		Grace:    15 * time.Second,
+		Build:    true,
 	}
 }
 
@@ -113,6 +118,7 @@ func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.BotThink, "bot-think", "DEV_BOT_THINK", "least time a bot takes per move")
 	b.String(&c.LogLevel, "log-level", "LOG_LEVEL", "services' log level")
 	b.Duration(&c.Grace, "grace", "DEV_GRACE", "graceful shutdown limit per service")
+	b.Bool(&c.Build, "build", "DEV_BUILD", "build the services into <dir>/bin first (false: they are built already)")
 	return b.Err()
 }
 
@@ -150,6 +156,9 @@ type cluster struct {
 	// Pids are the service processes' ids (each leads its process group).
 	Pids []int
 }
+
+// defaultQueue is the queue `fk play` joins without --queue.
+const defaultQueue = "fourkingdoms/5+5"
 
 // services in start order: the matchmaker calls the other two.
 var services = []string{"rating", "match", "matchmaking"}
@@ -190,9 +199,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 
-	fmt.Fprintln(stdout, "building the services ...")
-	if err := build(ctx, repo, filepath.Join(dir, "bin")); err != nil {
-		return err
+	if cfg.Build {
+		fmt.Fprintln(stdout, "building the services ...")
+		if err := build(ctx, repo, filepath.Join(dir, "bin")); err != nil {
+			return err
+		}
 	}
 
 	cl := cluster{KeysFile: keysFile, Admin: map[string]string{}}
@@ -226,6 +237,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		env = append(env,
 			"GRPC_ADDR="+addr(name), "ADMIN_ADDR="+admin(name),
 			"AUTH_KEYS_FILE="+keysFile, "LOG_LEVEL="+cfg.LogLevel, "SERVICE_NAME="+name)
+		if name == "match" {
+			// One match instance on one machine: its keeper (clock flags,
+			// outbox relay) scans every partition, so scan once a second
+			// rather than five times (production's default), which keeps
+			// an idle cluster idle. The price: a player whose clock runs
+			// out is flagged up to a second late. The environment wins.
+			for _, kv := range [][2]string{{"MATCH_KEEPER_INTERVAL", "1s"}, {"MATCH_KEEPER_LEASE_TTL", "5s"}} {
+				if getenv(kv[0]) == "" {
+					env = append(env, kv[0]+"="+kv[1])
+				}
+			}
+		}
 		if name == "matchmaking" {
 			env = append(env, "MATCH_ADDR="+addr("match"), "RATING_ADDR="+addr("rating"),
 				"INTERNAL_PLAINTEXT=true", "MM_QUEUES="+cfg.Queues)
@@ -403,12 +426,16 @@ func banner(w io.Writer, cfg config, cl cluster) {
 	if cfg.BasePort != defaultConfig().BasePort {
 		env = fmt.Sprintf("FK_MATCHMAKING_ADDR=%s FK_MATCH_ADDR=%s FK_RATING_ADDR=%s ", ep.Matchmaking, ep.Match, ep.Rating)
 	}
-	fmt.Fprintf(w, "  %sgo run ./cmd/fk login\n", env)
-	queue := "fourkingdoms/5+5"
-	if len(cl.BotQueues) > 0 && !slices.Contains(cl.BotQueues, queue) {
-		queue = cl.BotQueues[0]
+	// The README gives the same two commands.
+	fk := "go run ./cmd/fk"
+	fmt.Fprintf(w, "  %s%s login\n", env, fk)
+	// `fk play` joins fourkingdoms/5+5; name the queue only when that one
+	// is not filled with bots here.
+	play := fk + " play"
+	if len(cl.BotQueues) > 0 && !slices.Contains(cl.BotQueues, defaultQueue) {
+		play += " --queue " + cl.BotQueues[0]
 	}
-	fmt.Fprintf(w, "  %sgo run ./cmd/fk play --queue %s\n", env, queue)
+	fmt.Fprintf(w, "  %s%s\n", env, play)
 	fmt.Fprintln(w, "\nPoint grpcurl at the services (reflection is on):")
 	fmt.Fprintf(w, "  grpcurl -plaintext -d '{}' %s fourkingdoms.auth.v1.AuthService/GuestLogin\n", ep.Matchmaking)
 	fmt.Fprintf(w, "  grpcurl -plaintext -H \"authorization: Bearer $TOKEN\" %s list\n", ep.Match)
