@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -66,9 +67,11 @@ func TestMakeRunPlaysAFullGameAgainstBots(t *testing.T) {
 	if !strings.Contains(l.out.String(), "go run ./cmd/fk play") {
 		t.Errorf("the banner has no guest command:\n%s", l.out.String())
 	}
+	l.checkIdle()
 	if got := l.fk("login", "--name", "E2E Guest"); !strings.Contains(got, "signed in as E2E Guest") {
 		t.Fatalf("login said %q", got)
 	}
+	l.checkExits()
 	res := l.play()
 	if pgn := l.fk("export", res.MatchID); !strings.Contains(pgn, "1.") {
 		t.Errorf("export printed no moves:\n%s", pgn)
@@ -89,7 +92,141 @@ func TestMakeRunPlaysAFullGameAgainstBots(t *testing.T) {
 	if e := hist.GetEntries(); len(e) != 1 || e[0].GetMatchId() != res.MatchID || hist.GetNextPageToken() != "" {
 		t.Errorf("rating history of %s = %v (next %q), want one entry for match %s", res.PlayerID, e, hist.GetNextPageToken(), res.MatchID)
 	}
+	l.playInteractive(true)
+	l.playInteractive(false)
 	l.shutdown()
+}
+
+// checkIdle measures the CPU time the cluster uses while nobody plays
+// (three bots waiting): the services' processes and this test process,
+// which runs the launcher with the embedded store and the bots. A busy
+// loop (a poll that never blocks, a scan that runs all the time) costs a
+// large share of a core; an idle cluster needs about 2% (without the race
+// detector). The bound is generous: a CPU-time bound, not a timing test.
+func (l *launched) checkIdle() {
+	l.t.Helper()
+	time.Sleep(2 * time.Second) // the bots join their queue
+	pids := append([]int{os.Getpid()}, l.cl.Pids...)
+	before := cpuTime(l.t, pids)
+	const window = 5 * time.Second
+	time.Sleep(window)
+	used := cpuTime(l.t, pids) - before
+	share := float64(used) / float64(window)
+	l.t.Logf("idle cluster: %v CPU in %v (%.1f%% of a core)", used, window, 100*share)
+	if share > 0.25 {
+		l.t.Errorf("an idle cluster used %.0f%% of a core (%v in %v): something polls without waiting", 100*share, used, window)
+	}
+}
+
+// cpuTime is the user and system CPU time of the processes so far.
+func cpuTime(t *testing.T, pids []int) time.Duration {
+	t.Helper()
+	var total time.Duration
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
+		// The fields after the command name (which may hold spaces):
+		// utime and stime are fields 14 and 15, in clock ticks (100 a
+		// second on Linux).
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		for _, s := range f[11:13] {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				t.Fatalf("/proc/%d/stat: %v", pid, err)
+			}
+			total += time.Duration(n) * 10 * time.Millisecond
+		}
+	}
+	return total
+}
+
+// checkExits checks the terminal client's exit codes: leaving the queue
+// with "quit" is a normal end (0); a service that cannot be reached is an
+// error (1) that names it and says what to do.
+func (l *launched) checkExits() {
+	l.t.Helper()
+	cmd := exec.CommandContext(l.ctx, l.fkBin, "play", "--queue", "fourkingdoms/1+0")
+	cmd.Env = l.fkEnv
+	cmd.Stdin = strings.NewReader("quit\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "left the queue") {
+		l.t.Errorf("quit while queueing: %v, output:\n%s", err, out)
+	}
+	cmd = exec.CommandContext(l.ctx, l.fkBin, "rating", "--rating", "127.0.0.1:1")
+	cmd.Env = l.fkEnv
+	out, err = cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 ||
+		!strings.Contains(string(out), "cannot reach rating at 127.0.0.1:1 — is `make run` running?") || strings.Contains(string(out), "rpc error") {
+		l.t.Errorf("fk rating with nothing listening: %v, output:\n%s", err, out)
+	}
+}
+
+// playInteractive plays a game on the interactive board, as a person
+// would from a terminal (stdin and stdout are pipes here; the board does
+// not need a terminal): it waits for the board, resigns (confirming), and
+// follows the zombie game to its end. The screens must show the match id,
+// the legend and the moves; the final result is printed once in plain
+// mode (colour mode redraws the screen in place).
+func (l *launched) playInteractive(plain bool) {
+	l.t.Helper()
+	args := []string{"play", "--queue", "fourkingdoms/1+0"}
+	if plain {
+		args = append(args, "--plain") // a global flag after the command
+	}
+	env := slices.DeleteFunc(slices.Clone(l.fkEnv), func(kv string) bool { return strings.HasPrefix(kv, "NO_COLOR=") })
+	cmd := exec.CommandContext(l.ctx, l.fkBin, args...)
+	cmd.Env = env
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		l.t.Fatal(err)
+	}
+	waitFor := func(what string) {
+		l.t.Helper()
+		deadline := time.Now().Add(2 * time.Minute)
+		for !strings.Contains(out.String(), what) {
+			if time.Now().After(deadline) {
+				l.t.Fatalf("fk play (plain %v) never showed %q:\n%s", plain, what, out.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor("legend:")
+	fmt.Fprintln(stdin, "resign")
+	waitFor("resign?")
+	fmt.Fprintln(stdin, "resign")
+	waitFor("you resigned")
+	err = cmd.Wait()
+	screen := out.String()
+	if err != nil {
+		l.t.Fatalf("fk play (plain %v): %v\n%s", plain, err, screen)
+	}
+	i := strings.Index(screen, "matched: match ")
+	if i < 0 {
+		l.t.Fatalf("no match id:\n%s", screen)
+	}
+	id := strings.Fields(screen[i+len("matched: match "):])[0]
+	id = strings.TrimSuffix(id, ",")
+	for _, want := range []string{"match " + id + " · ", "legend:", "moves since your last turn:", "game over (", "fk watch " + id, "fk export " + id} {
+		if !strings.Contains(screen, want) {
+			l.t.Errorf("the screens (plain %v) lack %q:\n%s", plain, want, screen)
+		}
+	}
+	hasANSI := strings.Contains(screen, "\x1b[")
+	if plain == hasANSI {
+		l.t.Errorf("plain %v, but ANSI escapes %v", plain, hasANSI)
+	}
+	if n := strings.Count(screen, "game over ("); plain && n != 1 {
+		l.t.Errorf("the result was printed %d times:\n%s", n, screen)
+	}
+	l.t.Logf("last screen (plain %v):\n%s", plain, screen[max(0, strings.LastIndex(screen, "match "+id+" · ")):])
 }
 
 // TestFinishedGameMovesRatingsAndLeaderboard runs the launcher against real

@@ -267,6 +267,14 @@ func TestMoveLogKeepsTheMovesSinceYourLastTurn(t *testing.T) {
 	if want := []string{"h3-h4", "b8-c8"}; !slices.Equal(got, want) {
 		t.Errorf("moves since Red's last turn = %q, want %q", got, want)
 	}
+	// After resigning, the server moves the seat as a zombie: those moves
+	// start the log too.
+	for i := range 10 {
+		l.add(&gamev1.MoveEffects{Seat: gamev1.Seat(i%4 + 1), Move: fmt.Sprint("z", i), IsZombieMove: i%4 == 0}, red)
+	}
+	if len(l.moves) != 2 || l.moves[0].GetMove() != "z8" || l.moves[1].GetMove() != "z9" {
+		t.Errorf("log of a zombie seat = %v, want z8 z9", l.moves)
+	}
 	// A spectator keeps the last round.
 	var s moveLog
 	for i := range 6 {

@@ -54,23 +54,29 @@ type screen struct {
 	drawn uint64
 }
 
-// moveLog holds the moves since a seat's last own move (that move first),
-// so a player sees everything the others did while they waited. A
-// spectator (or a seat that no longer moves) sees the last round.
+// moveLog holds the moves since the viewer's seat last moved (that move
+// first), so a player sees everything the others did while they waited;
+// the server's moves for the seat as a zombie count too. A spectator (or
+// a seat that is out) sees the last round.
 type moveLog struct {
 	moves []*gamev1.MoveEffects
 }
 
 // add records e, a move of the match, for the viewer in seat me.
 func (l *moveLog) add(e *gamev1.MoveEffects, me gamev1.Seat) {
-	if e.GetSeat() == me && me != gamev1.Seat_SEAT_UNSPECIFIED && !e.GetIsZombieMove() {
+	mine := func(e *gamev1.MoveEffects) bool { return me != gamev1.Seat_SEAT_UNSPECIFIED && e.GetSeat() == me }
+	if mine(e) {
 		l.moves = l.moves[:0]
 	}
 	l.moves = append(l.moves, e)
-	// Four moves are a round; more only when the viewer's own turns are
-	// skipped (a zombie, out): keep the last round then.
-	if n := len(l.moves); n > 4 && (me == gamev1.Seat_SEAT_UNSPECIFIED || l.moves[0].GetSeat() != me) {
-		l.moves = slices.Delete(l.moves, 0, n-4)
+	// A round is four moves; the bound after an own move only matters if
+	// the server skipped the seat's turns.
+	limit := 4
+	if mine(l.moves[0]) {
+		limit = 16
+	}
+	if n := len(l.moves); n > limit {
+		l.moves = slices.Delete(l.moves, 0, n-limit)
 	}
 }
 

@@ -26,7 +26,13 @@ type Found struct {
 // progress update. A dropped ticket stream is reopened. If ctx ends first,
 // the ticket is cancelled (best effort) and ctx's error returned.
 func (c *Client) FindMatch(ctx context.Context, queue string, searching func(*matchmakingv1.Searching)) (Found, error) {
-	resp, err := c.Matchmaking.Enqueue(ctx, &matchmakingv1.EnqueueRequest{Target: &matchmakingv1.EnqueueRequest_Queue{Queue: queue}})
+	// The enqueue itself is not cut short by ctx: a ticket created by a
+	// call whose answer was lost would wait on without anyone watching it
+	// and be matched. With the answer, an ended ctx cancels the ticket
+	// below.
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	resp, err := c.Matchmaking.Enqueue(ectx, &matchmakingv1.EnqueueRequest{Target: &matchmakingv1.EnqueueRequest_Queue{Queue: queue}})
+	cancel()
 	if err != nil {
 		return Found{}, fmt.Errorf("enqueue in %s: %w", queue, err)
 	}
