@@ -2,7 +2,8 @@
 // machine, for playing and developing.
 //
 // It builds the three services with `go build` into <dir>/bin (the same
-// binaries production runs), generates a development signing key set on the
+// binaries production runs; `make run` builds them beforehand together with
+// the launcher and fk, and passes -build=false), generates a development signing key set on the
 // first run (<dir>/keys.json, never committed), starts an embedded
 // Redis-compatible store unless REDIS_ADDR or REDIS_CLUSTER_ADDRS names a
 // real one, starts the rating, match and matchmaking services as separate
@@ -15,7 +16,9 @@
 // Usage (from the repository; every flag also reads the environment
 // variable shown by -h):
 //
-//	go run ./cmd/devcluster [-dir .run] [-base-port 8081] [-bots 6] [-bot-level greedy]
+//	go run ./cmd/devcluster [-dir .run] [-base-port 8081] [-bots 6] [-bot-level greedy] [-build=false]
+//
+// Ctrl-C is the normal way to stop it and ends it with status 0.
 package main
 
 import (
