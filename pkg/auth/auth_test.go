@@ -197,6 +197,10 @@ func TestAuthenticate(t *testing.T) {
 			if status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Fatalf("Authenticate err = %v, want UNAUTHENTICATED containing %q", err, tt.wantMsg)
 			}
+			// A client shows the message as it is: the reason must not be said twice.
+			if msg := status.Convert(err).Message(); strings.Count(msg, tt.wantMsg) != 1 {
+				t.Errorf("Authenticate message %q says %q %d times, want once", msg, tt.wantMsg, strings.Count(msg, tt.wantMsg))
+			}
 		})
 	}
 }

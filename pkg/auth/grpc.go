@@ -63,7 +63,7 @@ func (ks *KeySet) Authenticate(ctx context.Context, now time.Time) (Identity, er
 	case errors.Is(err, ErrUnknownKey):
 		msg = "token signed with an unknown key (kid): it was issued by another deployment or with a retired key; obtain a new token"
 	case errors.Is(err, ErrMalformedToken):
-		msg = "malformed token: " + err.Error()
+		msg = err.Error() // already starts with "malformed token: "
 	default:
 		msg = "invalid token: " + err.Error()
 	}
