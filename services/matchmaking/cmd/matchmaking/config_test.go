@@ -1,8 +1,9 @@
-package config
+package main
 
 import (
 	"flag"
 	"io"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -10,11 +11,12 @@ import (
 
 func TestDefaultValidates(t *testing.T) {
 	t.Parallel()
-	c := Default()
-	if err := c.Validate(); err != nil {
+	c := defaultConfig()
+	c.Server.AuthKeysFile = "keys.json" // the one setting without a default
+	if err := c.validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
-	if qs := c.QueueList(); len(qs) != 2 || qs[0].Name() != "fourkingdoms/5+5" || qs[1].Name() != "fourkingdoms/1|15 d" {
+	if qs := c.queueList(); len(qs) != 2 || qs[0].Name() != "fourkingdoms/5+5" || qs[1].Name() != "fourkingdoms/1|15 d" {
 		t.Errorf("default queues = %v", qs)
 	}
 }
@@ -25,13 +27,13 @@ func TestBind(t *testing.T) {
 		name    string
 		env     map[string]string
 		args    []string
-		check   func(Config) bool
+		check   func(config) bool
 		wantErr string // substring of the Validate error; empty: valid
 	}{
 		{name: "environment", env: map[string]string{"MM_QUEUES": "chesscom-ffa 1+0 bots=5s", "MM_WINDOW_MAX": "300"},
-			check: func(c Config) bool { return c.QueueList()[0].BotFillAfter == 5*time.Second && c.WindowMax == 300 }},
+			check: func(c config) bool { return c.queueList()[0].BotFillAfter == 5*time.Second && c.WindowMax == 300 }},
 		{name: "flag beats environment", env: map[string]string{"MM_ROUND_INTERVAL": "2s"}, args: []string{"-round-interval=3s"},
-			check: func(c Config) bool { return c.Interval == 3*time.Second }},
+			check: func(c config) bool { return c.Interval == 3*time.Second }},
 		{name: "formation timeout below create timeout", env: map[string]string{"MM_FORMATION_TIMEOUT": "5s"}, wantErr: "formation timeout"},
 		{name: "bad queue", env: map[string]string{"MM_QUEUES": "fourkingdoms"}, wantErr: "queues"},
 		{name: "window max below initial", env: map[string]string{"MM_WINDOW_MAX": "10"}, wantErr: "window max"},
@@ -41,16 +43,18 @@ func TestBind(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := Default()
+			c := defaultConfig()
 			fs := flag.NewFlagSet("t", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			if err := c.Bind(fs, func(k string) string { return tt.env[k] }); err != nil {
+			env := map[string]string{"AUTH_KEYS_FILE": "keys.json"}
+			maps.Copy(env, tt.env)
+			if err := c.bind(fs, func(k string) string { return env[k] }); err != nil {
 				t.Fatal(err)
 			}
 			if err := fs.Parse(tt.args); err != nil {
 				t.Fatal(err)
 			}
-			err := c.Validate()
+			err := c.validate()
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("Validate: %v", err)
@@ -61,5 +65,23 @@ func TestBind(t *testing.T) {
 				t.Errorf("config = %+v", c)
 			}
 		})
+	}
+}
+
+// TestDefaultPorts pins the default addresses the services use for each
+// other: match listens on 8081 and rating on 8083 by default (their own
+// config tests check that side), matchmaking on 8082, admin ports 909x.
+func TestDefaultPorts(t *testing.T) {
+	t.Parallel()
+	c := defaultConfig()
+	for _, tt := range []struct{ name, got, want string }{
+		{"grpc", c.Server.GRPCAddr, ":8082"},
+		{"admin", c.Server.AdminAddr, ":9092"},
+		{"match", c.MatchAddr, "localhost:8081"},
+		{"rating", c.RatingAddr, "localhost:8083"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("default %s address = %q, want %q", tt.name, tt.got, tt.want)
+		}
 	}
 }
