@@ -67,10 +67,10 @@ func (b *Backoff) Next() time.Duration {
 // Reset forgets the failures, after a success.
 func (b *Backoff) Reset() { b.failures = 0 }
 
-// Wait records a failure and sleeps for the next delay. It returns ctx's
-// error if ctx ends first.
-func (b *Backoff) Wait(ctx context.Context) error {
-	t := time.NewTimer(b.Next())
+// Sleep waits for d, the delay from [Backoff.Next] (loops log it first).
+// It returns ctx's error if ctx ends first.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

@@ -51,16 +51,15 @@ func TestReset(t *testing.T) {
 	}
 }
 
-func TestWaitEndsWithContext(t *testing.T) {
+func TestSleepEndsWithContext(t *testing.T) {
 	t.Parallel()
-	b := New(Policy{Initial: time.Hour, Max: time.Hour})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := b.Wait(ctx); err != context.Canceled {
-		t.Errorf("Wait on a cancelled context = %v, want context.Canceled", err)
+	if err := Sleep(ctx, time.Hour); err != context.Canceled {
+		t.Errorf("Sleep on a cancelled context = %v, want context.Canceled", err)
 	}
-	if err := New(Policy{Initial: time.Millisecond, Max: time.Millisecond}).Wait(t.Context()); err != nil {
-		t.Errorf("Wait = %v", err)
+	if err := Sleep(t.Context(), time.Millisecond); err != nil {
+		t.Errorf("Sleep = %v", err)
 	}
 }
 
