@@ -60,7 +60,10 @@ type Config struct {
 	Pprof bool
 }
 
-// DefaultConfig returns the defaults of every setting.
+// DefaultConfig returns the defaults of every setting. The services
+// override the listen addresses with their own default ports (match 8081,
+// matchmaking 8082, rating 8083; admin 9091-9093) so that they run side by
+// side and find each other without settings.
 func DefaultConfig(serviceName string) Config {
 	return Config{
 		ServiceName:        serviceName,

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 )
 
 func TestDefaultValidates(t *testing.T) {
@@ -83,5 +86,35 @@ func TestDefaultPorts(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("default %s address = %q, want %q", tt.name, tt.got, tt.want)
 		}
+	}
+}
+
+// TestRunFailsCleanly: settings that cannot work stop run with an error
+// naming them, after the server may have been built (Redis unreachable);
+// TestMain's goleak check finds anything such a path leaves running.
+func TestRunFailsCleanly(t *testing.T) {
+	t.Parallel()
+	_, keyFile := authtest.KeyFile(t)
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"bad log level", map[string]string{"LOG_LEVEL": "loud"}, `log level: unknown log level "loud"`},
+		{"redis unreachable", map[string]string{"REDIS_ADDR": redistest.FreeAddr(t), "REDIS_PING_TIMEOUT": "500ms", "REDIS_MAX_RETRIES": "-1"}, "redis 127.0.0.1:"},
+		{"bad setting", map[string]string{"MM_RATING_BATCH": "0"}, "rating batch"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{"AUTH_KEYS_FILE": keyFile, "GRPC_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			err := run(t.Context(), nil, func(k string) string { return env[k] }, io.Discard, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("run = %v, want an error containing %q", err, tt.want)
+			}
+		})
 	}
 }

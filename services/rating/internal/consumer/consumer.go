@@ -231,7 +231,19 @@ func (c *Consumer) loop(ctx context.Context, name string) {
 
 // step is one iteration of a worker: a claim now and then, a read and the
 // handling of what it read. It names the step that failed.
+//
+// When the group is gone (the stream was deleted, or Redis came back
+// empty), every step fails with NOGROUP whichever runs first: step then
+// creates the group again, so the next iteration can succeed.
 func (c *Consumer) step(ctx context.Context, name string, lastClaim *time.Time) (string, error) {
+	step, err := c.steps(ctx, name, lastClaim)
+	if err != nil && strings.Contains(err.Error(), "NOGROUP") {
+		err = errors.Join(err, c.ensureGroup(ctx))
+	}
+	return step, err
+}
+
+func (c *Consumer) steps(ctx context.Context, name string, lastClaim *time.Time) (string, error) {
 	if time.Since(*lastClaim) >= c.cfg.ClaimInterval {
 		*lastClaim = time.Now()
 		if err := c.claim(ctx, name); err != nil {
@@ -272,10 +284,6 @@ func (c *Consumer) read(ctx context.Context, name string) ([]redis.XMessage, err
 		return nil, nil
 	}
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "NOGROUP") {
-			// The stream was deleted (and the group with it): set up again.
-			err = errors.Join(err, c.ensureGroup(ctx))
-		}
 		return nil, fmt.Errorf("read %s: %w", c.cfg.Stream, err)
 	}
 	if len(streams) == 0 {
