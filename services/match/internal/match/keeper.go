@@ -107,12 +107,14 @@ func (k *Keeper) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+		start := time.Now()
 		err := k.scan(ctx, &held)
 		if ctx.Err() != nil {
-			continue // released above
+			continue // the select above releases the lease and returns
 		}
 		k.report("keeper", err)
-		next := k.cfg.Interval
+		// Scans start every interval, as with a ticker, unless one failed.
+		next := max(k.cfg.Interval-time.Since(start), 0)
 		if err != nil {
 			next = bo.Next()
 			k.log.Warn("keeper scan failed", "err", err, "failures", bo.Failures(), "retry_in", next)
