@@ -19,12 +19,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/workspace"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
@@ -409,15 +409,12 @@ func publishFinished(t *testing.T, ctx context.Context, rdb redis.UniversalClien
 		ev.Result.Ranking = append(ev.Result.Ranking, seats[i])
 		games[id]++
 	}
-	data, err := proto.Marshal(ev)
+	fin := eventstream.MatchFinished()
+	values, err := fin.Encode(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = rdb.XAdd(ctx, &redis.XAddArgs{
-		Stream: "fk:events:match-finished",
-		Values: map[string]any{"type": string(ev.ProtoReflect().Descriptor().FullName()), "data": data},
-	}).Err()
-	if err != nil {
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: fin.Key(), Values: values}).Err(); err != nil {
 		t.Fatalf("publish %s: %v", matchID, err)
 	}
 }

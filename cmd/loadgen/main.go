@@ -59,6 +59,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
@@ -634,10 +635,9 @@ func baseline(ctx context.Context, o options) (rate, error) {
 		rdb = redis.NewClient(&redis.Options{Addr: o.redis, PoolSize: 50})
 	}
 	defer rdb.Close()
-	script := redis.NewScript(`return redis.call('INCR', KEYS[1])`)
-	if err := script.Load(ctx, rdb).Err(); err != nil {
-		return rate{}, err
-	}
+	// Run sends EVALSHA, as the services do; the first call on each node
+	// falls back to EVAL once, which caches the script there.
+	script := redisconn.NewScript(`return redis.call('INCR', KEYS[1])`)
 	var keys [50][]string
 	for i := range keys {
 		keys[i] = []string{fmt.Sprintf("loadgen:baseline:{%d}", i)}
@@ -645,6 +645,6 @@ func baseline(ctx context.Context, o options) (rate, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.baseline)
 	defer cancel()
 	return measure(ctx, func(ctx context.Context, i int) error {
-		return script.EvalSha(ctx, rdb, keys[i]).Err()
+		return script.Run(ctx, rdb, keys[i]).Err()
 	}), nil
 }

@@ -1,5 +1,5 @@
 // Command perft counts the leaf nodes of the legal move tree of a
-// four-player chess position (RULES.md section 12) and reports the time
+// four-player chess position (docs/rules.md section 12) and reports the time
 // and the speed, to check and measure the rules engine's move generator.
 //
 // Usage:

@@ -79,14 +79,16 @@ func New(rdb redis.UniversalClient, cfg Config) *Batcher {
 	return b
 }
 
-// Do sends cmd, alone or in the next pipeline, and waits for its reply;
-// the reply or error is in cmd, and Do returns cmd.Err().
+// Process sends cmd, alone or in the next pipeline, and waits for its
+// reply; the reply or error is in cmd, and Process returns cmd.Err(). The
+// name and signature are those of the go-redis clients', so a Batcher
+// stands in for a client wherever only Process is needed.
 //
-// If ctx ends first, Do returns ctx.Err(), but the command may still run:
+// If ctx ends first, Process returns ctx.Err(), but the command may still run:
 // as with any Redis call that times out, its outcome is unknown. Spans and
 // deadlines of ctx do not reach a shared pipeline; the client's own read
 // and write timeouts bound it.
-func (b *Batcher) Do(ctx context.Context, cmd redis.Cmder) error {
+func (b *Batcher) Process(ctx context.Context, cmd redis.Cmder) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

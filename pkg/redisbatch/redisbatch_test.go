@@ -43,7 +43,7 @@ func TestConcurrentCallersGetTheirOwnReplies(t *testing.T) {
 				wg.Go(func() {
 					for j := range each {
 						if (i+j)%7 == 0 {
-							err := b.Do(ctx, redis.NewIntCmd(ctx, "incr", notInt))
+							err := b.Process(ctx, redis.NewIntCmd(ctx, "incr", notInt))
 							if err == nil || !redis.HasErrorPrefix(err, "value is not an integer") {
 								t.Errorf("INCR of a string: got %v, want its own error", err)
 							}
@@ -51,7 +51,7 @@ func TestConcurrentCallersGetTheirOwnReplies(t *testing.T) {
 						}
 						key := counters[(i*each+j)%len(counters)]
 						cmd := redis.NewIntCmd(ctx, "incr", key)
-						if err := b.Do(ctx, cmd); err != nil {
+						if err := b.Process(ctx, cmd); err != nil {
 							t.Errorf("INCR %s: %v", key, err)
 							continue
 						}
@@ -130,7 +130,7 @@ func TestQueuedCommandsShareRoundTrips(t *testing.T) {
 	for i := range callers {
 		wg.Go(func() {
 			for range each {
-				if err := b.Do(t.Context(), redis.NewIntCmd(t.Context(), "incr", fmt.Sprintf("%sn%d", prefix, i))); err != nil {
+				if err := b.Process(t.Context(), redis.NewIntCmd(t.Context(), "incr", fmt.Sprintf("%sn%d", prefix, i))); err != nil {
 					t.Error(err)
 				}
 			}
@@ -152,16 +152,16 @@ func TestDoEndsWithContextOrClose(t *testing.T) {
 	b := redisbatch.New(rdb, redisbatch.DefaultConfig())
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := b.Do(ctx, redis.NewStatusCmd(ctx, "ping")); !errors.Is(err, context.Canceled) {
+	if err := b.Process(ctx, redis.NewStatusCmd(ctx, "ping")); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: got %v, want context.Canceled", err)
 	}
 	cmd := redis.NewStatusCmd(t.Context(), "ping")
-	if err := b.Do(t.Context(), cmd); err != nil || cmd.Val() != "PONG" {
+	if err := b.Process(t.Context(), cmd); err != nil || cmd.Val() != "PONG" {
 		t.Errorf("PING: %q, %v", cmd.Val(), err)
 	}
 	b.Close()
 	b.Close() // a second Close is harmless
-	if err := b.Do(t.Context(), redis.NewStatusCmd(t.Context(), "ping")); !errors.Is(err, redisbatch.ErrClosed) {
+	if err := b.Process(t.Context(), redis.NewStatusCmd(t.Context(), "ping")); !errors.Is(err, redisbatch.ErrClosed) {
 		t.Errorf("after Close: got %v, want ErrClosed", err)
 	}
 }
@@ -187,7 +187,7 @@ func BenchmarkIncr(b *testing.B) {
 		b.SetParallelism(64)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if err := bt.Do(context.Background(), redis.NewIntCmd(context.Background(), "incr", key)); err != nil {
+				if err := bt.Process(context.Background(), redis.NewIntCmd(context.Background(), "incr", key)); err != nil {
 					b.Error(err)
 				}
 			}
@@ -206,7 +206,7 @@ func TestCloseWhileBusy(t *testing.T) {
 	for range 50 {
 		wg.Go(func() {
 			for range 40 {
-				err := b.Do(t.Context(), redis.NewIntCmd(t.Context(), "incr", key))
+				err := b.Process(t.Context(), redis.NewIntCmd(t.Context(), "incr", key))
 				switch {
 				case err == nil:
 					ok.Add(1)

@@ -5,6 +5,12 @@
 // In cluster mode every multi-key command and Lua script must touch keys of
 // one hash slot; [Tag] builds the hash tag that keeps a group of keys
 // together.
+//
+// It also holds what every service does with Redis the same way:
+// [Classify] decides once what an error means (transient, the caller's
+// cancellation, or a bug) and [Status] turns it into a gRPC status;
+// [Script] runs Lua scripts by SHA with a bounded NOSCRIPT fallback; and
+// [WriteAndWait] confirms writes with WAIT on the master's connection.
 package redisconn
 
 import (

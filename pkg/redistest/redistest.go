@@ -132,6 +132,22 @@ func Standalone(t testing.TB) (redis.UniversalClient, string) {
 	return c, addr
 }
 
+// NewStandalone starts a private standalone server for t, stopped when t
+// ends, and returns a client of it and its address: for tests that
+// reconfigure or stop the server (REPLICAOF, CLIENT PAUSE, CONFIG SET).
+func NewStandalone(t testing.TB) (redis.UniversalClient, string) {
+	t.Helper()
+	require(t)
+	n, err := startNode(t.Context(), fmt.Sprintf("standalone-%d", prefixSeq.Add(1)), 0)
+	if err != nil {
+		t.Fatalf("start redis: %v", err)
+	}
+	t.Cleanup(n.kill)
+	c := redis.NewClient(&redis.Options{Addr: n.addr()})
+	t.Cleanup(func() { c.Close() })
+	return c, n.addr()
+}
+
 // Cluster returns a client of the shared cluster and its node addresses.
 // Do not kill its nodes: use [NewCluster] for that.
 func Cluster(t testing.TB) (redis.UniversalClient, []string) {

@@ -104,9 +104,9 @@ func TestFailoverAndRestart(t *testing.T) {
 	}
 }
 
-func TestPrivateStopAndStart(t *testing.T) {
+func TestRestartableStopAndStart(t *testing.T) {
 	t.Parallel()
-	p := NewStandalone(t)
+	p := NewRestartable(t)
 	c := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
 	defer c.Close()
 	if err := c.Ping(t.Context()).Err(); err != nil {

@@ -10,7 +10,7 @@ import (
 // edge of the board each seat sits on depends on the rule set's Seating.
 type Seat uint8
 
-// The four seats, named by their colour in RULES.md.
+// The four seats, named by their colour (docs/rules.md section 2).
 const (
 	Red Seat = iota
 	Blue
@@ -367,7 +367,7 @@ func newGeometry(edges [NumSeats]edge, mirror uint8) *geometry {
 // Seating says on which edge each seat's army stands.
 type Seating uint8
 
-// The two seatings of RULES.md.
+// The two seatings (docs/rules.md section 2).
 const (
 	// SeatingCounterclockwise: Red south, Blue east, Yellow north, Green
 	// west; play passes counterclockwise (the fourkingdoms default).

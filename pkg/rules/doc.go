@@ -1,12 +1,20 @@
 // Package rules is the rules engine of Four Kingdoms, free-for-all chess for
-// four players on the 160-square cross-shaped board (see RULES.md).
+// four players on the 160-square cross-shaped board. The rules it plays, of
+// both rule sets, are written down in docs/rules.md; its design is in
+// docs/rules-engine.md.
 //
 // It provides two layers:
 //
-//   - Position: the board, legal move generation for any seat, make/unmake
-//     that restores the position exactly (hash included), and perft. It knows
-//     nothing about points or the end of the game and allocates nothing per
-//     move.
+//   - Position: the board, each seat's status (live, zombie or out: dead
+//     pieces neither move nor attack), legal move generation for any seat,
+//     make/unmake that restores the position exactly (hash included), and
+//     perft. It allocates nothing per move. Of points it only holds what
+//     FEN4 carries: each seat's points and the frozen result points of
+//     seats that resigned or ran out of time (Game keeps its score there,
+//     so that ParseFEN4 and FEN4 carry it). Make and Unmake never change
+//     them and move generation never reads them; likewise it keeps the
+//     no-progress ply clock but does not act on it. Scoring, the end of the
+//     game and the result belong to Game.
 //   - Game: a whole game on top of a Position: points, checks, immediate
 //     mates of players who are not to move, king captures, eliminations,
 //     stalemate on turn, resignation and time loss with zombie armies whose

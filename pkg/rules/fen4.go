@@ -21,7 +21,7 @@ func fenErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadFEN4, fmt.Sprintf(format, args...))
 }
 
-// ParseFEN4 reads a position in FEN4 (RULES.md section 11) for rule set rs.
+// ParseFEN4 reads a position in FEN4 (docs/rules.md section 11.3) for rule set rs.
 //
 // Header fields: seat to move (R, B, Y, G), seats out of play, short and
 // long castling rights, points, the no-progress ply clock; then the 14 rows

@@ -135,7 +135,7 @@ type Effects struct {
 
 // Result is the outcome of a finished game.
 type Result struct {
-	// Points are the result points per seat (RULES.md section 9).
+	// Points are the result points per seat (docs/rules.md section 9).
 	Points [NumSeats]int
 	// Ranking lists the seats from first to last.
 	Ranking     [NumSeats]Seat
@@ -600,7 +600,7 @@ func (g *Game) applyMove(s Seat, m Move, idx int, zombie bool, eff *Effects) {
 	}
 	var stalemated []Seat
 	if !rs.StalemateOnTurn {
-		// Immediate stalemate (the variant of the decision in RULES.md 6).
+		// Immediate stalemate (the variant of the decision in docs/rules.md section 6.3).
 		for o := Seat(0); o < NumSeats; o++ {
 			if o != s && p.status[o] != Out && !p.InCheck(o) && !p.hasLegalMove(o, &g.moves) {
 				stalemated = append(stalemated, o)

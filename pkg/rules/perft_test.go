@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Reference counts from PERFT.md (two independent generators agree).
+// Reference counts from docs/perft.md (two independent generators agree).
 var perftCases = []struct {
 	name  string
 	fen   string
@@ -59,7 +59,7 @@ func TestPerft(t *testing.T) {
 
 // TestPerftClockwiseSeating checks the direction of play of the
 // chesscom-ffa seating: equal counts to depth 5, 77,363,266 at depth 6.
-// PERFT.md's counts are without en passant, so the check uses the default
+// docs/perft.md's counts are without en passant, so the check uses the default
 // rules with only the seating changed.
 func TestPerftClockwiseSeating(t *testing.T) {
 	t.Parallel()

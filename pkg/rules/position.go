@@ -732,7 +732,7 @@ func (p *Position) legalWith(lc *legalChecker, s Seat, m Move) bool {
 }
 
 // Perft counts the leaf nodes of the tree of legal move sequences depth
-// plies deep from this position (RULES.md section 12).
+// plies deep from this position (docs/rules.md section 12).
 func (p *Position) Perft(depth int) uint64 {
 	if depth <= 0 {
 		return 1

@@ -284,7 +284,7 @@ func (rp *refPos) legalMoves(s int) []string {
 }
 
 // refCastles lists, per edge, short then long castling as king from, king
-// to, rook from, rook to (RULES.md section 4).
+// to, rook from, rook to (docs/rules.md section 4.4).
 var refCastles = map[edge][2][4]string{
 	edgeSouth: {{"h1", "j1", "k1", "i1"}, {"h1", "f1", "d1", "g1"}},
 	edgeEast:  {{"n8", "n10", "n11", "n9"}, {"n8", "n6", "n4", "n7"}},
@@ -397,7 +397,7 @@ func TestDifferentialAgainstReference(t *testing.T) {
 }
 
 // TestDifferentialOnPerftTrees compares every seat's legal moves with the
-// reference at every node of shallow trees from the PERFT.md positions,
+// reference at every node of shallow trees from the positions of docs/perft.md,
 // which exercise castling (all eight, blocked, through attacked squares),
 // promotions and checks from seats that did not move last; under both
 // seatings' rules, and with en passant.

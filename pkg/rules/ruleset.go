@@ -14,8 +14,9 @@ const (
 )
 
 // RuleSet is a complete, data-only description of a variant. Every rule
-// that differs between variants, and every "(decision)" of RULES.md, is a
-// field here; the engine reads the fields and has no per-variant branches.
+// that differs between variants, and every decision of the rule book
+// (docs/rules.md), is a field here; the engine reads the fields and has no
+// per-variant branches.
 type RuleSet struct {
 	// Name identifies the rule set ("fourkingdoms", "chesscom-ffa").
 	Name string
@@ -55,7 +56,7 @@ type RuleSet struct {
 	MatePoints        int
 	KingCapturePoints int
 	// ZombiePiecesScore: capturing a zombie's pieces other than the king
-	// scores their normal value (false: 0 points, as in RULES.md 5).
+	// scores their normal value (false: 0 points, docs/rules.md section 5).
 	ZombiePiecesScore bool
 	// StalematePoints go to a stalemated player (decision: judged on turn).
 	StalematePoints int
@@ -68,8 +69,8 @@ type RuleSet struct {
 	// ZombieKingStalemateSplit: instead, 2 x ZombieKingStalemateDrawPoints
 	// are shared equally by the live players, rounded to the nearest point
 	// (10 each for two, 7 each for three). On in chesscom-ffa, whose
-	// records show the split (RULES.md 13 says "+10 each"; see "Rules the
-	// corpus taught us" in docs/rules-engine.md).
+	// records show the split (the original rule sheet said "+10 each"; see
+	// docs/rules.md section 13.3.4).
 	ZombieKingStalemateSplit bool
 	// DrawSharesZombieKings: when the game ends drawn (ply limit,
 	// repetition, bare kings), the live players also share the
@@ -110,7 +111,7 @@ type RuleSet struct {
 
 var standardValues = [King + 1]int{Pawn: 1, Knight: 3, Bishop: 5, Rook: 5, Queen: 9, King: 20}
 
-// FourKingdoms returns the default rule set of RULES.md sections 1-12.
+// FourKingdoms returns the default rule set (docs/rules.md sections 1-12).
 func FourKingdoms() RuleSet {
 	return RuleSet{
 		Name:                   "fourkingdoms",
@@ -133,7 +134,7 @@ func FourKingdoms() RuleSet {
 }
 
 // ChesscomFFA returns the rule set of the largest four-player site's
-// free-for-all (RULES.md section 13).
+// free-for-all (docs/rules.md section 13).
 func ChesscomFFA() RuleSet {
 	rs := FourKingdoms()
 	rs.Name = "chesscom-ffa"
@@ -149,9 +150,9 @@ func ChesscomFFA() RuleSet {
 	rs.NoProgressPlies = 0
 	rs.NoProgressLiveMoves = 100
 	rs.ZombieKingStalemateDrawPoints = 10
-	// RULES.md 13 says +5 for a double check by a piece other than a
-	// queen; every such check in the site's records paid +1 (see "Rules the
-	// corpus taught us" in docs/rules-engine.md).
+	// The original rule sheet said +5 for a double check by a piece other
+	// than a queen; every such check in the site's records paid +1
+	// (docs/rules.md section 13.3.5).
 	rs.CheckBonus2 = [2]int{1, 1}
 	rs.CheckBonus3 = [2]int{5, 20}
 	return rs

@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// One scenario per rule of RULES.md, named by its section.
+// One scenario per rule of the rule book (docs/rules.md), named by its
+// section.
 
 func TestSec2TurnOrderSkipsSeatsOutOfTheGame(t *testing.T) {
 	t.Parallel()
@@ -636,7 +637,8 @@ func TestSec13CheckBonuses(t *testing.T) {
 		chesscom, fk       int
 	}{
 		{"queen checks two kings", "rK:h1 rQ:k8 bK:d11 yK:g14 gK:n4 gP:m4", "Qk8-g8", 1, 0},
-		// RULES.md 13 says +5; the site's records pay +1 (docs/rules-engine.md).
+		// The original rule sheet said +5; the site's records pay +1
+		// (docs/rules.md section 13.3.5).
 		{"knight checks two kings", "rK:h1 rN:h11 bK:d11 yK:g14 gK:n4 gP:m4", "Nh11-f12", 1, 0},
 		{"queen checks three kings", "rK:h1 rQ:c8 bK:d11 yK:g14 gK:k4", "Qc8-g8", 5, 0},
 		{"one check, no bonus", "rK:h1 rQ:k8 bK:n11 yK:g14 gK:n4 gP:m4", "Qk8-g8", 0, 0},
@@ -660,8 +662,8 @@ func TestSec13CheckBonuses(t *testing.T) {
 	}
 }
 
-// RULES.md 13 says +10 each; the site's records share 20 among the live
-// players (docs/rules-engine.md), 7 each for three.
+// The original rule sheet said +10 each; the site's records share 20
+// among the live players, 7 each for three (docs/rules.md section 13.3.4).
 func TestSec13ZombieKingStalemateSharesTwenty(t *testing.T) {
 	t.Parallel()
 	pieces := "rK:h1 rQ:e12 bK:d14 yK:g14 yP:k13 gK:n8 gP:m10"
@@ -714,7 +716,7 @@ func TestSec6KingCaptureResolvesCheckFromThatArmy(t *testing.T) {
 	}
 }
 
-// The decision of RULES.md 6 is an option: with StalemateOnTurn off the
+// The decision of docs/rules.md section 6.3 is an option: with StalemateOnTurn off the
 // stalemate is judged right after the move.
 func TestSec6StalemateImmediateVariant(t *testing.T) {
 	t.Parallel()

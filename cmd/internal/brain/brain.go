@@ -5,7 +5,7 @@
 //
 //   - random: a uniformly random legal move;
 //   - greedy: a shallow search that plays for points under the rules of the
-//     game (RULES.md sections 5-6): it takes material by its capture value
+//     game (docs/rules.md sections 5-6): it takes material by its capture value
 //     (zombie pieces only for their king, dead pieces never), mates for 20
 //     per player, promotes, and weighs what the next player to move can do
 //     right after it (capture one of its pieces, mate it, or collect a king

@@ -125,8 +125,8 @@ func (s *searcher) exchangeLoss(o rules.Seat, r rules.Move, victim rules.PieceKi
 	return loss
 }
 
-// captureValue returns the points a capture on q scores (RULES.md section
-// 5): zombie pieces only for their king, dead pieces nothing.
+// captureValue returns the points a capture on q scores (docs/rules.md
+// section 5): zombie pieces only for their king, dead pieces nothing.
 func (s *searcher) captureValue(q rules.Square) int {
 	owner, kind, promoted, ok := s.pos.PieceAt(q)
 	if !ok {
@@ -162,7 +162,7 @@ func (s *searcher) materialValue(q rules.Square, kind rules.PieceKind) float64 {
 }
 
 // mates counts the players other than mover who are mated in the current
-// position: in check with no legal move (RULES.md section 6).
+// position: in check with no legal move (docs/rules.md section 6).
 func (s *searcher) mates(mover rules.Seat) int {
 	n := 0
 	for o := range rules.Seat(rules.NumSeats) {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
@@ -150,8 +151,8 @@ func TestFullGameByFourClients(t *testing.T) {
 }
 
 // TestResignationsEndTheGame: three players resign; the last live player
-// wins with 20 points per zombie king (RULES.md 8), the others rank by
-// frozen points with the later seat first on ties (RULES.md 9).
+// wins with 20 points per zombie king (docs/rules.md section 8), the others rank by
+// frozen points with the later seat first on ties (docs/rules.md section 9).
 func TestResignationsEndTheGame(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, e *env) {
@@ -246,19 +247,17 @@ func checkRanking(t *testing.T, r *gamev1.Result) {
 func waitFinished(t *testing.T, e *env, id string) *eventsv1.MatchFinished {
 	t.Helper()
 	rdb := e.rdb()
+	fin := eventstream.MatchFinished()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		msgs, err := rdb.XRange(t.Context(), e.prefix+"fk:events:match-finished", "-", "+").Result()
+		msgs, err := rdb.XRange(t.Context(), e.prefix+fin.Key(), "-", "+").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, msg := range msgs {
-			if msg.Values["type"] != "fourkingdoms.events.v1.MatchFinished" {
-				t.Fatalf("stream entry type %v", msg.Values["type"])
-			}
-			mf := &eventsv1.MatchFinished{}
-			if err := proto.Unmarshal([]byte(msg.Values["data"].(string)), mf); err != nil {
-				t.Fatal(err)
+			mf, err := fin.Decode(msg.Values)
+			if err != nil {
+				t.Fatalf("stream entry %s breaks the contract: %v", msg.ID, err)
 			}
 			if mf.GetMatchId() == id {
 				return mf

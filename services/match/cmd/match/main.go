@@ -78,7 +78,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if err != nil {
 			return err
 		}
-		svc, err := match.New(st, cfg.Match, log, time.Now)
+		hub = fanout.New(st, log, cfg.WatchBuffer)
+		svc, err := match.New(st, hub, cfg.Match, log, time.Now)
 		if err != nil {
 			return err
 		}
@@ -86,8 +87,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if err != nil {
 			return err
 		}
-		hub = fanout.New(st, log, cfg.WatchBuffer)
-		api.New(svc, hub, log).Register(srv.GRPC())
+		api.New(svc, log).Register(srv.GRPC())
 		srv.Go("keeper", keeper.Run)
 		// Closing the hub at the start of shutdown ends the watch streams
 		// (UNAVAILABLE: reconnect elsewhere), so the graceful drain need not

@@ -1,23 +1,26 @@
 // Package api is the gRPC transport of the match service: it checks the
-// caller's identity, calls the domain logic in package match and maps its
-// errors to gRPC status codes in one function (Status).
+// caller's identity, calls the domain logic in package match, builds the
+// wire responses from the domain's results and maps its errors to gRPC
+// status codes in one function (Status).
 package api
 
 import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"strconv"
 
-	"github.com/redis/go-redis/v9"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/match"
@@ -28,13 +31,12 @@ import (
 type Server struct {
 	matchv1.UnimplementedMatchServiceServer
 	svc *match.Service
-	hub *fanout.Hub
 	log *slog.Logger
 }
 
 // New returns the gRPC server of the match service.
-func New(svc *match.Service, hub *fanout.Hub, log *slog.Logger) *Server {
-	return &Server{svc: svc, hub: hub, log: log}
+func New(svc *match.Service, log *slog.Logger) *Server {
+	return &Server{svc: svc, log: log}
 }
 
 // Register registers the service on a gRPC server.
@@ -80,12 +82,21 @@ func (s *Server) MakeMove(ctx context.Context, req *matchv1.MakeMoveRequest) (*m
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.svc.MakeMove(ctx, c, req)
+	out, err := s.svc.MakeMove(ctx, c, req)
 	if err != nil {
 		return nil, s.Status(ctx, err)
 	}
+	resp := &matchv1.MakeMoveResponse{Events: out.Events, Version: out.Version, Ply: uint32(out.Ply), GameOver: out.Over,
+		Result: out.Result}
+	if !out.Over {
+		resp.ToMove = seatPB(out.ToMove)
+	}
 	return resp, nil
 }
+
+// seatPB is the wire form of an engine seat: the enum value is the seat
+// index plus one.
+func seatPB(s rules.Seat) gamev1.Seat { return gamev1.Seat(s + 1) }
 
 // Resign implements MatchService.
 func (s *Server) Resign(ctx context.Context, req *matchv1.ResignRequest) (*matchv1.ResignResponse, error) {
@@ -93,11 +104,11 @@ func (s *Server) Resign(ctx context.Context, req *matchv1.ResignRequest) (*match
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.svc.Resign(ctx, c, req.GetMatchId())
+	out, err := s.svc.Resign(ctx, c, req.GetMatchId())
 	if err != nil {
 		return nil, s.Status(ctx, err)
 	}
-	return resp, nil
+	return &matchv1.ResignResponse{Events: out.Events, Version: out.Version}, nil
 }
 
 // WatchMatch implements MatchService.
@@ -107,11 +118,29 @@ func (s *Server) WatchMatch(req *matchv1.WatchMatchRequest, stream grpc.ServerSt
 	if err != nil {
 		return err
 	}
-	err = s.svc.Watch(ctx, c, s.hub, req.GetMatchId(), req.GetFromVersion(), stream.Send)
+	err = s.svc.Watch(ctx, c, req.GetMatchId(), req.GetFromVersion(), func(it match.WatchItem) error {
+		return stream.Send(watchResponse(it))
+	})
 	if err != nil {
 		return s.Status(ctx, err)
 	}
 	return nil
+}
+
+// watchResponse is the wire form of a stream item. An event goes out as it
+// is stored: a MatchEvent that holds the encoding as its unknown fields
+// marshals to exactly those bytes, so nothing is decoded or encoded again
+// per watcher.
+func watchResponse(it match.WatchItem) *matchv1.WatchMatchResponse {
+	resp := &matchv1.WatchMatchResponse{Version: it.Version, LegalMoves: it.LegalMoves}
+	if it.Snapshot != nil {
+		resp.Item = &matchv1.WatchMatchResponse_Snapshot{Snapshot: it.Snapshot}
+		return resp
+	}
+	ev := &eventsv1.MatchEvent{}
+	ev.ProtoReflect().SetUnknown(protoreflect.RawFields(it.Event))
+	resp.Item = &matchv1.WatchMatchResponse_Event{Event: ev}
+	return resp
 }
 
 // ExportGame implements MatchService.
@@ -154,10 +183,11 @@ const errorDomain = "match.fourkingdoms"
 //	match.ErrConflict                                              Aborted
 //	match.ErrSlowConsumer                                          ResourceExhausted
 //	match.ErrFutureVersion                                         OutOfRange
-//	store.ErrNotReplicated, Redis and network errors,
-//	  fanout.ErrClosed                                             Unavailable
-//	context cancellation / deadline                                Canceled / DeadlineExceeded
-//	anything else                                                  Internal (logged; generic message)
+//	store.ErrNotReplicated, fanout.ErrClosed                       Unavailable
+//	anything else: redisconn.Status (by redisconn.Classify)
+//	  context cancellation / deadline                              Canceled / DeadlineExceeded
+//	  transient Redis and network errors                           Unavailable (logged as a warning)
+//	  anything else, script errors included                        Internal (logged; generic message)
 func (s *Server) Status(ctx context.Context, err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
@@ -186,23 +216,9 @@ func (s *Server) Status(ctx context.Context, err error) error {
 		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, match.ErrFutureVersion):
 		return status.Error(codes.OutOfRange, err.Error())
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, "request cancelled")
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
-	case unavailable(err):
+	case errors.Is(err, store.ErrNotReplicated), errors.Is(err, fanout.ErrClosed):
 		s.log.WarnContext(ctx, "storage unavailable", "err", err)
 		return status.Error(codes.Unavailable, "match storage is unavailable, retry with backoff")
 	}
-	s.log.ErrorContext(ctx, "internal error", "err", err)
-	return status.Error(codes.Internal, "internal error")
-}
-
-// unavailable reports errors that a retry may cure: Redis failures,
-// network failures, shutdown.
-func unavailable(err error) bool {
-	var rerr redis.Error
-	var nerr net.Error
-	return errors.Is(err, store.ErrNotReplicated) || errors.Is(err, fanout.ErrClosed) || errors.Is(err, redis.ErrClosed) ||
-		errors.As(err, &rerr) || errors.As(err, &nerr) || errors.Is(err, net.ErrClosed)
+	return redisconn.Status(ctx, s.log, err, "match storage")
 }

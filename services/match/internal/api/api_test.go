@@ -48,6 +48,10 @@ func TestStatus(t *testing.T) {
 		{wrap(fanout.ErrClosed), codes.Unavailable},
 		{wrap(redis.ErrClosed), codes.Unavailable},
 		{wrap(&net.OpError{Op: "dial", Err: errors.New("refused")}), codes.Unavailable},
+		{wrap(redisReply("READONLY You can't write against a read only replica.")), codes.Unavailable},
+		{wrap(redisReply("ERR user_script:1: attempt to compare nil with number script: 1f2e, on @user_script:1.")), codes.Internal},
+		{wrap(redisReply("WRONGTYPE Operation against a key holding the wrong kind of value")), codes.Internal},
+		{wrap(redis.ErrNoScript), codes.Internal},
 		{context.Canceled, codes.Canceled},
 		{wrap(context.DeadlineExceeded), codes.DeadlineExceeded},
 		{status.Error(codes.Unauthenticated, "x"), codes.Unauthenticated},
@@ -66,3 +70,10 @@ func TestStatus(t *testing.T) {
 		})
 	}
 }
+
+// redisReply is an error reply of Redis, as go-redis returns it (the real
+// ones are classified in pkg/redisconn's tests).
+type redisReply string
+
+func (e redisReply) Error() string { return string(e) }
+func (redisReply) RedisError()     {}

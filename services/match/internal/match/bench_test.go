@@ -42,7 +42,7 @@ func BenchmarkMakeMove(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc, err := match.New(st, match.DefaultConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
+	svc, err := match.New(st, nil, match.DefaultConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -105,15 +105,15 @@ func (g *benchGame) move(ctx context.Context, svc *match.Service, rng *rand.Rand
 	moves := g.game.LegalMoves(seat)
 	mv := moves[rng.IntN(len(moves))]
 	ply := uint32(g.game.Ply())
-	resp, err := svc.MakeMove(ctx, g.players[seat], &matchv1.MakeMoveRequest{MatchId: g.id, Move: g.game.MoveText(mv), ExpectedPly: &ply})
+	out, err := svc.MakeMove(ctx, g.players[seat], &matchv1.MakeMoveRequest{MatchId: g.id, Move: g.game.MoveText(mv), ExpectedPly: &ply})
 	if err != nil {
 		return fmt.Errorf("move %d of %s: %w", ply, g.id, err)
 	}
 	if _, err := g.game.Play(seat, mv); err != nil {
 		return err
 	}
-	if resp.GetPly() != uint32(g.game.Ply()) {
-		return fmt.Errorf("server at ply %d, mirror at %d", resp.GetPly(), g.game.Ply())
+	if out.Ply != g.game.Ply() {
+		return fmt.Errorf("server at ply %d, mirror at %d", out.Ply, g.game.Ply())
 	}
 	return nil
 }

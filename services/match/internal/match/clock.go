@@ -6,21 +6,13 @@ import (
 	"time"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 )
-
-// TimeControl is the clock setting of a match. Delay > 0 selects simple
-// delay mode (the first Delay of each turn is free), otherwise Increment is
-// added after each move (Fischer).
-type TimeControl struct {
-	Initial   time.Duration
-	Increment time.Duration
-	Delay     time.Duration
-}
 
 // noSeat marks "no running clock".
 const noSeat = -1
 
-// Clocks are the four clocks of a match (RULES.md section 10). The server
+// Clocks are the four clocks of a match (docs/rules.md section 10). The server
 // is the only clock authority: the mover's clock runs from the moment the
 // previous change was applied (TurnStart) until the server applies the
 // mover's move.
@@ -36,7 +28,7 @@ type Clocks struct {
 }
 
 // newClocks returns clocks at the start of a match whose first mover is seat.
-func newClocks(tc TimeControl, first rules.Seat, now time.Time) Clocks {
+func newClocks(tc timecontrol.TimeControl, first rules.Seat, now time.Time) Clocks {
 	c := Clocks{Running: int(first), TurnStart: now}
 	for s := range c.Remaining {
 		c.Remaining[s] = tc.Initial
@@ -46,7 +38,7 @@ func newClocks(tc TimeControl, first rules.Seat, now time.Time) Clocks {
 
 // Deadline is when the running seat flags, and whether the first-move limit
 // is what sets it. Zero when no clock runs.
-func (c *Clocks) Deadline(tc TimeControl, firstMoveLimit time.Duration) (time.Time, bool) {
+func (c *Clocks) Deadline(tc timecontrol.TimeControl, firstMoveLimit time.Duration) (time.Time, bool) {
 	if c.Running == noSeat {
 		return time.Time{}, false
 	}
@@ -61,7 +53,7 @@ func (c *Clocks) Deadline(tc TimeControl, firstMoveLimit time.Duration) (time.Ti
 
 // charge stops the running clock at now: the time used (less any delay) is
 // taken off, and the increment added when the turn ended with a move.
-func (c *Clocks) charge(tc TimeControl, now time.Time, moved bool) {
+func (c *Clocks) charge(tc timecontrol.TimeControl, now time.Time, moved bool) {
 	s := c.Running
 	if s == noSeat {
 		return
@@ -79,7 +71,7 @@ func (c *Clocks) charge(tc TimeControl, now time.Time, moved bool) {
 // passed (the ply or the seat to move changed) the old clock is charged and
 // the new mover's clock starts at now; when the game ended no clock runs.
 // moved says whether the running seat ended its turn by moving.
-func (c *Clocks) follow(tc TimeControl, g *rules.Game, now time.Time, turnPassed, moved bool) {
+func (c *Clocks) follow(tc timecontrol.TimeControl, g *rules.Game, now time.Time, turnPassed, moved bool) {
 	if g.Over() {
 		c.charge(tc, now, moved)
 		return

@@ -2,14 +2,13 @@ package match
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 )
@@ -143,7 +142,7 @@ func eliminationPB(m *rules.AppliedMove, s rules.Seat, rs rules.RuleSet) *gamev1
 }
 
 // clocksPB renders the clocks as of now.
-func clocksPB(c *Clocks, tc TimeControl, firstMoveLimit time.Duration, now time.Time) []*gamev1.Clock {
+func clocksPB(c *Clocks, tc timecontrol.TimeControl, firstMoveLimit time.Duration, now time.Time) []*gamev1.Clock {
 	out := make([]*gamev1.Clock, rules.NumSeats)
 	for s := range rules.NumSeats {
 		cl := &gamev1.Clock{Seat: seatPB(rules.Seat(s)), Remaining: durationpb.New(c.Remaining[s])}
@@ -159,103 +158,34 @@ func clocksPB(c *Clocks, tc TimeControl, firstMoveLimit time.Duration, now time.
 	return out
 }
 
-// parseTimeControl reads a time control given by name, by fields, or both
-// (then they must agree), and returns it with its canonical wire form.
-func parseTimeControl(in *gamev1.TimeControl) (TimeControl, *gamev1.TimeControl, error) {
+// parseTimeControl reads a request's time control (package timecontrol
+// decides what is valid) and returns it with its wire form, whose mode and
+// name are derived from the durations.
+func parseTimeControl(in *gamev1.TimeControl) (timecontrol.TimeControl, *gamev1.TimeControl, error) {
 	if in == nil {
-		return TimeControl{}, nil, fmt.Errorf("%w: time_control is required", ErrInvalid)
+		return timecontrol.TimeControl{}, nil, fmt.Errorf("%w: time_control is required", ErrInvalid)
 	}
-	var byName, byFields TimeControl
-	var hasName, hasFields bool
-	if in.GetName() != "" {
-		tc, err := parseTimeControlName(in.GetName())
-		if err != nil {
-			return TimeControl{}, nil, err
-		}
-		byName, hasName = tc, true
-	}
-	if in.GetInitial() != nil {
-		hasFields = true
-		byFields.Initial = in.GetInitial().AsDuration()
-		byFields.Increment = in.GetIncrement().AsDuration()
-		byFields.Delay = in.GetDelay().AsDuration()
-		switch in.GetMode() {
-		case gamev1.TimeControlMode_TIME_CONTROL_MODE_DELAY:
-			byFields.Increment = 0
-			if byFields.Delay <= 0 {
-				return TimeControl{}, nil, fmt.Errorf("%w: time_control: DELAY mode needs a positive delay", ErrInvalid)
-			}
-		case gamev1.TimeControlMode_TIME_CONTROL_MODE_INCREMENT:
-			if byFields.Delay != 0 {
-				return TimeControl{}, nil, fmt.Errorf("%w: time_control: INCREMENT mode takes no delay", ErrInvalid)
-			}
-		default:
-			if byFields.Delay != 0 && byFields.Increment != 0 {
-				return TimeControl{}, nil, fmt.Errorf("%w: time_control: both increment and delay set", ErrInvalid)
-			}
-		}
-	}
-	tc := byName
-	switch {
-	case hasName && hasFields && byName != byFields:
-		return TimeControl{}, nil, fmt.Errorf("%w: time_control: name %q disagrees with the fields", ErrInvalid, in.GetName())
-	case hasFields:
-		tc = byFields
-	case !hasName:
-		return TimeControl{}, nil, fmt.Errorf("%w: time_control: give a name or an initial time", ErrInvalid)
-	}
-	if tc.Initial <= 0 || tc.Increment < 0 || tc.Delay < 0 || tc.Initial > 24*time.Hour || tc.Increment > time.Hour || tc.Delay > time.Hour {
-		return TimeControl{}, nil, fmt.Errorf("%w: time_control: times out of range", ErrInvalid)
+	tc, err := timecontrol.FromMessage(in)
+	if err != nil {
+		return timecontrol.TimeControl{}, nil, fmt.Errorf("%w: time_control: %v", ErrInvalid, err)
 	}
 	return tc, timeControlPB(tc), nil
 }
 
-func timeControlPB(tc TimeControl) *gamev1.TimeControl {
-	out := &gamev1.TimeControl{Initial: durationpb.New(tc.Initial), Increment: durationpb.New(tc.Increment),
-		Delay: durationpb.New(tc.Delay), Mode: gamev1.TimeControlMode_TIME_CONTROL_MODE_INCREMENT}
-	if tc.Delay > 0 {
-		out.Mode = gamev1.TimeControlMode_TIME_CONTROL_MODE_DELAY
-		out.Name = fmt.Sprintf("%s|%s d", fmtMinutes(tc.Initial), fmtSeconds(tc.Delay))
-	} else {
-		out.Name = fmt.Sprintf("%s+%s", fmtMinutes(tc.Initial), fmtSeconds(tc.Increment))
-	}
-	return out
+// storedTimeControl reads the time control of a stored match: its
+// durations, as they were accepted when the match was created.
+func storedTimeControl(in *gamev1.TimeControl) timecontrol.TimeControl {
+	return timecontrol.TimeControl{Initial: in.GetInitial().AsDuration(), Increment: in.GetIncrement().AsDuration(),
+		Delay: in.GetDelay().AsDuration()}
 }
 
-func fmtMinutes(d time.Duration) string { return strconv.FormatFloat(d.Minutes(), 'f', -1, 64) }
-func fmtSeconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
-
-// parseTimeControlName reads "M+S" (increment) or "M|S d" (delay); M in
-// minutes, S in seconds, both possibly fractional.
-func parseTimeControlName(name string) (TimeControl, error) {
-	bad := fmt.Errorf("%w: time_control.name %q: want \"M+S\" or \"M|S d\"", ErrInvalid, name)
-	n := strings.TrimSpace(name)
-	var tc TimeControl
-	var m, s string
-	if before, ok := strings.CutSuffix(n, " d"); ok {
-		var found bool
-		if m, s, found = strings.Cut(before, "|"); !found {
-			return tc, bad
-		}
-	} else {
-		var found bool
-		if m, s, found = strings.Cut(n, "+"); !found {
-			return tc, bad
-		}
+func timeControlPB(tc timecontrol.TimeControl) *gamev1.TimeControl {
+	out := &gamev1.TimeControl{Initial: durationpb.New(tc.Initial), Increment: durationpb.New(tc.Increment),
+		Delay: durationpb.New(tc.Delay), Mode: gamev1.TimeControlMode_TIME_CONTROL_MODE_INCREMENT, Name: tc.Name()}
+	if tc.IsDelay() {
+		out.Mode = gamev1.TimeControlMode_TIME_CONTROL_MODE_DELAY
 	}
-	mins, err1 := strconv.ParseFloat(strings.TrimSpace(m), 64)
-	secs, err2 := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	// Written so that NaN fails every comparison and is refused.
-	if err1 != nil || err2 != nil || !(mins > 0 && mins <= 24*60) || !(secs >= 0 && secs <= 3600) {
-		return tc, bad
-	}
-	tc.Initial = time.Duration(mins * float64(time.Minute))
-	if strings.HasSuffix(n, " d") {
-		tc.Delay = time.Duration(secs * float64(time.Second))
-	} else {
-		tc.Increment = time.Duration(secs * float64(time.Second))
-	}
-	return tc, nil
+	return out
 }
 
 // eventsOf turns the effects of one engine call into match events, in the

@@ -7,10 +7,11 @@
 // versioned commit; a commit that finds another version gets that state back
 // in the same reply and the change is recomputed from it, up to
 // Config.MaxAttempts times (then ErrConflict). Within an instance, changes to
-// one match are serialised by the cache entry's mutex, so racing is only
+// one match are serialised by the cache entry's mutex (the cache never drops
+// an entry in use, so all callers of a match share one), so racing is only
 // ever between instances.
 //
-// Clocks follow RULES.md section 10 with the server's clock: the mover's
+// Clocks follow docs/rules.md section 10 with the server's clock: the mover's
 // time runs from the commit that gave them the turn to the commit of their
 // move. Each commit stores the running clock's deadline in the partition's
 // deadline set, which the Keeper scans (see keeper.go).
@@ -25,6 +26,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -32,15 +34,17 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
 
 // Config tunes the service.
 type Config struct {
-	// FirstMoveLimit is the time a player has for their first move (RULES.md 10).
+	// FirstMoveLimit is the time a player has for their first move (docs/rules.md section 10).
 	FirstMoveLimit time.Duration
 	// MaxAttempts bounds how often a change is recomputed after losing a race.
 	MaxAttempts int
@@ -88,22 +92,40 @@ const (
 // Service is the match service's domain logic.
 type Service struct {
 	store *store.Store
+	hub   *fanout.Hub
 	cfg   Config
 	log   *slog.Logger
 	now   func() time.Time
 	cache *cache
 }
 
-// New returns a Service. now is the clock (time.Now in production).
-func New(st *store.Store, cfg Config, log *slog.Logger, now func() time.Time) (*Service, error) {
+// New returns a Service on st; hub delivers live events to Watch (nil for
+// a service that is never watched). now is the clock (time.Now in
+// production).
+func New(st *store.Store, hub *fanout.Hub, cfg Config, log *slog.Logger, now func() time.Time) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("match config: %w", err)
 	}
-	return &Service{store: st, cfg: cfg, log: log, now: now, cache: newCache(cfg.CacheSize)}, nil
+	return &Service{store: st, hub: hub, cfg: cfg, log: log, now: now, cache: newCache(cfg.CacheSize)}, nil
 }
 
-// Store returns the service's store.
-func (s *Service) Store() *store.Store { return s.store }
+// Outcome is what a move or a resignation did.
+type Outcome struct {
+	// Events are the match events it caused, in version order, as they
+	// are stored and published.
+	Events []*eventsv1.MatchEvent
+	// Version is the match version after the last event.
+	Version uint64
+	// Ply is the ply after the last event.
+	Ply int
+	// Over reports that the match ended with it.
+	Over bool
+	// ToMove is the seat to move now, unless Over.
+	ToMove rules.Seat
+	// Result is the match's result when Over (the one its GameOver event
+	// carries), in the events' vocabulary.
+	Result *gamev1.Result
+}
 
 // clockNow is the service clock at millisecond precision, the precision
 // the store keeps, so a cached state equals a decoded one.
@@ -112,7 +134,11 @@ func (s *Service) clockNow() time.Time { return time.UnixMilli(s.now().UnixMilli
 // entry is a cached, decoded match. Its mutex serialises all changes to the
 // match made through this instance.
 type entry struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// refs counts the callers between cache.lock and unlock (holding mu or
+	// waiting for it). It is only increased under cache.mu, so an entry the
+	// cache sees at zero there cannot be taken while it is being evicted.
+	refs    atomic.Int32
 	id      string
 	loaded  bool
 	version uint64
@@ -123,7 +149,7 @@ type entry struct {
 	// players holds each seat's player id, from created: every call asks
 	// which seats its caller holds, and the proto is a pointer chase away.
 	players [rules.NumSeats]string
-	tc      TimeControl
+	tc      timecontrol.TimeControl
 }
 
 // setState decodes a stored state into the entry (Meta only when present).
@@ -134,11 +160,7 @@ func (e *entry) setState(st store.State) error {
 		if err := proto.Unmarshal(st.Meta, ev); err != nil || ev.GetMatchCreated() == nil {
 			return fmt.Errorf("decode match %s metadata: %v", e.id, err)
 		}
-		tc, _, err := parseTimeControl(ev.GetMatchCreated().GetTimeControl())
-		if err != nil {
-			return fmt.Errorf("decode match %s time control: %w", e.id, err)
-		}
-		e.created, e.tc = ev, tc
+		e.created, e.tc = ev, storedTimeControl(ev.GetMatchCreated().GetTimeControl())
 		e.players = [rules.NumSeats]string{}
 		for _, sp := range ev.GetMatchCreated().GetPlayers() {
 			if seat, ok := seatFromPB(sp.GetSeat()); ok {
@@ -169,8 +191,11 @@ func (e *entry) seatsOf(c Caller) []rules.Seat {
 	return out
 }
 
-// cache keeps decoded games by match id. It is bounded: when full, arbitrary
-// entries are dropped (a dropped entry is simply reloaded when needed).
+// cache keeps decoded games by match id. It is bounded: when full, it drops
+// arbitrary entries that nobody holds (a dropped entry is simply reloaded
+// when needed). An entry in use is never dropped, so two callers of one
+// match always share its mutex; with more matches in use at once than the
+// bound, the cache grows past it until they are released.
 type cache struct {
 	mu  sync.Mutex
 	m   map[string]*entry
@@ -179,26 +204,41 @@ type cache struct {
 
 func newCache(max int) *cache { return &cache{m: make(map[string]*entry), max: max} }
 
-// lock returns the locked entry of a match.
+// lock returns the locked entry of a match; the caller releases it with
+// unlock.
 func (c *cache) lock(id string) *entry {
 	c.mu.Lock()
 	e := c.m[id]
 	if e == nil {
 		if len(c.m) >= c.max {
-			n := max(len(c.m)/16, 1)
-			for k := range c.m {
-				delete(c.m, k)
-				if n--; n == 0 {
-					break
-				}
-			}
+			c.evict(max(len(c.m)/16, 1))
 		}
 		e = &entry{id: id}
 		c.m[id] = e
 	}
+	e.refs.Add(1)
 	c.mu.Unlock()
 	e.mu.Lock()
 	return e
+}
+
+// evict drops up to n entries that nobody holds; c.mu is held.
+func (c *cache) evict(n int) {
+	for k, e := range c.m {
+		if e.refs.Load() != 0 {
+			continue
+		}
+		delete(c.m, k)
+		if n--; n == 0 {
+			return
+		}
+	}
+}
+
+// unlock releases an entry returned by cache.lock.
+func (e *entry) unlock() {
+	e.mu.Unlock()
+	e.refs.Add(-1)
 }
 
 // load reads a match fresh from the store into a locked entry; with a move
@@ -230,11 +270,11 @@ func (s *Service) load(ctx context.Context, e *entry, moveKey string) ([]byte, e
 type change struct {
 	events []*eventsv1.MatchEvent
 	rec    record
-	// replyMove, when set, stores the result (a MakeMoveResponse) under the
-	// move key, prefixed by this move text.
+	// replyMove, when set, stores the outcome under the move key, prefixed
+	// by this move text.
 	replyMove string
-	// result is what the caller gets back.
-	result proto.Message
+	// out is what the caller gets back.
+	out Outcome
 	// err is returned after the change was committed (a time loss found
 	// while applying a move).
 	err error
@@ -249,7 +289,7 @@ func (s *Service) mutate(ctx context.Context, id, moveKey string, apply func(e *
 		return nil, nil, ErrNotFound
 	}
 	e := s.cache.lock(id)
-	defer e.mu.Unlock()
+	defer e.unlock()
 	fresh := false
 	if !e.loaded {
 		reply, err := s.load(ctx, e, moveKey)
@@ -312,7 +352,7 @@ func (s *Service) commit(ctx context.Context, e *entry, ch *change, moveKey stri
 		c.Events = append(c.Events, b)
 	}
 	if ch.replyMove != "" && moveKey != "" {
-		reply, err := encodeReply(ch.replyMove, ch.result.(*matchv1.MakeMoveResponse), c.Events)
+		reply, err := encodeReply(ch.replyMove, &ch.out, c.Events)
 		if err != nil {
 			return store.Result{}, err
 		}
@@ -456,7 +496,7 @@ func (s *Service) Get(ctx context.Context, c Caller, id string) (*matchv1.Match,
 		return nil, ErrNotFound
 	}
 	e := s.cache.lock(id)
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if _, err := s.load(ctx, e, ""); err != nil {
 		return nil, err
 	}
@@ -522,12 +562,12 @@ func (s *Service) legalFor(e *entry, c Caller) []string {
 }
 
 // MakeMove applies the caller's move (and the zombie moves that follow).
-func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveRequest) (*matchv1.MakeMoveResponse, error) {
+func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveRequest) (Outcome, error) {
 	if len(req.GetMove()) == 0 || len(req.GetMove()) > maxMoveTextLen {
-		return nil, fmt.Errorf("%w: move must have 1 to %d bytes", ErrInvalid, maxMoveTextLen)
+		return Outcome{}, fmt.Errorf("%w: move must have 1 to %d bytes", ErrInvalid, maxMoveTextLen)
 	}
 	if len(req.GetClientMoveId()) > maxMoveIDLen {
-		return nil, fmt.Errorf("%w: client_move_id longer than %d bytes", ErrInvalid, maxMoveIDLen)
+		return Outcome{}, fmt.Errorf("%w: client_move_id longer than %d bytes", ErrInvalid, maxMoveIDLen)
 	}
 	moveKey := ""
 	if req.GetClientMoveId() != "" {
@@ -570,65 +610,94 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 		rec.Clocks.follow(e.tc, g, now, true, true)
 		s.finish(g, &rec, now)
 		events := eventsOf(e.id, g, &eff, before, e.version+1, now, clocksPB(&rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now), &rec)
-		resp := &matchv1.MakeMoveResponse{Events: events, Version: e.version + uint64(len(events)), Ply: uint32(g.Ply()),
-			GameOver: g.Over()}
-		if g.Over() {
-			resp.Result = resultPB(g)
-		} else {
-			resp.ToMove = seatPB(g.ToMove())
+		out := Outcome{Events: events, Version: e.version + uint64(len(events)), Ply: g.Ply(), Over: g.Over(), ToMove: g.ToMove()}
+		if out.Over {
+			out.Result = resultPB(g)
 		}
-		return &change{events: events, rec: rec, result: resp, replyMove: req.GetMove()}, nil
+		return &change{events: events, rec: rec, out: out, replyMove: req.GetMove()}, nil
 	})
 	if stored != nil {
 		return decodeStoredReply(stored, req.GetMove())
 	}
 	if err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
-	return ch.result.(*matchv1.MakeMoveResponse), nil
+	return ch.out, nil
 }
 
 // encodeReply encodes a stored answer: the move text, a zero byte, then
-// the response. The events are already encoded for the commit, so they are
-// appended as field 1 instead of being marshalled a second time (protobuf
-// merges fields in any order).
-func encodeReply(move string, resp *matchv1.MakeMoveResponse, events [][]byte) ([]byte, error) {
-	evs := resp.Events
-	resp.Events = nil
-	b, err := marshal(resp)
-	resp.Events = evs
-	if err != nil {
-		return nil, err
+// the outcome as a fourkingdoms.match.v1.MakeMoveResponse (the stored form,
+// kept so that answers stored by earlier versions still decode). It writes
+// the fields directly, in field order as a deterministic marshal would: the
+// events are already encoded for the commit, so they are appended as field
+// 1 instead of being marshalled a second time (protobuf merges fields in any
+// order).
+func encodeReply(move string, out *Outcome, events [][]byte) ([]byte, error) {
+	var result []byte
+	if out.Result != nil {
+		var err error
+		if result, err = marshal(out.Result); err != nil {
+			return nil, err
+		}
 	}
-	n := len(move) + 1 + len(b)
+	n := len(move) + 1 + 4*binary.MaxVarintLen64 + len(result)
 	for _, e := range events {
 		n += len(e) + 8
 	}
-	out := make([]byte, 0, n)
-	out = append(append(append(out, move...), 0), b...)
-	for _, e := range events {
-		out = protowire.AppendTag(out, 1, protowire.BytesType)
-		out = protowire.AppendBytes(out, e)
+	b := make([]byte, 0, n)
+	b = append(append(b, move...), 0)
+	if out.Version != 0 {
+		b = protowire.AppendTag(b, 2, protowire.VarintType)
+		b = protowire.AppendVarint(b, out.Version)
 	}
-	return out, nil
+	if out.Ply != 0 {
+		b = protowire.AppendTag(b, 3, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(out.Ply))
+	}
+	if !out.Over {
+		b = protowire.AppendTag(b, 4, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(seatPB(out.ToMove)))
+	} else {
+		b = protowire.AppendTag(b, 5, protowire.VarintType)
+		b = protowire.AppendVarint(b, 1)
+		if result != nil {
+			b = protowire.AppendTag(b, 6, protowire.BytesType)
+			b = protowire.AppendBytes(b, result)
+		}
+	}
+	for _, e := range events {
+		b = protowire.AppendTag(b, 1, protowire.BytesType)
+		b = protowire.AppendBytes(b, e)
+	}
+	return b, nil
 }
 
-func decodeStoredReply(stored []byte, move string) (*matchv1.MakeMoveResponse, error) {
+// decodeStoredReply decodes an answer stored by encodeReply for move.
+func decodeStoredReply(stored []byte, move string) (Outcome, error) {
 	i := 0
 	for i < len(stored) && stored[i] != 0 {
 		i++
 	}
 	if i == len(stored) {
-		return nil, errors.New("stored reply without move text")
+		return Outcome{}, errors.New("stored reply without move text")
 	}
 	if string(stored[:i]) != move {
-		return nil, ErrMoveIDReused
+		return Outcome{}, ErrMoveIDReused
 	}
 	resp := &matchv1.MakeMoveResponse{}
 	if err := proto.Unmarshal(stored[i+1:], resp); err != nil {
-		return nil, fmt.Errorf("decode stored reply: %w", err)
+		return Outcome{}, fmt.Errorf("decode stored reply: %w", err)
 	}
-	return resp, nil
+	out := Outcome{Events: resp.GetEvents(), Version: resp.GetVersion(), Ply: int(resp.GetPly()), Over: resp.GetGameOver(),
+		Result: resp.GetResult()}
+	if !out.Over {
+		seat, ok := seatFromPB(resp.GetToMove())
+		if !ok {
+			return Outcome{}, fmt.Errorf("decode stored reply: seat to move %v", resp.GetToMove())
+		}
+		out.ToMove = seat
+	}
+	return out, nil
 }
 
 // finish marks the record finished when the game is over.
@@ -667,7 +736,7 @@ func (s *Service) leave(e *entry, now time.Time, seat rules.Seat, timeout bool) 
 }
 
 // Resign resigns the caller's (first live) seat.
-func (s *Service) Resign(ctx context.Context, c Caller, id string) (*matchv1.ResignResponse, error) {
+func (s *Service) Resign(ctx context.Context, c Caller, id string) (Outcome, error) {
 	ch, _, err := s.mutate(ctx, id, "", func(e *entry, now time.Time) (*change, error) {
 		seats := e.seatsOf(c)
 		if len(seats) == 0 {
@@ -687,13 +756,17 @@ func (s *Service) Resign(ctx context.Context, c Caller, id string) (*matchv1.Res
 		if err != nil {
 			return nil, err
 		}
-		ch.result = &matchv1.ResignResponse{Events: ch.events, Version: e.version + uint64(len(ch.events))}
+		g := e.game
+		ch.out = Outcome{Events: ch.events, Version: e.version + uint64(len(ch.events)), Ply: g.Ply(), Over: g.Over(), ToMove: g.ToMove()}
+		if ch.out.Over && g.Result().Termination != rules.Aborted {
+			ch.out.Result = resultPB(g)
+		}
 		return ch, nil
 	})
 	if err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
-	return ch.result.(*matchv1.ResignResponse), nil
+	return ch.out, nil
 }
 
 // Abort ends a match without a result (operators only).
@@ -720,7 +793,7 @@ func (s *Service) Abort(ctx context.Context, c Caller, id, reason string) (*matc
 		return nil, err
 	}
 	e := s.cache.lock(id)
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if !e.loaded {
 		if _, err := s.load(ctx, e, ""); err != nil {
 			return nil, err
@@ -764,7 +837,7 @@ func (s *Service) Export(ctx context.Context, id string) (string, error) {
 		return "", ErrNotFound
 	}
 	e := s.cache.lock(id)
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if _, err := s.load(ctx, e, ""); err != nil {
 		return "", err
 	}
@@ -793,16 +866,11 @@ func (s *Service) Export(ctx context.Context, id string) (string, error) {
 	return pgn, nil
 }
 
-// Snapshot returns the caller's snapshot of a match (fresh from the store).
-func (s *Service) Snapshot(ctx context.Context, c Caller, id string) (*matchv1.Match, error) {
-	return s.Get(ctx, c, id)
-}
-
 // LegalMovesAt returns the caller's legal moves if the match is at version
 // and the caller holds the live seat to move; nil otherwise.
 func (s *Service) LegalMovesAt(ctx context.Context, c Caller, id string, version uint64) []string {
 	e := s.cache.lock(id)
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if !e.loaded || e.version < version {
 		if _, err := s.load(ctx, e, ""); err != nil {
 			return nil

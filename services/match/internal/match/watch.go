@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/protobuf/reflect/protoreflect"
-
-	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
@@ -21,6 +18,22 @@ var ErrSlowConsumer = errors.New("watcher too slow: reconnect with the last vers
 // watchBatch is how many stored events a catching-up watcher reads at once.
 const watchBatch = 256
 
+// WatchItem is one item of a match stream: a snapshot or an event.
+type WatchItem struct {
+	// Version is the match version the item brings the watcher to.
+	Version uint64
+	// Snapshot, when set, is the whole match at Version.
+	Snapshot *matchv1.Match
+	// Event, when there is no snapshot, is the event of Version: an encoded
+	// fourkingdoms.events.v1.MatchEvent as stored, shared by every watcher
+	// and never modified. Passing it on as it is spares decoding it once
+	// and encoding it again for every watcher.
+	Event []byte
+	// LegalMoves are the watcher's legal moves when they are to move after
+	// the item (set on the last item of a batch only).
+	LegalMoves []string
+}
+
 // Watch streams a match to send: a snapshot (from 0) or the events after
 // from, then every later event in version order, without gaps or
 // duplicates. Live events come from the hub; any gap (lost notification,
@@ -28,11 +41,14 @@ const watchBatch = 256
 // no longer covers (trimmed) is answered with a fresh snapshot. It returns
 // nil after the match's final event, ErrSlowConsumer when the hub dropped
 // the watcher, or the context's error.
-func (s *Service) Watch(ctx context.Context, c Caller, hub *fanout.Hub, id string, from uint64, send func(*matchv1.WatchMatchResponse) error) error {
+func (s *Service) Watch(ctx context.Context, c Caller, id string, from uint64, send func(WatchItem) error) error {
 	if _, err := store.PartitionOf(id); err != nil {
 		return ErrNotFound
 	}
-	w, err := hub.Watch(ctx, id)
+	if s.hub == nil {
+		return fmt.Errorf("watch %s: %w", id, fanout.ErrClosed)
+	}
+	w, err := s.hub.Watch(ctx, id)
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", id, err)
 	}
@@ -76,7 +92,7 @@ type watchState struct {
 	svc    *Service
 	c      Caller
 	id     string
-	send   func(*matchv1.WatchMatchResponse) error
+	send   func(WatchItem) error
 	last   uint64
 	player bool // the caller holds a seat
 	// seats are the caller's seats: only the one whose seat is to move
@@ -145,8 +161,7 @@ func (ws *watchState) start(ctx context.Context, from uint64) error {
 func (ws *watchState) sendSnapshot(snap *matchv1.Match) error {
 	ws.last = snap.GetVersion()
 	ws.done = snap.GetStatus() != matchv1.MatchStatus_MATCH_STATUS_ACTIVE
-	if err := ws.send(&matchv1.WatchMatchResponse{Version: snap.GetVersion(),
-		Item: &matchv1.WatchMatchResponse_Snapshot{Snapshot: snap}, LegalMoves: snap.GetLegalMoves()}); err != nil {
+	if err := ws.send(WatchItem{Version: snap.GetVersion(), Snapshot: snap, LegalMoves: snap.GetLegalMoves()}); err != nil {
 		return errSend{err}
 	}
 	return nil
@@ -218,24 +233,20 @@ func (ws *watchState) mayMoveAfter(ev fanout.Event) bool {
 	return true
 }
 
-// sendEvents sends the events after the last one sent; the last event of
-// the batch carries the caller's legal moves when they are to move. Each
-// event goes out as it is stored: a MatchEvent that holds the encoding as
-// its unknown fields marshals to exactly those bytes, so nothing is
-// decoded or encoded again per watcher.
+// sendEvents sends the events after the last one sent, each as it is
+// stored; the last event of the batch carries the caller's legal moves when
+// they are to move.
 func (ws *watchState) sendEvents(ctx context.Context, evs []fanout.Event) error {
 	for i, ev := range evs {
 		v := ev.Version
 		if v <= ws.last {
 			continue
 		}
-		msg := &eventsv1.MatchEvent{}
-		msg.ProtoReflect().SetUnknown(protoreflect.RawFields(ev.Raw))
-		resp := &matchv1.WatchMatchResponse{Version: v, Item: &matchv1.WatchMatchResponse_Event{Event: msg}}
+		item := WatchItem{Version: v, Event: ev.Raw}
 		if i == len(evs)-1 && ws.mayMoveAfter(ev) {
-			resp.LegalMoves = ws.svc.LegalMovesAt(ctx, ws.c, ws.id, v)
+			item.LegalMoves = ws.svc.LegalMovesAt(ctx, ws.c, ws.id, v)
 		}
-		if err := ws.send(resp); err != nil {
+		if err := ws.send(item); err != nil {
 			return errSend{err}
 		}
 		ws.last = v

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisbatch"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
@@ -31,7 +32,7 @@ func BenchmarkCommit(b *testing.B) {
 	})
 }
 
-func benchCommit(b *testing.B, rdb redis.UniversalClient, via store.Doer) {
+func benchCommit(b *testing.B, rdb redis.UniversalClient, via redisconn.Processor) {
 	cfg := store.DefaultConfig()
 	cfg.Prefix = redistest.Prefix(b)
 	s, err := store.New(rdb, cfg, via)

@@ -1,6 +1,6 @@
 package store
 
-import "github.com/redis/go-redis/v9"
+import "github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 
 // Every state change of a match is one of these scripts, run atomically on the
 // node that owns the match's hash slot. All keys a script touches are passed in
@@ -13,7 +13,7 @@ import "github.com/redis/go-redis/v9"
 // ARGV: 1 id, 2 game, 3 clock, 4 meta, 5 creation event, 6 deadline (ms, 0 =
 // none), 7 request key TTL (ms), 8 event log length, 9 stamp.
 // Returns {1, id} when created, {0, existing id} for a repeated request.
-var createScript = redis.NewScript(`
+var createScript = redisconn.NewScript(`
 local existing = redis.call('GET', KEYS[1])
 if existing then return {0, existing} end
 if redis.call('EXISTS', KEYS[2]) == 1 then return redis.error_reply('ERR match id collision') end
@@ -31,8 +31,10 @@ return {1, ARGV[1]}
 // 5 partition outbox, 6 shard channel.
 // ARGV: 1 id, 2 expected version ("<version>:<stamp>"), 3 game, 4 clock, 5 move key ("" = none),
 // 6 reply, 7 deadline (ms, 0 = remove), 8 finished ("1"/"0"), 9 retention
-// (ms), 10 outbox data ("" = none), 11 outbox type, 12 event log length,
-// 13 number of events N, 14 new stamp, 15..14+N events.
+// (ms), 10 outbox data ("" = none), 11 outbox type, 12 outbox type field,
+// 13 outbox data field, 14 event log length, 15 number of events N, 16 new
+// stamp, 17..16+N events. The outbox entry has the layout of the finished
+// stream's entries (package eventstream), so Relay copies it unchanged.
 //
 // The field v holds "<version>:<stamp>", the stamp being random per commit:
 // a writer whose cached state was lost in a failover (an acknowledged write
@@ -48,7 +50,7 @@ return {1, ARGV[1]}
 // stream entry with the id "<version>-0" so readers can resume by version.
 // The live notification is one SPUBLISH of all events, each prefixed with its
 // 4-byte big-endian length.
-var commitScript = redis.NewScript(`
+var commitScript = redisconn.NewScript(`
 if ARGV[5] ~= '' then
   local r = redis.call('HGET', KEYS[3], ARGV[5])
   if r then
@@ -66,8 +68,8 @@ if v ~= ARGV[2] then
   return {1, cur[1], cur[2], cur[3]}
 end
 local base = tonumber(string.match(v, '^%d+'))
-local n = tonumber(ARGV[13])
-redis.call('HSET', KEYS[1], 'v', string.format('%d:', base + n) .. ARGV[14], 'g', ARGV[3], 'c', ARGV[4])
+local n = tonumber(ARGV[15])
+redis.call('HSET', KEYS[1], 'v', string.format('%d:', base + n) .. ARGV[16], 'g', ARGV[3], 'c', ARGV[4])
 -- Big-endian 4-byte length prefix, written by hand rather than with struct.pack so the script also
 -- runs on the embedded development store, whose Lua has no struct library.
 local function be32(len)
@@ -75,8 +77,8 @@ local function be32(len)
 end
 local parts = {}
 for i = 1, n do
-  local e = ARGV[14 + i]
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[12], string.format('%d-0', base + i), 'e', e)
+  local e = ARGV[16 + i]
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[14], string.format('%d-0', base + i), 'e', e)
   parts[#parts + 1] = be32(#e)
   parts[#parts + 1] = e
 end
@@ -88,7 +90,7 @@ else
 end
 if ARGV[8] == '1' then
   if ARGV[10] ~= '' then
-    redis.call('XADD', KEYS[5], '*', 'type', ARGV[11], 'data', ARGV[10])
+    redis.call('XADD', KEYS[5], '*', ARGV[12], ARGV[11], ARGV[13], ARGV[10])
   end
   redis.call('PEXPIRE', KEYS[1], ARGV[9])
   redis.call('PEXPIRE', KEYS[2], ARGV[9])
@@ -102,14 +104,14 @@ return {0, base + n}
 // partition.
 //
 // KEYS: 1 partition deadlines, 2 partition outbox. ARGV: 1 now (ms), 2 limit.
-var tickScript = redis.NewScript(`
+var tickScript = redisconn.NewScript(`
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
 local out = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', ARGV[2])
 return {due, out}
 `)
 
 // leaseScript acquires or renews a lease. KEYS: 1 lease. ARGV: 1 owner, 2 TTL (ms).
-var leaseScript = redis.NewScript(`
+var leaseScript = redisconn.NewScript(`
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -123,7 +125,7 @@ return 0
 `)
 
 // releaseScript drops a lease if the caller still holds it. KEYS: 1 lease. ARGV: 1 owner.
-var releaseScript = redis.NewScript(`
+var releaseScript = redisconn.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 )
 
@@ -40,9 +41,6 @@ var (
 	ErrNotFound      = errors.New("match not found")
 	ErrNotReplicated = errors.New("write not confirmed by a replica")
 )
-
-// FinishedType is the `type` field of entries in the match-finished stream.
-const FinishedType = "fourkingdoms.events.v1.MatchFinished"
 
 // Config configures a Store.
 type Config struct {
@@ -54,7 +52,8 @@ type Config struct {
 	Retention time.Duration
 	// RequestTTL is how long a CreateMatch request id is remembered.
 	RequestTTL time.Duration
-	// FinishedStream is the global stream MatchFinished records are relayed to.
+	// FinishedStream is the global stream MatchFinished records are relayed
+	// to; its entries have the layout of eventstream.MatchFinished.
 	FinishedStream string
 	// FinishedStreamLen caps the global stream (approximately); 0 = no cap.
 	FinishedStreamLen int64
@@ -71,7 +70,7 @@ func DefaultConfig() Config {
 		EventLogLen:       1000,
 		Retention:         7 * 24 * time.Hour,
 		RequestTTL:        24 * time.Hour,
-		FinishedStream:    "fk:events:match-finished",
+		FinishedStream:    eventstream.MatchFinished().Key(),
 		FinishedStreamLen: 1_000_000,
 		WaitTimeout:       500 * time.Millisecond,
 	}
@@ -99,37 +98,25 @@ func (c Config) Validate() error {
 // Store reads and writes matches.
 type Store struct {
 	rdb         redis.UniversalClient
-	commits     Doer
+	commits     redisconn.Processor
 	cfg         Config
 	keys        keys
 	retentionMS int64
 }
 
-// Doer sends one command and waits for its reply. A redisbatch.Batcher
-// is one: it lets concurrent commits share round trips.
-type Doer interface {
-	Do(ctx context.Context, cmd redis.Cmder) error
-}
-
 // New returns a Store on the given client. Commits, one per move, go
-// through commits; nil sends each on rdb in a round trip of its own.
-func New(rdb redis.UniversalClient, cfg Config, commits Doer) (*Store, error) {
+// through commits (a redisbatch.Batcher lets concurrent commits share
+// round trips); nil sends each on rdb in a round trip of its own.
+func New(rdb redis.UniversalClient, cfg Config, commits redisconn.Processor) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("store config: %w", err)
 	}
 	if commits == nil {
-		commits = direct{rdb}
+		commits = rdb
 	}
 	return &Store{rdb: rdb, commits: commits, cfg: cfg, keys: newKeys(cfg.Prefix),
 		retentionMS: cfg.Retention.Milliseconds()}, nil
 }
-
-type direct struct{ rdb redis.UniversalClient }
-
-func (d direct) Do(ctx context.Context, cmd redis.Cmder) error { return d.rdb.Process(ctx, cmd) }
-
-// Config returns the store's configuration.
-func (s *Store) Config() Config { return s.cfg }
 
 // State is a match as stored. Game and Clock change with every version; Meta
 // is written once at creation.
@@ -323,12 +310,13 @@ func (s *Store) Commit(ctx context.Context, id string, c Change) (Result, error)
 	// One slice holds the whole EVALSHA command: the keys and arguments
 	// are views of it (the commit is the hot path of every move).
 	const nkeys = 6
-	cmd := make([]any, 0, 3+nkeys+14+len(c.Events))
-	cmd = append(cmd, "evalsha", commitScript.Hash(), nkeys,
+	fin := eventstream.MatchFinished()
+	cmd := commitScript.Args(nkeys, nkeys+16+len(c.Events))
+	cmd = append(cmd,
 		s.keys.match(p, id), s.keys.events(p, id), s.keys.moves(p, id),
 		s.keys.deadlines(p), s.keys.outbox(p), s.keys.channel(p, id),
 		id, strconv.FormatUint(c.Expected, 10)+":"+c.ExpectedStamp, c.Game, c.Clock, c.MoveKey, c.Reply,
-		unixMilli(c.Deadline), finished, s.retentionMS, c.FinishedData, FinishedType, s.cfg.EventLogLen,
+		unixMilli(c.Deadline), finished, s.retentionMS, c.FinishedData, fin.Type(), fin.TypeField(), fin.DataField(), s.cfg.EventLogLen,
 		len(c.Events), c.Stamp)
 	for _, e := range c.Events {
 		cmd = append(cmd, e)
@@ -376,73 +364,44 @@ func parseCommit(res []any) (Result, error) {
 	return Result{}, fmt.Errorf("unexpected reply code %d", code)
 }
 
-// commit runs the commit script (evalsha: the whole command) through s.commits, loading the script
-// first where a node lacks it (a restarted or new node): a NOSCRIPT
-// reply means nothing ran.
+// commit runs the commit script (evalsha: the whole command) through
+// s.commits, with the script's NOSCRIPT fallback.
 func (s *Store) commit(ctx context.Context, evalsha []any) ([]any, error) {
 	cmd := redis.NewCmd(ctx, evalsha...)
-	err := s.commits.Do(ctx, cmd)
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		ks, args := splitEvalsha(evalsha)
-		return commitScript.Run(ctx, s.rdb, ks, args...).Slice()
-	}
-	if err != nil {
+	if err := commitScript.Do(ctx, s.commits, cmd); err != nil {
 		// Possibly ctx's error while cmd is still in flight: not read here.
 		return nil, err
 	}
 	return cmd.Slice()
 }
 
-// splitEvalsha returns the keys and arguments of an EVALSHA command
-// ("evalsha", sha, numkeys, keys..., args...).
-func splitEvalsha(cmd []any) ([]string, []any) {
-	n := cmd[2].(int)
-	ks := make([]string, n)
-	for i := range ks {
-		ks[i] = cmd[3+i].(string)
-	}
-	return ks, cmd[3+n:]
-}
-
 // commitAndWait runs the commit script and WAIT on one connection of the
-// master owning the match, since WAIT only covers writes made on the same
-// connection.
+// master owning the match (WAIT only covers writes made on the same
+// connection). An applied (or earlier applied) change that too few
+// replicas confirmed returns ErrNotReplicated with the reply.
 func (s *Store) commitAndWait(ctx context.Context, evalsha []any) ([]any, error) {
-	ks, args := splitEvalsha(evalsha)
-	node, err := redisconn.Master(ctx, s.rdb, ks[0])
-	if err != nil {
-		return nil, err
+	var eval *redis.Cmd
+	n, err := redisconn.WriteAndWait(ctx, s.rdb, evalsha[3].(string), s.cfg.WaitReplicas, s.cfg.WaitTimeout,
+		func(p redis.Pipeliner) {
+			eval = redis.NewCmd(ctx, evalsha...)
+			_ = p.Process(ctx, eval)
+		}, commitScript)
+	if eval == nil {
+		return nil, err // no master to send it to
 	}
-	for attempt := 0; ; attempt++ {
-		var eval *redis.Cmd
-		var wait *redis.IntCmd
-		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			eval = commitScript.EvalSha(ctx, p, ks, args...)
-			wait = redis.NewIntCmd(ctx, "wait", s.cfg.WaitReplicas, s.cfg.WaitTimeout.Milliseconds())
-			_ = p.Process(ctx, wait)
-			return nil
-		})
-		if err != nil && redis.HasErrorPrefix(eval.Err(), "NOSCRIPT") && attempt == 0 {
-			if err := commitScript.Load(ctx, node).Err(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if eval.Err() != nil {
-			redisconn.ReloadCluster(ctx, s.rdb)
-			return nil, eval.Err()
-		}
-		res, err := eval.Slice()
-		if err != nil {
-			return nil, err
-		}
-		if n, err := wait.Result(); err != nil || n < int64(s.cfg.WaitReplicas) {
-			if code, _ := res[0].(int64); code == 0 || code == 2 {
-				return res, ErrNotReplicated
-			}
-		}
-		return res, nil
+	res, rerr := eval.Slice()
+	if rerr != nil {
+		return nil, rerr
 	}
+	if err != nil || n < s.cfg.WaitReplicas {
+		if code, _ := res[0].(int64); code == 0 || code == 2 {
+			if err == nil {
+				err = fmt.Errorf("%d of %d replicas confirmed within %v", n, s.cfg.WaitReplicas, s.cfg.WaitTimeout)
+			}
+			return res, fmt.Errorf("%w: %v", ErrNotReplicated, err)
+		}
+	}
+	return res, nil
 }
 
 // Event is one stored event.
@@ -536,29 +495,20 @@ type Due struct {
 // some partitions cannot be read it returns the others and an error.
 func (s *Store) Scan(ctx context.Context, now time.Time, limit int) ([]Due, error) {
 	cmds := make([]*redis.Cmd, Partitions)
-	var execErr error
 	// Redis runs a pipeline read in one go before serving other clients:
 	// all 256 scripts at once would hold every move for over a millisecond
 	// five times a second. Chunks keep each hold near a tenth of that.
 	for lo := 0; lo < Partitions; lo += scanChunk {
 		pipe := s.rdb.Pipeline()
 		for p := lo; p < lo+scanChunk; p++ {
-			cmds[p] = tickScript.EvalSha(ctx, pipe, []string{s.keys.deadlines(p), s.keys.outbox(p)}, now.UnixMilli(), limit)
+			cmds[p] = tickScript.Cmd(ctx, []string{s.keys.deadlines(p), s.keys.outbox(p)}, now.UnixMilli(), limit)
+			_ = pipe.Process(ctx, cmds[p])
 		}
-		if _, err := pipe.Exec(ctx); err != nil && execErr == nil {
-			execErr = err
-		}
+		_, _ = pipe.Exec(ctx) // errors are read per partition below
 	}
-	if execErr != nil && redis.HasErrorPrefix(execErr, "NOSCRIPT") {
-		// The script is missing on some node (restart, failover): load it
-		// everywhere through Run on each partition once, then retry.
-		for p := range Partitions {
-			if err := tickScript.Run(ctx, s.rdb, []string{s.keys.deadlines(p), s.keys.outbox(p)}, 0, 0).Err(); err != nil {
-				return nil, fmt.Errorf("scan partitions: %w", err)
-			}
-		}
-		return s.Scan(ctx, now, limit)
-	}
+	// Partitions of a node that lacks the script (restart, failover) run
+	// once more as EVAL, which caches it there.
+	tickScript.Retry(ctx, s.rdb, cmds)
 	// Partitions on reachable nodes are processed even when others fail
 	// (a node down, a failover in progress); the error is still reported.
 	var out []Due
@@ -611,8 +561,10 @@ func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessa
 		return nil
 	}
 	pipe := s.rdb.Pipeline()
+	fin := eventstream.MatchFinished()
 	for _, e := range entries {
-		args := &redis.XAddArgs{Stream: s.keys.prefix + s.cfg.FinishedStream, Values: []any{"type", e.Values["type"], "data", e.Values["data"]}}
+		args := &redis.XAddArgs{Stream: s.keys.prefix + s.cfg.FinishedStream,
+			Values: []any{fin.TypeField(), e.Values[fin.TypeField()], fin.DataField(), e.Values[fin.DataField()]}}
 		if s.cfg.FinishedStreamLen > 0 {
 			args.MaxLen, args.Approx = s.cfg.FinishedStreamLen, true
 		}
@@ -630,9 +582,6 @@ func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessa
 	}
 	return nil
 }
-
-// FinishedStreamKey is the full key of the global finished stream.
-func (s *Store) FinishedStreamKey() string { return s.keys.prefix + s.cfg.FinishedStream }
 
 // AcquireLease takes or renews the named lease for owner; it reports whether
 // owner holds it now. A lease is an efficiency device, not a correctness one:
@@ -652,49 +601,6 @@ func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
 		return fmt.Errorf("release lease %s: %w", name, err)
 	}
 	return nil
-}
-
-// Deadline returns the stored deadline of a match (zero if none).
-func (s *Store) Deadline(ctx context.Context, id string) (time.Time, error) {
-	p, err := PartitionOf(id)
-	if err != nil {
-		return time.Time{}, err
-	}
-	sc, err := s.rdb.ZScore(ctx, s.keys.deadlines(p), id).Result()
-	if errors.Is(err, redis.Nil) {
-		return time.Time{}, nil
-	}
-	if err != nil {
-		return time.Time{}, fmt.Errorf("read deadline of %s: %w", id, err)
-	}
-	return time.UnixMilli(int64(sc)), nil
-}
-
-// TTL returns the remaining time to live of a match's state (negative when
-// it has none).
-func (s *Store) TTL(ctx context.Context, id string) (time.Duration, error) {
-	p, err := PartitionOf(id)
-	if err != nil {
-		return 0, err
-	}
-	return s.rdb.PTTL(ctx, s.keys.match(p, id)).Result()
-}
-
-// MemoryUsage returns the bytes Redis uses for a match's keys (MEMORY USAGE).
-func (s *Store) MemoryUsage(ctx context.Context, id string) (int64, error) {
-	p, err := PartitionOf(id)
-	if err != nil {
-		return 0, err
-	}
-	var total int64
-	for _, k := range []string{s.keys.match(p, id), s.keys.events(p, id), s.keys.moves(p, id)} {
-		n, err := s.rdb.MemoryUsage(ctx, k).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return 0, err
-		}
-		total += n
-	}
-	return total, nil
 }
 
 func unixMilli(t time.Time) int64 {

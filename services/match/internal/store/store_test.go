@@ -5,13 +5,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisbatch"
+	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
 
@@ -178,6 +186,38 @@ func testCommitAfterScriptFlush(t *testing.T, rdb redis.UniversalClient) {
 	if err != nil || res.Outcome != store.Applied || res.Version != 2 {
 		t.Fatalf("Commit after SCRIPT FLUSH = %+v, %v; want applied at version 2", res, err)
 	}
+
+	// The same with WAIT: the commit and the WAIT share a pipeline.
+	waiting := newStore(t, rdb, func(c *store.Config) {
+		c.Prefix = s.Config().Prefix
+		c.WaitReplicas, c.WaitTimeout = 1, 200*time.Millisecond
+	})
+	if err := rdb.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err = waiting.Commit(t.Context(), id, store.Change{Expected: 2, ExpectedStamp: res.Stamp, Game: []byte("g3"), Events: [][]byte{[]byte("e3")}, Deadline: time.Now().Add(time.Hour)})
+	_, cluster := rdb.(*redis.ClusterClient) // the standalone server has no replica to confirm
+	if res.Outcome != store.Applied || res.Version != 3 || (cluster && err != nil) || (!cluster && !errors.Is(err, store.ErrNotReplicated)) {
+		t.Fatalf("Commit with WAIT after SCRIPT FLUSH = %+v, %v; want applied at version 3", res, err)
+	}
+
+	// And the scan of every partition.
+	if err := rdb.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	due, err := s.Scan(t.Context(), time.Now().Add(2*time.Hour), 10)
+	if err != nil {
+		t.Fatalf("Scan after SCRIPT FLUSH: %v", err)
+	}
+	found := false
+	for _, d := range due {
+		for _, m := range d.Matches {
+			found = found || m == id
+		}
+	}
+	if !found {
+		t.Errorf("Scan after SCRIPT FLUSH: %s not due in %+v", id, due)
+	}
 }
 
 func testEventsTrimmed(t *testing.T, rdb redis.UniversalClient) {
@@ -216,8 +256,18 @@ func testFinish(t *testing.T, rdb redis.UniversalClient) {
 	if ttl, err := s.TTL(ctx, id); err != nil || ttl >= 0 {
 		t.Fatalf("active match TTL = %v, %v; want none", ttl, err)
 	}
+	// The record as the match service encodes it: the test is the
+	// producer's half of the match -> rating contract (package eventstream).
+	fin := eventstream.MatchFinished()
+	published := &eventsv1.MatchFinished{MatchId: id, RuleSet: "fourkingdoms", Plies: 42,
+		Result:     &gamev1.Result{Termination: gamev1.Termination_TERMINATION_LAST_PLAYER_STANDING},
+		FinishedAt: timestamppb.New(time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC))}
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(published)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := s.Commit(ctx, id, store.Change{Expected: 1, ExpectedStamp: stampOf(t, s, id), Game: []byte("end"), Events: [][]byte{[]byte("over")},
-		Finished: true, FinishedData: []byte("finished:" + id)})
+		Finished: true, FinishedData: data})
 	if err != nil || res.Outcome != store.Applied {
 		t.Fatalf("finishing Commit = %+v, %v", res, err)
 	}
@@ -238,7 +288,7 @@ func testFinish(t *testing.T, rdb redis.UniversalClient) {
 			continue
 		}
 		for _, e := range d.Outbox {
-			if e.Values["data"] == "finished:"+id {
+			if e.Values[fin.DataField()] == string(data) {
 				found = true
 			}
 		}
@@ -249,9 +299,19 @@ func testFinish(t *testing.T, rdb redis.UniversalClient) {
 	if !found {
 		t.Fatalf("outbox of partition %d lacks the finished record: %+v", p, due)
 	}
+	if key := s.FinishedStreamKey(); !strings.HasSuffix(key, ":"+fin.Key()) {
+		t.Errorf("finished stream key %q, want the contract's %q behind the test's key prefix", key, fin.Key())
+	}
 	msgs, err := rdb.XRange(ctx, s.FinishedStreamKey(), "-", "+").Result()
-	if err != nil || len(msgs) != 1 || msgs[0].Values["type"] != store.FinishedType || msgs[0].Values["data"] != "finished:"+id {
-		t.Fatalf("finished stream = %+v, %v", msgs, err)
+	if err != nil || len(msgs) != 1 || len(msgs[0].Values) != 2 {
+		t.Fatalf("finished stream = %+v, %v; want one entry of two fields", msgs, err)
+	}
+	got, err := fin.Decode(msgs[0].Values)
+	if err != nil {
+		t.Fatalf("the relayed entry breaks the contract: %v", err)
+	}
+	if diff := cmp.Diff(published, got, protocmp.Transform()); diff != "" {
+		t.Errorf("relayed MatchFinished (-published +decoded):\n%s", diff)
 	}
 	due, err = s.Scan(ctx, time.Now(), 100)
 	if err != nil {

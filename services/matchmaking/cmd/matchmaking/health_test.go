@@ -17,7 +17,7 @@ import (
 // again once Redis is back on the same address.
 func TestHealthFollowsRedis(t *testing.T) {
 	t.Parallel()
-	rs := redistest.NewStandalone(t)
+	rs := redistest.NewRestartable(t)
 	_, keyFile := authtest.KeyFile(t)
 	env := map[string]string{
 		"REDIS_ADDR": rs.Addr(), "GRPC_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0",

@@ -20,6 +20,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
@@ -29,8 +30,8 @@ import (
 )
 
 var testQueues = []queues.Queue{
-	{RuleSet: "fourkingdoms", TimeControl: queues.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}},
-	{RuleSet: "fourkingdoms", TimeControl: queues.TimeControl{Initial: time.Minute, Delay: 15 * time.Second}, BotFillAfter: 20 * time.Second},
+	{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}},
+	{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: time.Minute, Delay: 15 * time.Second}, BotFillAfter: 20 * time.Second},
 }
 
 var testAPISettings = Settings{
@@ -282,6 +283,13 @@ func TestEnqueueCancelWatch(t *testing.T) {
 		}}}, as(carol.GetToken()))
 		if err != nil || !byDurations.GetExisting() || byDurations.GetTicket().GetTicketId() != tk.GetTicketId() {
 			t.Fatalf("Enqueue by durations = %v, %v; want the existing ticket", byDurations, err)
+		}
+		// A name that is not canonical names the same time control.
+		byName, err := h.mm.Enqueue(ctx, &matchmakingv1.EnqueueRequest{Target: &matchmakingv1.EnqueueRequest_Key{Key: &matchmakingv1.QueueKey{
+			TimeControl: &gamev1.TimeControl{Name: "05+5.0"},
+		}}}, as(carol.GetToken()))
+		if err != nil || !byName.GetExisting() || byName.GetTicket().GetTicketId() != tk.GetTicketId() {
+			t.Fatalf("Enqueue by a non-canonical name = %v, %v; want the existing ticket", byName, err)
 		}
 		second, err := h.mm.Enqueue(ctx, &matchmakingv1.EnqueueRequest{Target: &matchmakingv1.EnqueueRequest_Queue{Queue: "fourkingdoms/1|15 d"}}, as(carol.GetToken()))
 		if err != nil || !second.GetExisting() || second.GetTicket().GetTicketId() != tk.GetTicketId() {

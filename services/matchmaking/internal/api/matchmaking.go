@@ -9,16 +9,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"math"
-	"net"
 	"slices"
-	"strings"
-	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -26,6 +21,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
@@ -97,22 +94,11 @@ func (s *Matchmaking) Enqueue(ctx context.Context, req *matchmakingv1.EnqueueReq
 		name = t.Queue
 	case *matchmakingv1.EnqueueRequest_Key:
 		ruleSet := cmp.Or(t.Key.GetRuleSet(), "fourkingdoms")
-		tc := t.Key.GetTimeControl()
-		tcName := tc.GetName()
-		if tcName == "" && tc.GetInitial().AsDuration() > 0 {
-			// Named by its durations instead: the mode decides the form.
-			q := queues.TimeControl{Initial: tc.GetInitial().AsDuration()}
-			if tc.GetMode() == gamev1.TimeControlMode_TIME_CONTROL_MODE_DELAY {
-				q.Delay = tc.GetDelay().AsDuration()
-			} else {
-				q.Increment = tc.GetIncrement().AsDuration()
-			}
-			tcName = q.Name()
+		tc, err := timecontrol.FromMessage(t.Key.GetTimeControl())
+		if err != nil {
+			return nil, invalidArgument("key.time_control", err.Error()+`: name the time control ("5+5") or give its durations`)
 		}
-		if tcName == "" {
-			return nil, invalidArgument("key.time_control", "name the time control (\"5+5\") or give its initial time")
-		}
-		name = ruleSet + "/" + tcName
+		name = ruleSet + "/" + tc.Name()
 	default:
 		return nil, invalidArgument("target", "name the queue (queue) or its rule set and time control (key)")
 	}
@@ -338,9 +324,10 @@ func invalidArgument(field, desc string) error {
 //	store.ErrMatched       FAILED_PRECONDITION
 //	store.ErrForming       FAILED_PRECONDITION
 //	store.ErrContention    ABORTED
-//	context errors         CANCELED / DEADLINE_EXCEEDED
-//	Redis unreachable      UNAVAILABLE
-//	anything else          INTERNAL
+//	anything else          redisconn.Status (by redisconn.Classify):
+//	  context errors       CANCELED / DEADLINE_EXCEEDED
+//	  Redis unreachable    UNAVAILABLE (logged as a warning)
+//	  anything else        INTERNAL (logged)
 func (s *Matchmaking) toStatus(ctx context.Context, op string, err error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -355,34 +342,6 @@ func (s *Matchmaking) toStatus(ctx context.Context, op string, err error) error 
 		return status.Error(codes.FailedPrecondition, "a match is being formed with this ticket: watch the ticket")
 	case errors.Is(err, store.ErrContention):
 		return status.Error(codes.Aborted, "concurrent requests for this player: retry")
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return status.FromContextError(err).Err()
-	case unavailable(err):
-		s.log.WarnContext(ctx, "storage unavailable", "op", op, "err", err)
-		return status.Error(codes.Unavailable, "matchmaking storage is unavailable: retry with backoff")
 	}
-	s.log.ErrorContext(ctx, "internal error", "op", op, "err", err)
-	return status.Error(codes.Internal, "internal error")
-}
-
-// unavailable reports whether err means Redis could not be reached or
-// refused work for now (as opposed to a bug).
-func unavailable(err error) bool {
-	var ne net.Error
-	var re redis.Error
-	switch {
-	case errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout):
-		return true
-	case errors.As(err, &re):
-		// Server-side conditions that pass: failover, loading, busy.
-		msg := re.Error()
-		for _, p := range []string{"CLUSTERDOWN", "LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "READONLY"} {
-			if strings.HasPrefix(msg, p) {
-				return true
-			}
-		}
-	}
-	return false
+	return redisconn.Status(ctx, s.log, err, "matchmaking storage", "op", op)
 }

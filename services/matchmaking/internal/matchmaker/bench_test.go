@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
@@ -32,7 +33,7 @@ func BenchmarkFormAll(b *testing.B) {
 
 func benchFormAll(b *testing.B, kind redistest.Kind, n int) {
 	rdb, basePrefix := kind.Client(b)
-	q := queues.Queue{RuleSet: "fourkingdoms", TimeControl: queues.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}}
+	q := queues.Queue{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}}
 	cfg := testConfig
 	cfg.RatingBatch = n // the in-process fake has no batch limit
 	cfg.Concurrency = 128

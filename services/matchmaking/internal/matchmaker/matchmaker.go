@@ -36,6 +36,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
@@ -58,7 +59,7 @@ type Ratings interface {
 type MatchRequest struct {
 	RequestID   string
 	RuleSet     string
-	TimeControl queues.TimeControl
+	TimeControl timecontrol.TimeControl
 	Players     [4]store.Player
 	Seed        uint64
 }

@@ -17,14 +17,15 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
 
 var (
-	queue5  = queues.Queue{RuleSet: "fourkingdoms", TimeControl: queues.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}}
-	queueBF = queues.Queue{RuleSet: "fourkingdoms", TimeControl: queues.TimeControl{Initial: time.Minute}, BotFillAfter: 20 * time.Second}
+	queue5  = queues.Queue{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}}
+	queueBF = queues.Queue{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: time.Minute}, BotFillAfter: 20 * time.Second}
 )
 
 var testStoreSettings = store.Settings{

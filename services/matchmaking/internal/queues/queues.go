@@ -5,73 +5,23 @@
 //	fourkingdoms 5+5
 //	fourkingdoms 1|15 d bots=20s
 //
-// A queue's name is "<rule set>/<time control>" ("fourkingdoms/5+5").
+// A queue's name is "<rule set>/<time control name>" ("fourkingdoms/5+5"),
+// the time control read and named by package timecontrol.
 package queues
 
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 )
-
-// TimeControl is a clock setting (RULES.md section 10): an initial time and
-// either a Fischer increment ("M+S") or a simple delay ("M|S d").
-type TimeControl struct {
-	Initial   time.Duration
-	Increment time.Duration
-	Delay     time.Duration
-}
-
-// ParseTimeControl reads "M+S" or "M|S d" (M minutes, S seconds).
-func ParseTimeControl(s string) (TimeControl, error) {
-	bad := func(why string) (TimeControl, error) {
-		return TimeControl{}, fmt.Errorf("time control %q: %s (want \"M+S\" or \"M|S d\")", s, why)
-	}
-	var tc TimeControl
-	var mins, secs string
-	if m, rest, ok := strings.Cut(s, "|"); ok {
-		d, found := strings.CutSuffix(rest, " d")
-		if !found {
-			return bad(`delay form must end in " d"`)
-		}
-		mins, secs = m, d
-	} else if m, inc, ok := strings.Cut(s, "+"); ok {
-		mins, secs = m, inc
-	} else {
-		return bad("no + or |")
-	}
-	m, err := strconv.Atoi(mins)
-	if err != nil || m <= 0 || m > 24*60 {
-		return bad("minutes must be a whole number from 1 to 1440")
-	}
-	sec, err := strconv.Atoi(secs)
-	if err != nil || sec < 0 || sec > 3600 {
-		return bad("seconds must be a whole number from 0 to 3600")
-	}
-	tc.Initial = time.Duration(m) * time.Minute
-	if strings.Contains(s, "|") {
-		tc.Delay = time.Duration(sec) * time.Second
-	} else {
-		tc.Increment = time.Duration(sec) * time.Second
-	}
-	return tc, nil
-}
-
-// Name returns the canonical name ("5+5", "1|15 d").
-func (tc TimeControl) Name() string {
-	m := int(tc.Initial / time.Minute)
-	if tc.Delay > 0 {
-		return fmt.Sprintf("%d|%d d", m, int(tc.Delay/time.Second))
-	}
-	return fmt.Sprintf("%d+%d", m, int(tc.Increment/time.Second))
-}
 
 // Queue is one configured queue.
 type Queue struct {
 	RuleSet     string
-	TimeControl TimeControl
+	TimeControl timecontrol.TimeControl
 	// BotFillAfter is the wait after which bots fill a player's empty
 	// seats; zero means the queue never uses bots.
 	BotFillAfter time.Duration
@@ -94,7 +44,7 @@ func Parse(spec string) (Queue, error) {
 		tcText += " d"
 		rest = rest[1:]
 	}
-	tc, err := ParseTimeControl(tcText)
+	tc, err := timecontrol.Parse(tcText)
 	if err != nil {
 		return Queue{}, fmt.Errorf("queue %q: %w", spec, err)
 	}

@@ -3,6 +3,8 @@ package queues
 import (
 	"testing"
 	"time"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 )
 
 func TestParse(t *testing.T) {
@@ -13,10 +15,10 @@ func TestParse(t *testing.T) {
 		name    string
 		wantErr bool
 	}{
-		{spec: "fourkingdoms 5+5", want: Queue{RuleSet: "fourkingdoms", TimeControl: TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}}, name: "fourkingdoms/5+5"},
-		{spec: "fourkingdoms 1|15 d", want: Queue{RuleSet: "fourkingdoms", TimeControl: TimeControl{Initial: time.Minute, Delay: 15 * time.Second}}, name: "fourkingdoms/1|15 d"},
-		{spec: " chesscom-ffa  1+0 bots=20s ", want: Queue{RuleSet: "chesscom-ffa", TimeControl: TimeControl{Initial: time.Minute}, BotFillAfter: 20 * time.Second}, name: "chesscom-ffa/1+0"},
-		{spec: "fourkingdoms 3|2 d bots=1m", want: Queue{RuleSet: "fourkingdoms", TimeControl: TimeControl{Initial: 3 * time.Minute, Delay: 2 * time.Second}, BotFillAfter: time.Minute}, name: "fourkingdoms/3|2 d"},
+		{spec: "fourkingdoms 5+5", want: Queue{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}}, name: "fourkingdoms/5+5"},
+		{spec: "fourkingdoms 1|15 d", want: Queue{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: time.Minute, Delay: 15 * time.Second}}, name: "fourkingdoms/1|15 d"},
+		{spec: " chesscom-ffa  1+0 bots=20s ", want: Queue{RuleSet: "chesscom-ffa", TimeControl: timecontrol.TimeControl{Initial: time.Minute}, BotFillAfter: 20 * time.Second}, name: "chesscom-ffa/1+0"},
+		{spec: "fourkingdoms 3|2 d bots=1m", want: Queue{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: 3 * time.Minute, Delay: 2 * time.Second}, BotFillAfter: time.Minute}, name: "fourkingdoms/3|2 d"},
 		{spec: "fourkingdoms", wantErr: true},
 		{spec: "fourkingdoms 5", wantErr: true},
 		{spec: "fourkingdoms 0+5", wantErr: true},
@@ -54,20 +56,4 @@ func TestParseList(t *testing.T) {
 	if _, err := ParseList(" ; "); err == nil {
 		t.Error("empty list accepted")
 	}
-}
-
-func FuzzParseTimeControl(f *testing.F) {
-	for _, s := range []string{"5+5", "1|15 d", "0+0", "x", "3|2"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		tc, err := ParseTimeControl(s)
-		if err != nil {
-			return
-		}
-		again, err := ParseTimeControl(tc.Name())
-		if err != nil || again != tc {
-			t.Fatalf("%q -> %+v -> %q -> %+v, %v", s, tc, tc.Name(), again, err)
-		}
-	})
 }

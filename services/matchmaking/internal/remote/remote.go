@@ -8,11 +8,11 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
-	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
 )
 
 // Ratings asks the rating service.
@@ -42,8 +42,9 @@ type Matches struct {
 	Client matchv1.MatchServiceClient
 }
 
-// TimeControl converts a queue's time control to its protobuf form.
-func TimeControl(tc queues.TimeControl) *gamev1.TimeControl {
+// TimeControl converts a time control to its wire form, with the mode and
+// name derived from the durations.
+func TimeControl(tc timecontrol.TimeControl) *gamev1.TimeControl {
 	mode := gamev1.TimeControlMode_TIME_CONTROL_MODE_INCREMENT
 	if tc.Delay > 0 {
 		mode = gamev1.TimeControlMode_TIME_CONTROL_MODE_DELAY

@@ -8,24 +8,24 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
-	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
 
 func TestTimeControl(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		tc   queues.TimeControl
+		tc   timecontrol.TimeControl
 		mode gamev1.TimeControlMode
 		name string
 	}{
-		{queues.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}, gamev1.TimeControlMode_TIME_CONTROL_MODE_INCREMENT, "5+5"},
-		{queues.TimeControl{Initial: time.Minute, Delay: 15 * time.Second}, gamev1.TimeControlMode_TIME_CONTROL_MODE_DELAY, "1|15 d"},
-		{queues.TimeControl{Initial: time.Minute}, gamev1.TimeControlMode_TIME_CONTROL_MODE_INCREMENT, "1+0"},
+		{timecontrol.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}, gamev1.TimeControlMode_TIME_CONTROL_MODE_INCREMENT, "5+5"},
+		{timecontrol.TimeControl{Initial: time.Minute, Delay: 15 * time.Second}, gamev1.TimeControlMode_TIME_CONTROL_MODE_DELAY, "1|15 d"},
+		{timecontrol.TimeControl{Initial: time.Minute}, gamev1.TimeControlMode_TIME_CONTROL_MODE_INCREMENT, "1+0"},
 	}
 	for _, tt := range tests {
 		got := TimeControl(tt.tc)
@@ -61,7 +61,7 @@ func TestCreateMatch(t *testing.T) {
 	c := &matchClient{}
 	req := matchmaker.MatchRequest{
 		RequestID: "mm-1", RuleSet: "fourkingdoms", Seed: 42,
-		TimeControl: queues.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second},
+		TimeControl: timecontrol.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second},
 		Players:     [4]store.Player{{ID: "a"}, {ID: "b", Bot: true}, {ID: "c"}, {ID: "d", DisplayName: "Dee"}},
 	}
 	got, err := Matches{Client: c}.CreateMatch(context.Background(), req)

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
@@ -141,7 +141,7 @@ func publishMatches(t *testing.T, rdb redis.UniversalClient, stream string, n in
 	finished := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	matches := make([]ladder.Result, n)
 	pipe := rdb.Pipeline()
-	var copies []map[string]any
+	var copies [][]any
 	for i := range matches {
 		ev := &eventsv1.MatchFinished{
 			MatchId:    fmt.Sprintf("i%05d", i),
@@ -160,11 +160,10 @@ func publishMatches(t *testing.T, rdb redis.UniversalClient, stream string, n in
 			t.Fatal(err)
 		}
 		matches[i] = res
-		data, err := proto.Marshal(ev)
+		values, err := eventstream.MatchFinished().Encode(ev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		values := map[string]any{"type": consumer.EventType, "data": data}
 		pipe.XAdd(t.Context(), &redis.XAddArgs{Stream: stream, Values: values})
 		if i%10 == 0 {
 			copies = append(copies, values)

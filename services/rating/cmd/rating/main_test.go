@@ -15,11 +15,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
@@ -66,14 +66,12 @@ func TestRunServesAndConsumes(t *testing.T) {
 		ev.Result.Points = append(ev.Result.Points, &gamev1.SeatPoints{Seat: s, Points: int32(10 * i)})
 	}
 	ev.Result.Ranking = []gamev1.Seat{gamev1.Seat_SEAT_GREEN, gamev1.Seat_SEAT_YELLOW, gamev1.Seat_SEAT_BLUE, gamev1.Seat_SEAT_RED}
-	data, err := proto.Marshal(ev)
+	// Published as the match service does (package eventstream).
+	values, err := eventstream.MatchFinished().Encode(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.XAdd(t.Context(), &redis.XAddArgs{
-		Stream: prefix + "events",
-		Values: map[string]any{"type": "fourkingdoms.events.v1.MatchFinished", "data": data},
-	}).Err(); err != nil {
+	if err := rdb.XAdd(t.Context(), &redis.XAddArgs{Stream: prefix + "events", Values: values}).Err(); err != nil {
 		t.Fatal(err)
 	}
 

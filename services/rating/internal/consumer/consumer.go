@@ -36,6 +36,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/backoff"
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ladder"
 	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/store"
@@ -90,11 +91,11 @@ type Config struct {
 // DefaultConfig returns the defaults of every setting.
 func DefaultConfig() Config {
 	return Config{
-		Stream:           "fk:events:match-finished",
+		Stream:           eventstream.MatchFinished().Key(),
 		Group:            "rating",
 		Name:             "rating",
 		Workers:          2,
-		DeadLetter:       "fk:events:match-finished:dead",
+		DeadLetter:       eventstream.MatchFinished().Key() + ":dead",
 		DeadLetterMaxLen: 100_000,
 		Batch:            1024,
 		Block:            2 * time.Second,

@@ -159,9 +159,9 @@ func TestConsumerAppliesAndDeadLetters(t *testing.T) {
 		badRanking.Result.Ranking[0], badRanking.Result.Ranking[1] = badRanking.Result.Ranking[1], badRanking.Result.Ranking[0]
 		ids := fx.publish(t,
 			entry(good[0]),
-			map[string]any{fieldType: "fourkingdoms.events.v1.Unknown", fieldData: "x"},
+			map[string]any{contract.TypeField(): "fourkingdoms.events.v1.Unknown", contract.DataField(): "x"},
 			entry(good[1]),
-			map[string]any{fieldType: EventType, fieldData: "\xff\x01"},
+			map[string]any{contract.TypeField(): contract.Type(), contract.DataField(): "\xff\x01"},
 			entry(badRanking),
 			entry(good[0]), // redelivered by the publisher
 			entry(event("m4", "checkers", "a", "b", "c", "d")),
@@ -181,7 +181,7 @@ func TestConsumerAppliesAndDeadLetters(t *testing.T) {
 		for _, d := range dead {
 			src, _ := d.Values["dead_id"].(string)
 			reason, _ := d.Values["dead_reason"].(string)
-			if !strings.Contains(reason, want[src]) || d.Values[fieldType] == nil {
+			if !strings.Contains(reason, want[src]) || d.Values[contract.TypeField()] == nil {
 				t.Errorf("dead letter of %s: %+v, want reason with %q and the original fields", src, d.Values, want[src])
 			}
 		}

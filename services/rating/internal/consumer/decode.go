@@ -4,20 +4,10 @@ import (
 	"errors"
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
-
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ladder"
-)
-
-// EventType is the value of the "type" field of a MatchFinished entry.
-const EventType = "fourkingdoms.events.v1.MatchFinished"
-
-// Stream entry fields.
-const (
-	fieldType = "type"
-	fieldData = "data"
 )
 
 // errUnprocessable marks entries that can never be applied; they go to the
@@ -25,21 +15,14 @@ const (
 var errUnprocessable = errors.New("unprocessable event")
 
 // Decode turns the fields of a stream entry into a validated match result.
-// Errors wrap errUnprocessable.
+// The entry's layout is the contract of eventstream.MatchFinished. Errors
+// wrap errUnprocessable.
 func Decode(values map[string]any) (ladder.Result, error) {
-	typ, _ := values[fieldType].(string)
-	if typ != EventType {
-		return ladder.Result{}, fmt.Errorf("%w: type %q, want %q", errUnprocessable, typ, EventType)
+	ev, err := eventstream.MatchFinished().Decode(values)
+	if err != nil {
+		return ladder.Result{}, fmt.Errorf("%w: %v", errUnprocessable, err)
 	}
-	data, ok := values[fieldData].(string)
-	if !ok {
-		return ladder.Result{}, fmt.Errorf("%w: no data field", errUnprocessable)
-	}
-	var ev eventsv1.MatchFinished
-	if err := proto.Unmarshal([]byte(data), &ev); err != nil {
-		return ladder.Result{}, fmt.Errorf("%w: decode MatchFinished: %v", errUnprocessable, err)
-	}
-	res, err := FromEvent(&ev)
+	res, err := FromEvent(ev)
 	if err != nil {
 		return ladder.Result{}, fmt.Errorf("%w: %v", errUnprocessable, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ladder"
@@ -36,12 +37,16 @@ func event(match, ruleSet string, order ...string) *eventsv1.MatchFinished {
 	return ev
 }
 
+// contract is the layout of the entries the match service publishes.
+var contract = eventstream.MatchFinished()
+
+// entry returns the fields of ev's stream entry as Redis returns them.
 func entry(ev *eventsv1.MatchFinished) map[string]any {
 	data, err := proto.Marshal(ev)
 	if err != nil {
 		panic(err)
 	}
-	return map[string]any{fieldType: EventType, fieldData: string(data)}
+	return map[string]any{contract.TypeField(): contract.Type(), contract.DataField(): string(data)}
 }
 
 func TestDecode(t *testing.T) {
@@ -70,18 +75,22 @@ func TestDecode(t *testing.T) {
 			want: []string{"d", "c", "b", "a"},
 		},
 		{
-			name:   "unknown type",
-			values: func() map[string]any { return map[string]any{fieldType: "x.Other", fieldData: ""} },
+			name: "unknown type",
+			values: func() map[string]any {
+				return map[string]any{contract.TypeField(): "x.Other", contract.DataField(): ""}
+			},
 			reason: "type",
 		},
 		{
 			name:   "no data",
-			values: func() map[string]any { return map[string]any{fieldType: EventType} },
+			values: func() map[string]any { return map[string]any{contract.TypeField(): contract.Type()} },
 			reason: "no data",
 		},
 		{
-			name:   "garbage data",
-			values: func() map[string]any { return map[string]any{fieldType: EventType, fieldData: "\xff\xff\xff"} },
+			name: "garbage data",
+			values: func() map[string]any {
+				return map[string]any{contract.TypeField(): contract.Type(), contract.DataField(): "\xff\xff\xff"}
+			},
 			reason: "decode",
 		},
 		{
@@ -189,7 +198,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x0a\x02m1"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res, err := Decode(map[string]any{fieldType: EventType, fieldData: string(data)})
+		res, err := Decode(map[string]any{contract.TypeField(): contract.Type(), contract.DataField(): string(data)})
 		if err != nil {
 			if !errors.Is(err, errUnprocessable) {
 				t.Fatalf("error %v is not marked unprocessable", err)

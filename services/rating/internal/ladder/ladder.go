@@ -2,7 +2,7 @@
 // finished match's result, turns it into rating changes with the skill
 // model, and defines the displayed rating and the provisional status.
 //
-// Every rated game has a strict ranking of its four players (RULES.md
+// Every rated game has a strict ranking of its four players (docs/rules.md
 // section 9): by result points, equal points broken in favour of the seat
 // that moves later in the turn order (Green, then Yellow, Blue, Red).
 //
@@ -167,7 +167,7 @@ type Result struct {
 
 // NewResult validates a finished match and returns its result. players are
 // given in any order, one per seat; ranking lists the seats from first to
-// fourth and must agree with the points and the tie-break of RULES.md
+// fourth and must agree with the points and the tie-break of docs/rules.md
 // section 9.
 func NewResult(matchID, pool string, finishedAt time.Time, players []Participant, ranking []Seat) (Result, error) {
 	var res Result
@@ -222,7 +222,7 @@ func NewResult(matchID, pool string, finishedAt time.Time, players []Participant
 }
 
 // Ahead reports whether a ranks above b: more result points, or equal points
-// and a moves later in the turn order (RULES.md section 9).
+// and a moves later in the turn order (docs/rules.md section 9).
 func Ahead(a, b Participant) bool {
 	if a.Points != b.Points {
 		return a.Points > b.Points

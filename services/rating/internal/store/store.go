@@ -151,8 +151,8 @@ type Store struct {
 	retention   Retention
 	wait        int
 	waitTimeout time.Duration
-	apply       *redis.Script
-	history     *redis.Script
+	apply       *redisconn.Script
+	history     *redisconn.Script
 }
 
 // New returns a store on rdb; cfg must be valid (see [Config.Validate]).
@@ -165,8 +165,8 @@ func New(rdb redis.UniversalClient, policy ladder.Policy, cfg Config) *Store {
 		retention:   cfg.Retention,
 		wait:        cfg.WaitReplicas,
 		waitTimeout: cfg.WaitTimeout,
-		apply:       redis.NewScript(applySource),
-		history:     redis.NewScript(historySource),
+		apply:       redisconn.NewScript(applySource),
+		history:     redisconn.NewScript(historySource),
 	}
 }
 
@@ -364,19 +364,18 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 		pipe := s.rdb.Pipeline()
 		cmds = make([]*redis.Cmd, len(runs))
 		for j, c := range runs {
-			cmds[j] = s.apply.EvalSha(ctx, pipe, c.keys, c.args...)
+			cmds[j] = s.apply.Cmd(ctx, c.keys, c.args...)
+			_ = pipe.Process(ctx, cmds[j])
 		}
 		_, _ = pipe.Exec(ctx) // errors are read per command below
+		// Runs on a node that lacks the script (new or failed over) go
+		// once more as EVAL, which caches it there.
+		s.apply.Retry(ctx, s.rdb, cmds)
 	}
 	var retry []int
 	var errs []error
 	for j, c := range runs {
 		codes, err := cmds[j].Int64Slice()
-		if err != nil && s.wait == 0 && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			// The server does not know the script yet (a new or
-			// failed-over node): send it whole, which caches it there.
-			codes, err = s.apply.Eval(ctx, s.rdb, c.keys, c.args...).Int64Slice()
-		}
 		if err == nil {
 			err = unconfirmed[c.pool]
 		}
@@ -450,40 +449,23 @@ func (s *Store) applyAndWait(ctx context.Context, runs []*poolCall, unconfirmed 
 		byPool[c.pool] = append(byPool[c.pool], j)
 	}
 	for _, pool := range pools {
-		node, err := redisconn.Master(ctx, s.rdb, newKeys(s.prefix, pool).standings())
-		if err != nil {
+		n, err := redisconn.WriteAndWait(ctx, s.rdb, newKeys(s.prefix, pool).standings(), s.wait, s.waitTimeout,
+			func(p redis.Pipeliner) {
+				for _, j := range byPool[pool] {
+					cmds[j] = s.apply.Cmd(ctx, runs[j].keys, runs[j].args...)
+					_ = p.Process(ctx, cmds[j])
+				}
+			}, s.apply)
+		switch {
+		case cmds[byPool[pool][0]] == nil: // no master to send them to
 			for _, j := range byPool[pool] {
 				cmds[j] = redis.NewCmd(ctx)
 				cmds[j].SetErr(err)
 			}
-			continue
-		}
-		for attempt := 0; ; attempt++ {
-			var wait *redis.IntCmd
-			_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for _, j := range byPool[pool] {
-					cmds[j] = s.apply.EvalSha(ctx, p, runs[j].keys, runs[j].args...)
-				}
-				wait = redis.NewIntCmd(ctx, "wait", s.wait, s.waitTimeout.Milliseconds())
-				return p.Process(ctx, wait)
-			}) // errors are read per command
-			first := cmds[byPool[pool][0]].Err()
-			if attempt == 0 && redis.HasErrorPrefix(first, "NOSCRIPT") {
-				// A new or failed-over master: cache the script there.
-				if err := s.apply.Load(ctx, node).Err(); err == nil {
-					continue
-				}
-			}
-			if first != nil {
-				redisconn.ReloadCluster(ctx, s.rdb)
-			}
-			switch n, err := wait.Result(); {
-			case err != nil:
-				unconfirmed[pool] = fmt.Errorf("apply matches of pool %s: WAIT: %v: %w", pool, err, ErrNotReplicated)
-			case n < int64(s.wait):
-				unconfirmed[pool] = fmt.Errorf("apply matches of pool %s: %d of %d replicas confirmed within %v: %w", pool, n, s.wait, s.waitTimeout, ErrNotReplicated)
-			}
-			break
+		case err != nil:
+			unconfirmed[pool] = fmt.Errorf("apply matches of pool %s: %v: %w", pool, err, ErrNotReplicated)
+		case n < s.wait:
+			unconfirmed[pool] = fmt.Errorf("apply matches of pool %s: %d of %d replicas confirmed within %v: %w", pool, n, s.wait, s.waitTimeout, ErrNotReplicated)
 		}
 	}
 	return cmds

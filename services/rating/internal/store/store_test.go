@@ -784,6 +784,11 @@ func TestApplyWaitsForReplicas(t *testing.T) {
 			}
 			s := New(rdb, ladder.DefaultPolicy(), cfg)
 			res := []ladder.Result{result(t, "w1", pool, "ann", "bob", "cat", "dan"), result(t, "w2", pool, "bob", "ann", "dan", "cat")}
+			// The first step meets NOSCRIPT on the master: its runs go
+			// again as EVAL, followed by another WAIT.
+			if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
 			for i, want := range []Status{Applied, Duplicate} {
 				out, err := s.Apply(ctx, res)
 				if standalone {

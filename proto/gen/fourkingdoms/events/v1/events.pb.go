@@ -29,10 +29,11 @@ const (
 
 // MatchFinished is published once per match that ended with a result.
 //
-// Transport: the match service appends one entry per finished match to a
-// Redis Stream; the entry's field "data" holds this message in protobuf
-// binary encoding. Delivery is at least once: consumers must treat match_id
-// as an idempotency key. Aborted matches have no result and are not
+// Transport: the match service appends one entry per finished match to the
+// Redis Stream named by the (stream) option below, in the entry layout that
+// StreamOptions describes (field "type" holds this message's full name,
+// field "data" this message in protobuf binary encoding). Delivery is at
+// least once: consumers must treat match_id as an idempotency key. Aborted matches have no result and are not
 // published; consumers still ignore a record whose termination is ABORTED.
 // Compatibility: consumers must skip unknown fields and tolerate unknown
 // enum values (new rule sets, new terminations).
@@ -822,7 +823,7 @@ var File_fourkingdoms_events_v1_events_proto protoreflect.FileDescriptor
 
 const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\n" +
-	"#fourkingdoms/events/v1/events.proto\x12\x16fourkingdoms.events.v1\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8b\x03\n" +
+	"#fourkingdoms/events/v1/events.proto\x12\x16fourkingdoms.events.v1\x1a#fourkingdoms/events/v1/stream.proto\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb7\x03\n" +
 	"\rMatchFinished\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x19\n" +
 	"\brule_set\x18\x02 \x01(\tR\aruleSet\x12D\n" +
@@ -833,7 +834,8 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x14\n" +
-	"\x05plies\x18\b \x01(\rR\x05plies\"\xbe\x05\n" +
+	"\x05plies\x18\b \x01(\rR\x05plies:*\x82\xb5\x18&\n" +
+	"\x18fk:events:match-finished\x12\x04type\x1a\x04data\"\xbe\x05\n" +
 	"\n" +
 	"MatchEvent\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x18\n" +
@@ -953,6 +955,7 @@ func file_fourkingdoms_events_v1_events_proto_init() {
 	if File_fourkingdoms_events_v1_events_proto != nil {
 		return
 	}
+	file_fourkingdoms_events_v1_stream_proto_init()
 	file_fourkingdoms_events_v1_events_proto_msgTypes[1].OneofWrappers = []any{
 		(*MatchEvent_MatchCreated)(nil),
 		(*MatchEvent_MoveApplied)(nil),

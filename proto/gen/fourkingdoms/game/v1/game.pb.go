@@ -6,7 +6,7 @@
 
 // Package fourkingdoms.game.v1 is the shared vocabulary of the game: seats,
 // pieces, squares, clocks, points and results. Every other package uses these
-// types; the rule book they follow is "the rules" (RULES.md).
+// types; the rule book they follow is docs/rules.md.
 
 package gamev1
 
@@ -217,11 +217,12 @@ func (CastlingSide) EnumDescriptor() ([]byte, []int) {
 	return file_fourkingdoms_game_v1_game_proto_rawDescGZIP(), []int{2}
 }
 
-// TimeControlMode says how a clock gains time each turn.
+// TimeControlMode says how a clock gains time each turn. It is derived from
+// the durations (DELAY when delay is positive): requests need not set it.
 type TimeControlMode int32
 
 const (
-	// Not set. In a request, the mode is taken from the time control name.
+	// Not set. Requests may leave it unset: the server derives it.
 	TimeControlMode_TIME_CONTROL_MODE_UNSPECIFIED TimeControlMode = 0
 	// Fischer increment: "increment" is added to the mover's clock after each
 	// of their moves. Named "M+S".
@@ -481,13 +482,17 @@ func (Termination) EnumDescriptor() ([]byte, []int) {
 }
 
 // TimeControl is the clock setting shared by all four seats of a match.
-// In requests a client may send only "name" (the server parses it) or only
-// the structured fields (the server fills in the name); when both are sent
-// they must agree, or the request fails with INVALID_ARGUMENT. Responses
-// always carry both.
+// The durations are the setting; "mode" and "name" are derived from them.
+// In requests a client sends either the durations (then "mode" and "name"
+// are not read) or only "name", which the server parses. Responses always
+// carry all fields. Names are read and written by one parser (Go package
+// pkg/timecontrol), so the match and matchmaking services accept the same
+// names.
 type TimeControl struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Time on each clock at the start of the match. Must be positive.
+	// Time on each clock at the start of the match. Must be positive, at most
+	// 24 hours, and a whole number of thousandths of a minute (60 ms), so
+	// that the name can write it.
 	Initial *durationpb.Duration `protobuf:"bytes,1,opt,name=initial,proto3" json:"initial,omitempty"`
 	// Time added after each move in INCREMENT mode; zero in DELAY mode.
 	Increment *durationpb.Duration `protobuf:"bytes,2,opt,name=increment,proto3" json:"increment,omitempty"`
@@ -496,7 +501,8 @@ type TimeControl struct {
 	// How the clock gains time each turn.
 	Mode TimeControlMode `protobuf:"varint,4,opt,name=mode,proto3,enum=fourkingdoms.game.v1.TimeControlMode" json:"mode,omitempty"`
 	// Canonical name: "M+S" for increment (for example "5+5", "1+0") or
-	// "M|S d" for delay (for example "3|2 d"); M in minutes, S in seconds.
+	// "M|S d" for delay (for example "3|2 d"); M in minutes, S in seconds,
+	// each with at most three decimals ("0.5+0"). Derived from the durations.
 	Name          string `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
