@@ -38,14 +38,17 @@ type Layout struct {
 	KeyTail, ArgTail Tail
 }
 
-// Tail is a variable-length run of slots after the fixed ones, made of
-// records of Width slots each.
+// Tail is a run of slots after the fixed ones, made of records of Width
+// slots each, which the script indexes by arithmetic (KEYS[K_TICKETS + i]):
+// a variable-length list, or with Count a fixed number of records.
 type Tail struct {
 	// Name is the tail's name in Lua ("" = no tail): the index of its
 	// first slot.
 	Name string
 	// Width is the number of slots per record (0 means 1).
 	Width int
+	// Count is the exact number of records; 0 means any number.
+	Count int
 }
 
 // Stride returns the slots per record of the tail.
@@ -117,6 +120,9 @@ func (l Layout) Header() string {
 		if tail.Name == "" {
 			return fmt.Sprintf("#%s ~= %d", table, n)
 		}
+		if tail.Count > 0 {
+			return fmt.Sprintf("#%s ~= %d", table, n+tail.Count*tail.Stride())
+		}
 		c := fmt.Sprintf("#%s < %d", table, n)
 		if s := tail.Stride(); s > 1 {
 			c += fmt.Sprintf(" or (#%s - %d) %% %d ~= 0", table, n, s)
@@ -132,7 +138,9 @@ func (l Layout) Header() string {
 func (l Layout) counts() string {
 	side := func(n int, tail Tail, what string) string {
 		s := strconv.Itoa(n)
-		if tail.Name != "" {
+		if tail.Count > 0 {
+			s = strconv.Itoa(n + tail.Count*tail.Stride())
+		} else if tail.Name != "" {
 			s += "+" + strconv.Itoa(tail.Stride()) + "n"
 		}
 		return s + " " + what

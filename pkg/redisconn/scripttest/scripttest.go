@@ -4,10 +4,14 @@
 package scripttest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 )
@@ -40,10 +44,6 @@ func CheckSource(l redisconn.Layout, body string) error {
 		before := strings.TrimRight(code[:m[0]], " \t")
 		rest := code[m[1]:]
 		switch {
-		case strings.HasSuffix(before, "#"):
-			if s.tail == "" {
-				errs = append(errs, fmt.Errorf("#%s in a script without a %s tail", table, table))
-			}
 		case strings.HasPrefix(rest, "["):
 			idx, ok := bracket(rest)
 			if !ok {
@@ -52,6 +52,10 @@ func CheckSource(l redisconn.Layout, body string) error {
 			}
 			if err := s.index(table, idx); err != nil {
 				errs = append(errs, err)
+			}
+		case strings.HasSuffix(before, "#"):
+			if s.tail == "" {
+				errs = append(errs, fmt.Errorf("#%s in a script without a %s tail", table, table))
 			}
 		default:
 			errs = append(errs, fmt.Errorf("%s used other than indexed or counted at %q", table, snippet(code, m[0])))
@@ -93,7 +97,9 @@ func CheckCall(l redisconn.Layout, keys []string, args []any) error {
 		switch {
 		case tail.Name == "" && got != fixed:
 			errs = append(errs, fmt.Errorf("%d %s passed, the layout declares %d", got, table, fixed))
-		case tail.Name != "" && (got < fixed || (got-fixed)%tail.Stride() != 0):
+		case tail.Count > 0 && got != fixed+tail.Count*tail.Stride():
+			errs = append(errs, fmt.Errorf("%d %s passed, the layout declares %d plus %d records of %d", got, table, fixed, tail.Count, tail.Stride()))
+		case tail.Name != "" && tail.Count == 0 && (got < fixed || (got-fixed)%tail.Stride() != 0):
 			errs = append(errs, fmt.Errorf("%d %s passed, the layout declares %d plus records of %d", got, table, fixed, tail.Stride()))
 		}
 	}
@@ -204,4 +210,37 @@ func stripLua(src string) string {
 		}
 	}
 	return string(b)
+}
+
+// Case is one script and one call of it, as its Go builder lays it out.
+type Case struct {
+	Name   string
+	Layout redisconn.Layout
+	Body   string // the Lua without the layout's header
+	Script *redisconn.Script
+	Keys   []string
+	Args   []any
+}
+
+// Run checks each case with [CheckSource] and [CheckCall], then runs it
+// once through c and returns the replies (nil for a nil reply). A script
+// error fails the test: the header's count check answers one when Go
+// passes a different number of slots.
+func Run(t testing.TB, c redisconn.Processor, cases ...Case) []any {
+	t.Helper()
+	out := make([]any, len(cases))
+	for i, tc := range cases {
+		if err := CheckSource(tc.Layout, tc.Body); err != nil {
+			t.Errorf("%s: the Lua and the layout disagree:\n%v", tc.Name, err)
+		}
+		if err := CheckCall(tc.Layout, tc.Keys, tc.Args); err != nil {
+			t.Errorf("%s: the Go call and the layout disagree:\n%v", tc.Name, err)
+		}
+		v, err := tc.Script.Run(context.Background(), c, tc.Keys, tc.Args...).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Errorf("%s: run: %v", tc.Name, err)
+		}
+		out[i] = v
+	}
+	return out
 }
