@@ -101,6 +101,12 @@ type AppliedMove struct {
 	CapturedSeat     Seat
 	CapturedPromoted bool
 	CapturePoints    int
+	// CapturedDead is set when the captured piece was dead before the move
+	// (docs/rules.md sections 6.5 and 13.3.3): its owner was out (every
+	// piece, the king included), or it was a king-only zombie's piece
+	// other than the king. A zombie's pieces that still move are not dead,
+	// even where they score 0 (section 5).
+	CapturedDead bool
 	// KingCaptured is set when the move captured a king (CapturedSeat is
 	// then out of the game).
 	KingCaptured bool
@@ -529,6 +535,7 @@ func (g *Game) applyMove(s Seat, m Move, idx int, zombie bool, eff *Effects) {
 		owner := pieceSeat(pc)
 		am.Captured, am.CapturedSeat, am.CapturedPromoted = pieceKind(pc), owner, pc&promotedBit != 0
 		am.CapturePoints = rs.captureValue(pc, p.status[owner])
+		am.CapturedDead = !p.pieceActive(owner, pieceKind(pc))
 		am.KingCaptured = pieceKind(pc) == King
 	}
 	// Under SiteMarks, remember who was in check, and who was

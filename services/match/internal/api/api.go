@@ -168,57 +168,75 @@ func (s *Server) AbortMatch(ctx context.Context, req *matchv1.AbortMatchRequest)
 	return &matchv1.AbortMatchResponse{Match: m}, nil
 }
 
-// errorDomain is the ErrorInfo domain of the service's error details.
-const errorDomain = "match.fourkingdoms"
+// errorDomain is the ErrorInfo domain of the service's error details, the
+// proto package's name as docs/api.md documents it.
+const errorDomain = "fourkingdoms.match.v1"
+
+// refusals is the table of Status: the domain and engine errors a client
+// is told about, each with its code and its ErrorInfo reason (docs/api.md
+// lists the same). The first entry whose error matches wins.
+var refusals = []struct {
+	err    error
+	code   codes.Code
+	reason string
+}{
+	{match.ErrInvalid, codes.InvalidArgument, "INVALID_ARGUMENT"},
+	{rules.ErrBadMoveText, codes.InvalidArgument, "BAD_MOVE_TEXT"},
+	{match.ErrMoveIDReused, codes.InvalidArgument, "MOVE_ID_REUSED"},
+	{match.ErrNotFound, codes.NotFound, "MATCH_NOT_FOUND"},
+	{store.ErrNotFound, codes.NotFound, "MATCH_NOT_FOUND"},
+	{match.ErrNotPlayer, codes.PermissionDenied, "NOT_A_PLAYER"},
+	{match.ErrForbidden, codes.PermissionDenied, "FORBIDDEN"},
+	{rules.ErrNotYourTurn, codes.FailedPrecondition, "NOT_YOUR_TURN"},
+	{rules.ErrIllegalMove, codes.FailedPrecondition, "ILLEGAL_MOVE"},
+	{rules.ErrSeatNotLive, codes.FailedPrecondition, "SEAT_NOT_LIVE"},
+	{rules.ErrGameOver, codes.FailedPrecondition, "MATCH_OVER"},
+	{match.ErrFinished, codes.FailedPrecondition, "MATCH_OVER"},
+	{match.ErrTimeRanOut, codes.FailedPrecondition, "TIME_RAN_OUT"},
+	{match.ErrConflict, codes.Aborted, "CONFLICT"},
+	{match.ErrSlowConsumer, codes.ResourceExhausted, "SLOW_CONSUMER"},
+	{match.ErrFutureVersion, codes.OutOfRange, "FUTURE_VERSION"},
+}
+
+// refusal builds a status with an ErrorInfo of the service's domain.
+func refusal(code codes.Code, msg, reason string, meta map[string]string) error {
+	st := status.New(code, msg)
+	if d, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: meta}); derr == nil {
+		st = d
+	}
+	return st.Err()
+}
 
 // Status maps an error of the domain, the engine or the store to a gRPC
-// status. It is the one place where that mapping lives:
+// status. It is the one place where that mapping lives: the refusals
+// table, then
 //
-//	match.ErrInvalid, rules.ErrBadMoveText, match.ErrMoveIDReused  InvalidArgument
-//	match.ErrNotFound, store.ErrNotFound                           NotFound
-//	match.ErrNotPlayer, match.ErrForbidden                         PermissionDenied
-//	rules.ErrNotYourTurn, ErrIllegalMove, ErrSeatNotLive,
-//	  ErrGameOver, match.ErrFinished, match.ErrTimeRanOut,
-//	  *match.PlyMismatchError (ErrorInfo PLY_MISMATCH)             FailedPrecondition
-//	match.ErrConflict                                              Aborted
-//	match.ErrSlowConsumer                                          ResourceExhausted
-//	match.ErrFutureVersion                                         OutOfRange
-//	store.ErrNotReplicated, fanout.ErrClosed                       Unavailable
+//	*match.PlyMismatchError (ErrorInfo PLY_MISMATCH, current_ply)  FailedPrecondition
+//	store.ErrNotReplicated, fanout.ErrClosed (STORE_UNAVAILABLE)   Unavailable
 //	anything else: redisconn.Status (by redisconn.Classify)
 //	  context cancellation / deadline                              Canceled / DeadlineExceeded
 //	  transient Redis and network errors                           Unavailable (logged as a warning)
 //	  anything else, script errors included                        Internal (logged; generic message)
+//
+// Every refusal of the table carries a google.rpc.ErrorInfo of domain
+// fourkingdoms.match.v1. A MakeMove from a seat that resigned or timed out
+// (a zombie) or is out is refused with SEAT_NOT_LIVE, whoever is to move.
 func (s *Server) Status(ctx context.Context, err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
 	var ply *match.PlyMismatchError
-	switch {
-	case errors.As(err, &ply):
-		st := status.New(codes.FailedPrecondition, err.Error())
-		if d, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: "PLY_MISMATCH", Domain: errorDomain,
-			Metadata: map[string]string{"current_ply": strconv.Itoa(ply.Current)}}); derr == nil {
-			st = d
+	if errors.As(err, &ply) {
+		return refusal(codes.FailedPrecondition, err.Error(), "PLY_MISMATCH", map[string]string{"current_ply": strconv.Itoa(ply.Current)})
+	}
+	for _, r := range refusals {
+		if errors.Is(err, r.err) {
+			return refusal(r.code, err.Error(), r.reason, nil)
 		}
-		return st.Err()
-	case errors.Is(err, match.ErrInvalid), errors.Is(err, rules.ErrBadMoveText), errors.Is(err, match.ErrMoveIDReused):
-		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, match.ErrNotFound), errors.Is(err, store.ErrNotFound):
-		return status.Error(codes.NotFound, err.Error())
-	case errors.Is(err, match.ErrNotPlayer), errors.Is(err, match.ErrForbidden):
-		return status.Error(codes.PermissionDenied, err.Error())
-	case errors.Is(err, rules.ErrNotYourTurn), errors.Is(err, rules.ErrIllegalMove), errors.Is(err, rules.ErrSeatNotLive),
-		errors.Is(err, rules.ErrGameOver), errors.Is(err, match.ErrFinished), errors.Is(err, match.ErrTimeRanOut):
-		return status.Error(codes.FailedPrecondition, err.Error())
-	case errors.Is(err, match.ErrConflict):
-		return status.Error(codes.Aborted, err.Error())
-	case errors.Is(err, match.ErrSlowConsumer):
-		return status.Error(codes.ResourceExhausted, err.Error())
-	case errors.Is(err, match.ErrFutureVersion):
-		return status.Error(codes.OutOfRange, err.Error())
-	case errors.Is(err, store.ErrNotReplicated), errors.Is(err, fanout.ErrClosed):
+	}
+	if errors.Is(err, store.ErrNotReplicated) || errors.Is(err, fanout.ErrClosed) {
 		s.log.WarnContext(ctx, "storage unavailable", "err", err)
-		return status.Error(codes.Unavailable, "match storage is unavailable, retry with backoff")
+		return refusal(codes.Unavailable, "match storage is unavailable, retry with backoff", "STORE_UNAVAILABLE", nil)
 	}
 	return redisconn.Status(ctx, s.log, err, "match storage")
 }

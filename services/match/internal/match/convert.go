@@ -43,10 +43,22 @@ func seatStatusPB(s rules.SeatStatus) gamev1.SeatStatus {
 	return gamev1.SeatStatus_SEAT_STATUS_UNSPECIFIED
 }
 
-func terminationPB(t rules.Termination) gamev1.Termination {
-	switch t {
+// terminationPB gives the wire termination of the game's end. The engine
+// ends a game with one live player left as LastPlayerStanding; the wire
+// tells the two cases apart by the other seats' state at the end:
+// LAST_PLAYER_STANDING when at least one of them is a zombie (its king pays
+// the survivor +20), ALL_OPPONENTS_OUT when all three are out, however
+// they got there (a seat that resigned and whose zombie was later mated,
+// stalemated or lost its king is out too).
+func terminationPB(g *rules.Game) gamev1.Termination {
+	switch t := g.Result().Termination; t {
 	case rules.LastPlayerStanding:
-		return gamev1.Termination_TERMINATION_LAST_PLAYER_STANDING
+		for s := range rules.NumSeats {
+			if g.Status(rules.Seat(s)) == rules.Zombie {
+				return gamev1.Termination_TERMINATION_LAST_PLAYER_STANDING
+			}
+		}
+		return gamev1.Termination_TERMINATION_ALL_OPPONENTS_OUT
 	case rules.NoLivePlayers:
 		return gamev1.Termination_TERMINATION_NO_LIVE_PLAYER
 	case rules.NoProgress:
@@ -71,7 +83,7 @@ func pointsPB(p [rules.NumSeats]int) []*gamev1.SeatPoints {
 
 func resultPB(g *rules.Game) *gamev1.Result {
 	r := g.Result()
-	out := &gamev1.Result{Points: pointsPB(r.Points), Termination: terminationPB(r.Termination)}
+	out := &gamev1.Result{Points: pointsPB(r.Points), Termination: terminationPB(g)}
 	if r.Termination != rules.Aborted {
 		for _, s := range r.Ranking {
 			out.Ranking = append(out.Ranking, seatPB(s))
@@ -106,7 +118,7 @@ func moveEffectsPB(m *rules.AppliedMove, rs rules.RuleSet) *gamev1.MoveEffects {
 	}
 	if m.Captured != rules.NoPiece {
 		e.Captured = &gamev1.Capture{Kind: kindPB(m.Captured), Owner: seatPB(m.CapturedSeat),
-			Promoted: m.CapturedPromoted, Dead: m.CapturePoints == 0 && !m.KingCaptured}
+			Promoted: m.CapturedPromoted, Dead: m.CapturedDead}
 	}
 	if m.Promotion {
 		e.Promotion = gamev1.PieceKind_PIECE_KIND_QUEEN
@@ -204,9 +216,20 @@ func eventsOf(id string, g *rules.Game, eff *rules.Effects, before [rules.NumSea
 		next++
 		out = append(out, ev)
 	}
-	toMove := seatPB(g.ToMove())
+	// Each MoveApplied names the seat to move right after it: within one
+	// call every move but the last is followed by a zombie move, whose
+	// seat is the one to move then (seats stalemated or mated on their
+	// turn in between were skipped); after the last move it is the game's
+	// seat to move now.
+	finalToMove := seatPB(g.ToMove())
 	if g.Over() {
-		toMove = gamev1.Seat_SEAT_UNSPECIFIED
+		finalToMove = gamev1.Seat_SEAT_UNSPECIFIED
+	}
+	toMoveAfter := func(i int) gamev1.Seat {
+		if i+1 < len(eff.Moves) {
+			return seatPB(eff.Moves[i+1].Seat)
+		}
+		return finalToMove
 	}
 	ei := 0
 	emitEvents := func(upTo int) {
@@ -249,7 +272,7 @@ func eventsOf(id string, g *rules.Game, eff *rules.Effects, before [rules.NumSea
 		pts[m.Seat] += m.Points
 		me := moveEffectsPB(m, rs)
 		add(m.Ply+1, &eventsv1.MatchEvent{Event: &eventsv1.MatchEvent_MoveApplied{MoveApplied: &eventsv1.MoveApplied{
-			Effects: me, ToMove: toMove, Clocks: clocks, Points: pointsPB(pts)}}})
+			Effects: me, ToMove: toMoveAfter(i), Clocks: clocks, Points: pointsPB(pts)}}})
 		rec.LastMove = nil
 		if b, err := marshal(me); err == nil {
 			rec.LastMove = b

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -592,6 +593,12 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 			}
 		}
 		if seat != g.ToMove() {
+			// A caller none of whose seats is live (resigned, timed out
+			// or out) learns that, not whose turn it is: it will never
+			// move again (docs/api.md).
+			if !slices.ContainsFunc(seats, func(x rules.Seat) bool { return g.Status(x) == rules.Live }) {
+				return nil, fmt.Errorf("%w: %s", rules.ErrSeatNotLive, seat)
+			}
 			return nil, fmt.Errorf("%w: %s to move", rules.ErrNotYourTurn, g.ToMove())
 		}
 		if d, _ := e.rec.Clocks.Deadline(e.tc, s.cfg.FirstMoveLimit); !d.IsZero() && now.After(d) {

@@ -461,8 +461,12 @@ type MoveApplied struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The move, what it captured, which kings it checked or mated.
 	Effects *v1.MoveEffects `protobuf:"bytes,1,opt,name=effects,proto3" json:"effects,omitempty"`
-	// The seat to move next, after any stalemated seats were skipped;
-	// UNSPECIFIED if the match ended.
+	// The seat to move right after this move, after any seats stalemated (or
+	// mated) on their turn were skipped; UNSPECIFIED if the match ended. When
+	// zombie moves follow in the same step, each names its own successor, so
+	// every MoveApplied's mover is the seat the previous MoveApplied named
+	// (unless a PlayerResigned, PlayerTimedOut or PlayerEliminated came
+	// between them).
 	ToMove v1.Seat `protobuf:"varint,2,opt,name=to_move,json=toMove,proto3,enum=fourkingdoms.game.v1.Seat" json:"to_move,omitempty"`
 	// All four clocks after the move (the mover's with increment added).
 	Clocks []*v1.Clock `protobuf:"bytes,3,rep,name=clocks,proto3" json:"clocks,omitempty"`

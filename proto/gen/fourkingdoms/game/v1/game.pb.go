@@ -408,11 +408,13 @@ const (
 	// Not set: the match has not ended.
 	Termination_TERMINATION_UNSPECIFIED Termination = 0
 	// Exactly one live player remained and at least one other seat was a
-	// zombie (resigned or timed out): the last player received +20 for every
-	// zombie king still on the board.
+	// zombie at the end (resigned or timed out, its king still in play): the
+	// last player received +20 for every zombie king still on the board.
 	Termination_TERMINATION_LAST_PLAYER_STANDING Termination = 1
-	// Exactly one live player remained and every other seat was out (mated,
-	// stalemated, king captured): no bonus.
+	// Exactly one live player remained and all three other seats were out at
+	// the end (mated, stalemated, king captured), however they left: a seat
+	// that resigned or timed out and whose zombie was later mated, stalemated
+	// or lost its king counts as out. No end bonus (no zombie king is left).
 	Termination_TERMINATION_ALL_OPPONENTS_OUT Termination = 2
 	// No live player remained: the last live players left the game at the
 	// same moment (for example both mated by one zombie move).
@@ -962,7 +964,12 @@ type Capture struct {
 	Owner Seat `protobuf:"varint,2,opt,name=owner,proto3,enum=fourkingdoms.game.v1.Seat" json:"owner,omitempty"`
 	// True if the captured piece was a promoted queen (worth 1 point).
 	Promoted bool `protobuf:"varint,3,opt,name=promoted,proto3" json:"promoted,omitempty"`
-	// True if the piece was dead (its owner was out): worth 0 points.
+	// True if the piece was dead before the capture (docs/rules.md sections
+	// 6.5 and 13.3.3): its owner was out (every piece, the king included), or
+	// under "chesscom-ffa" it belonged to a zombie and was not the king. A
+	// dead piece is worth 0. A zombie's pieces that still move are not dead
+	// even though they are worth 0 too (section 5); a zombie's king is
+	// worth 20.
 	Dead          bool `protobuf:"varint,4,opt,name=dead,proto3" json:"dead,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1031,7 +1038,8 @@ type Elimination struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The seat that left.
 	Seat Seat `protobuf:"varint,1,opt,name=seat,proto3,enum=fourkingdoms.game.v1.Seat" json:"seat,omitempty"`
-	// Why: MATED, STALEMATED or KING_CAPTURED.
+	// Why: MATED, STALEMATED or KING_CAPTURED (in MoveEffects.eliminations
+	// only MATED or KING_CAPTURED).
 	Reason ExitReason `protobuf:"varint,2,opt,name=reason,proto3,enum=fourkingdoms.game.v1.ExitReason" json:"reason,omitempty"`
 	// Who scored for it: the mover for a mate or a king capture, the seat
 	// itself for a stalemate, UNSPECIFIED when nobody scored.
@@ -1127,12 +1135,16 @@ type MoveEffects struct {
 	CheckedSeats []Seat `protobuf:"varint,10,rep,packed,name=checked_seats,json=checkedSeats,proto3,enum=fourkingdoms.game.v1.Seat" json:"checked_seats,omitempty"`
 	// Seats mated by the move (20 points each to the mover).
 	MatedSeats []Seat `protobuf:"varint,11,rep,packed,name=mated_seats,json=matedSeats,proto3,enum=fourkingdoms.game.v1.Seat" json:"mated_seats,omitempty"`
-	// The seat whose king the move captured, UNSPECIFIED if none.
+	// The seat whose king the move captured, UNSPECIFIED if none. Also set
+	// for a dead king (its seat already out: captured.dead is set, nothing is
+	// scored and no elimination follows).
 	KingCapturedSeat Seat `protobuf:"varint,12,opt,name=king_captured_seat,json=kingCapturedSeat,proto3,enum=fourkingdoms.game.v1.Seat" json:"king_captured_seat,omitempty"`
-	// Every seat that left the game because of this move, in order: mates and
-	// a king capture, then seats stalemated (or mated without score) as the
-	// turn passed to them. Informational: the seat status changes are also
-	// published as separate PlayerEliminated events.
+	// Every seat this move put out and scored for: the seat whose king it
+	// captured, then the seats it mated, each with the 20 points to the mover
+	// (to nobody for a zombie's move). Seats stalemated, or in check without
+	// a move when their turn came, are not listed: nobody's move scores for
+	// them, and they are published only as PlayerEliminated events, which
+	// also follow for every seat listed here.
 	Eliminations []*Elimination `protobuf:"bytes,13,rep,name=eliminations,proto3" json:"eliminations,omitempty"`
 	// Check bonus points included in points_gained ("chesscom-ffa" only:
 	// checking two or three kings with one move).
