@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -117,4 +118,32 @@ func SplitList(s string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// Config is what [Load] needs of a service's configuration struct C: its
+// pointer binds every field (through a [Binder]) and validates the result.
+type Config[C any] interface {
+	*C
+	Bind(fs *flag.FlagSet, getenv func(string) string) error
+	Validate() error
+}
+
+// Load is the one way a service reads its configuration: it starts from
+// defaults, binds them to flags named for the program name and to the
+// environment read through getenv, parses args and validates the result.
+// Usage and flag errors are written to out.
+func Load[C any, P Config[C]](name string, defaults C, args []string, getenv func(string) string, out io.Writer) (C, error) {
+	cfg := defaults
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	if err := P(&cfg).Bind(fs, getenv); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	if err := P(&cfg).Validate(); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
 }

@@ -1,9 +1,11 @@
 package envflag
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -69,5 +71,59 @@ func TestBadEnv(t *testing.T) {
 		if _, err := bindAll(env, nil); err == nil {
 			t.Errorf("env %v: no error", env)
 		}
+	}
+}
+
+// loadable is a configuration as a service declares one.
+type loadable struct {
+	Port int
+	Name string
+}
+
+func (c *loadable) Bind(fs *flag.FlagSet, getenv func(string) string) error {
+	b := New(fs, getenv)
+	b.Int(&c.Port, "port", "PORT", "the port")
+	b.String(&c.Name, "name", "NAME", "the name")
+	return b.Err()
+}
+
+func (c loadable) Validate() error {
+	if c.Port <= 0 {
+		return errors.New("port must be positive")
+	}
+	return nil
+}
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    loadable
+		wantErr string
+	}{
+		{name: "defaults", want: loadable{Port: 80, Name: "d"}},
+		{name: "environment over default", env: map[string]string{"PORT": "81"}, want: loadable{Port: 81, Name: "d"}},
+		{name: "flag over environment", args: []string{"-port", "82"}, env: map[string]string{"PORT": "81"}, want: loadable{Port: 82, Name: "d"}},
+		{name: "bad environment value", env: map[string]string{"PORT": "x"}, wantErr: "PORT"},
+		{name: "unknown flag", args: []string{"-nope"}, wantErr: "nope"},
+		{name: "invalid result", args: []string{"-port", "0"}, wantErr: "port must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var out strings.Builder
+			got, err := Load("svc", loadable{Port: 80, Name: "d"}, tt.args, func(k string) string { return tt.env[k] }, &out)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "config: ") {
+					t.Fatalf("Load = %+v, %v; want an error with %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("Load = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
 	}
 }

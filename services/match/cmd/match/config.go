@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
-	"io"
 	"os"
 	"strconv"
 
@@ -53,9 +51,9 @@ func defaultConfig() config {
 	return c
 }
 
-// bind registers every setting as a flag on fs, after applying the
+// Bind registers every setting as a flag on fs, after applying the
 // environment read through getenv.
-func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
+func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b := envflag.New(fs, getenv)
 	b.String(&c.Store.Prefix, "key-prefix", "MATCH_KEY_PREFIX", "prefix of every Redis key (tests)")
 	b.Int(&c.Store.EventLogLen, "event-log-len", "MATCH_EVENT_LOG_LEN", "events kept per match for resuming watchers")
@@ -72,30 +70,12 @@ func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }
 
-// validate reports every invalid setting.
-func (c config) validate() error {
+// Validate reports every invalid setting.
+func (c config) Validate() error {
 	var errs []error
 	errs = append(errs, c.Server.Validate(), c.Redis.Validate(), c.Store.Validate(), c.Match.Validate(), c.Keeper.Validate())
 	if c.WatchBuffer < 1 {
 		errs = append(errs, errors.New("watch buffer must be at least 1"))
 	}
 	return errors.Join(errs...)
-}
-
-// loadConfig reads the configuration from args and the environment and
-// validates it. Usage and flag errors go to stdout.
-func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (config, error) {
-	cfg := defaultConfig()
-	fs := flag.NewFlagSet("match", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	if err := cfg.bind(fs, getenv); err != nil {
-		return config{}, fmt.Errorf("config: %w", err)
-	}
-	if err := fs.Parse(args); err != nil {
-		return config{}, fmt.Errorf("config: %w", err)
-	}
-	if err := cfg.validate(); err != nil {
-		return config{}, fmt.Errorf("config: %w", err)
-	}
-	return cfg, nil
 }

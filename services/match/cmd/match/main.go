@@ -17,6 +17,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisbatch"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
+	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/api"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/match"
@@ -40,7 +41,7 @@ func main() {
 // server.Run has returned, so in-flight calls drain first; on a
 // registration error server.Run has already released the server.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, listening func(*server.Server)) error {
-	cfg, err := loadConfig(args, getenv, stdout)
+	cfg, err := envflag.Load("match", defaultConfig(), args, getenv, stdout)
 	if err != nil {
 		return err
 	}

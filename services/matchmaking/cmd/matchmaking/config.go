@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
@@ -117,9 +116,9 @@ func defaultConfig() config {
 	return c
 }
 
-// bind registers every setting as a flag on fs, after applying the
+// Bind registers every setting as a flag on fs, after applying the
 // environment read through getenv.
-func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
+func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b := envflag.New(fs, getenv)
 	b.String(&c.Queues, "queues", "MM_QUEUES", `queues, ";"-separated: "<rule set> <time control>[ bots=<wait>]"`)
 	b.String(&c.MatchAddr, "match-addr", "MATCH_ADDR", "match service gRPC address")
@@ -146,8 +145,8 @@ func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }
 
-// validate reports every invalid setting.
-func (c config) validate() error {
+// Validate reports every invalid setting.
+func (c config) Validate() error {
 	errs := []error{c.Server.Validate(), c.Redis.Validate()}
 	check := func(ok bool, format string, args ...any) {
 		if !ok {
@@ -179,24 +178,6 @@ func (c config) validate() error {
 	check(c.GuestTokenTTL > 0, "guest token TTL must be positive, got %v", c.GuestTokenTTL)
 	check(c.ServiceTokenTTL >= 3*time.Second, "service token TTL must be >= 3s, got %v", c.ServiceTokenTTL)
 	return errors.Join(errs...)
-}
-
-// loadConfig reads the configuration from args and the environment and
-// validates it. Usage and flag errors go to stdout.
-func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (config, error) {
-	cfg := defaultConfig()
-	fs := flag.NewFlagSet("matchmaking", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	if err := cfg.bind(fs, getenv); err != nil {
-		return config{}, fmt.Errorf("config: %w", err)
-	}
-	if err := fs.Parse(args); err != nil {
-		return config{}, fmt.Errorf("config: %w", err)
-	}
-	if err := cfg.validate(); err != nil {
-		return config{}, fmt.Errorf("config: %w", err)
-	}
-	return cfg, nil
 }
 
 // queueList returns the parsed queues (validate first).

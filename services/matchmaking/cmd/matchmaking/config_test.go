@@ -16,7 +16,7 @@ func TestDefaultValidates(t *testing.T) {
 	t.Parallel()
 	c := defaultConfig()
 	c.Server.AuthKeysFile = "keys.json" // the one setting without a default
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
 	if qs := c.queueList(); len(qs) != 2 || qs[0].Name() != "fourkingdoms/5+5" || qs[1].Name() != "fourkingdoms/1|15 d" {
@@ -51,13 +51,13 @@ func TestBind(t *testing.T) {
 			fs.SetOutput(io.Discard)
 			env := map[string]string{"AUTH_KEYS_FILE": "keys.json"}
 			maps.Copy(env, tt.env)
-			if err := c.bind(fs, func(k string) string { return env[k] }); err != nil {
+			if err := c.Bind(fs, func(k string) string { return env[k] }); err != nil {
 				t.Fatal(err)
 			}
 			if err := fs.Parse(tt.args); err != nil {
 				t.Fatal(err)
 			}
-			err := c.validate()
+			err := c.Validate()
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("Validate: %v", err)

@@ -23,6 +23,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
+	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
 	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
@@ -50,7 +51,7 @@ func main() {
 // server.Run has returned, so in-flight calls drain first; on a
 // registration error server.Run has already released the server.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, listening func(*server.Server)) error {
-	cfg, err := loadConfig(args, getenv, stdout)
+	cfg, err := envflag.Load("matchmaking", defaultConfig(), args, getenv, stdout)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
@@ -53,9 +52,9 @@ func defaultConfig(getenv func(string) string) config {
 	return c
 }
 
-// bind registers every setting as a flag on fs, after applying the
+// Bind registers every setting as a flag on fs, after applying the
 // environment (flag > environment > default).
-func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
+func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b := envflag.New(fs, getenv)
 	cc := &c.Consumer
 	b.String(&cc.Stream, "rating-stream", "RATING_STREAM", "Redis stream of MatchFinished events")
@@ -77,29 +76,11 @@ func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }
 
-// validate reports every invalid setting.
-func (c config) validate() error {
+// Validate reports every invalid setting.
+func (c config) Validate() error {
 	var store error
 	if err := c.Store.Validate(); err != nil {
 		store = fmt.Errorf("rating store settings: %w", err)
 	}
 	return errors.Join(c.Server.Validate(), c.Redis.Validate(), c.Consumer.Validate(), store)
-}
-
-// loadConfig reads the configuration from args and the environment and
-// validates it. Usage and flag errors go to stdout.
-func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (config, error) {
-	cfg := defaultConfig(getenv)
-	fs := flag.NewFlagSet("rating", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	if err := cfg.bind(fs, getenv); err != nil {
-		return config{}, fmt.Errorf("config: %w", err)
-	}
-	if err := fs.Parse(args); err != nil {
-		return config{}, fmt.Errorf("config: %w", err)
-	}
-	if err := cfg.validate(); err != nil {
-		return config{}, fmt.Errorf("config: %w", err)
-	}
-	return cfg, nil
 }
