@@ -27,9 +27,9 @@
 // other three players feel; the mover's own stream counts too).
 //
 //	loadgen -write-keys /tmp/keys.json   # then start the service with AUTH_KEYS_FILE=/tmp/keys.json
-//	loadgen -addr 127.0.0.1:8080 -keys dev/keys.json -games 50 -duration 30s -redis 127.0.0.1:6379
-//	loadgen -addr 127.0.0.1:8080 -keys dev/keys.json -games 1000 -think 1s -duration 30s
-//	loadgen -addr 127.0.0.1:8080 -keys dev/keys.json -games 200 -think 1s -duration 30s -watch
+//	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 50 -duration 30s -redis 127.0.0.1:6379
+//	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 1000 -think 1s -duration 30s
+//	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 200 -think 1s -duration 30s -watch
 package main
 
 import (
@@ -92,7 +92,7 @@ type options struct {
 func run(ctx context.Context, args []string, out io.Writer) error {
 	var o options
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
-	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "match service gRPC address")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8081", "match service gRPC address (the match service's default port)")
 	fs.StringVar(&o.keys, "keys", "", "auth key set file with a private key (to mint tokens)")
 	fs.IntVar(&o.games, "games", 100, "concurrent games")
 	fs.DurationVar(&o.think, "think", 0, "pause between moves of one game (0: closed loop)")

@@ -161,14 +161,18 @@ func New(ctx context.Context, cfg Config, tp trace.TracerProvider, mp metric.Met
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.PingTimeout)
 	defer cancel()
-	if err := ping(pctx, rdb); err != nil {
+	if err := Ping(pctx, rdb); err != nil {
 		rdb.Close()
 		return nil, fmt.Errorf("redis %s: %w", cfg.describe(), err)
 	}
 	return rdb, nil
 }
 
-func ping(ctx context.Context, rdb redis.UniversalClient) error {
+// Ping checks that Redis answers: PING on a standalone server, PING on
+// every master of a cluster (a cluster with a master down cannot serve
+// every key). The services run it at startup and then periodically as
+// their readiness check (Server.Check of pkg/server).
+func Ping(ctx context.Context, rdb redis.UniversalClient) error {
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 			return c.Ping(ctx).Err()

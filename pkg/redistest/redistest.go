@@ -1,7 +1,8 @@
 // Package redistest starts real redis-server processes for tests: a shared
 // standalone server and a shared 6-node Redis Cluster (3 masters, 3
-// replicas) per test binary, plus private clusters for destructive tests
-// such as failover. Import it only from tests.
+// replicas) per test binary, plus private clusters and standalone servers
+// for destructive tests (failover, Redis going away and coming back).
+// Import it only from tests.
 //
 // Use [Main] from TestMain so every process is stopped when the tests end:
 //

@@ -103,3 +103,21 @@ func TestFailoverAndRestart(t *testing.T) {
 		t.Fatalf("read after restart = %q, %v", got, err)
 	}
 }
+
+func TestRestartableStopAndStart(t *testing.T) {
+	t.Parallel()
+	p := NewRestartable(t)
+	c := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+	defer c.Close()
+	if err := c.Ping(t.Context()).Err(); err != nil {
+		t.Fatalf("ping a started server: %v", err)
+	}
+	p.Stop()
+	if err := c.Ping(t.Context()).Err(); err == nil {
+		t.Fatal("ping a stopped server succeeded")
+	}
+	p.Start(t)
+	if err := c.Ping(t.Context()).Err(); err != nil {
+		t.Fatalf("ping after Start on %s: %v", p.Addr(), err)
+	}
+}

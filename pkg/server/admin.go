@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"net/http/pprof"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -12,8 +13,10 @@ import (
 //	/metrics  Prometheus exposition of every metric of the server
 //	/healthz  liveness: 200 while the process runs (it never checks
 //	          dependencies, so a Redis outage does not restart pods)
-//	/readyz   readiness: 200 while every gRPC service is SERVING, 503
-//	          otherwise and from the first moment of shutdown
+//	/readyz   readiness: 200 while every gRPC service is SERVING and no
+//	          component (Redis, a worker) reports a failure; 503 otherwise,
+//	          naming the failing components, and from the first moment of
+//	          shutdown
 //	/debug/pprof/  when Config.Pprof is set
 func (s *Server) adminHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -23,7 +26,11 @@ func (s *Server) adminHandler() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !s.Ready() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			msg := "not ready"
+			if failing := s.notReady(); len(failing) > 0 {
+				msg += ": " + strings.Join(failing, "; ")
+			}
+			http.Error(w, msg, http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))

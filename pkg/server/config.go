@@ -42,6 +42,12 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful drain of in-flight calls; after it
 	// the remaining calls are cancelled.
 	ShutdownTimeout time.Duration
+	// HealthCheckInterval is how often the readiness checks registered with
+	// [Server.Check] (a Redis PING) run.
+	HealthCheckInterval time.Duration
+	// HealthCheckTimeout bounds one readiness check; a check that takes
+	// longer fails.
+	HealthCheckTimeout time.Duration
 	// OTLPEndpoint is the OTLP/gRPC collector URL ("http://otel:4317") for
 	// traces and metrics. Empty disables OTLP export; /metrics always works.
 	OTLPEndpoint string
@@ -54,7 +60,10 @@ type Config struct {
 	Pprof bool
 }
 
-// DefaultConfig returns the defaults of every setting.
+// DefaultConfig returns the defaults of every setting. The services
+// override the listen addresses with their own default ports (match 8081,
+// matchmaking 8082, rating 8083; admin 9091-9093) so that they run side by
+// side and find each other without settings.
 func DefaultConfig(serviceName string) Config {
 	return Config{
 		ServiceName:        serviceName,
@@ -69,6 +78,9 @@ func DefaultConfig(serviceName string) Config {
 		ShutdownDrainDelay: 0,
 		ShutdownTimeout:    20 * time.Second,
 		TraceSampleRatio:   0.05,
+
+		HealthCheckInterval: 2 * time.Second,
+		HealthCheckTimeout:  time.Second,
 	}
 }
 
@@ -89,6 +101,8 @@ func (c *Config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Int(&c.MaxSendMsgSize, "max-send-msg-size", "GRPC_MAX_SEND_MSG_SIZE", "largest response message in bytes")
 	b.Duration(&c.ShutdownDrainDelay, "shutdown-drain-delay", "SHUTDOWN_DRAIN_DELAY", "time between NOT_SERVING and closing listeners")
 	b.Duration(&c.ShutdownTimeout, "shutdown-timeout", "SHUTDOWN_TIMEOUT", "graceful drain limit before in-flight calls are cancelled")
+	b.Duration(&c.HealthCheckInterval, "health-check-interval", "HEALTH_CHECK_INTERVAL", "how often readiness checks (Redis PING) run")
+	b.Duration(&c.HealthCheckTimeout, "health-check-timeout", "HEALTH_CHECK_TIMEOUT", "time limit of one readiness check")
 	b.String(&c.OTLPEndpoint, "otlp-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP/gRPC collector URL (empty: no export)")
 	b.Float64(&c.TraceSampleRatio, "trace-sample-ratio", "TRACE_SAMPLE_RATIO", "share of new traces recorded when exporting (0 to 1)")
 	b.Bool(&c.Pprof, "pprof", "PPROF", "serve /debug/pprof on the admin listener")
@@ -117,6 +131,8 @@ func (c Config) Validate() error {
 	check(c.ShutdownDrainDelay >= 0, "shutdown drain delay must be >= 0, got %v", c.ShutdownDrainDelay)
 	check(c.TraceSampleRatio >= 0 && c.TraceSampleRatio <= 1, "trace sample ratio must be within [0, 1], got %v", c.TraceSampleRatio)
 	check(c.ShutdownTimeout > 0, "shutdown timeout must be positive, got %v", c.ShutdownTimeout)
+	check(c.HealthCheckInterval > 0, "health check interval must be positive, got %v", c.HealthCheckInterval)
+	check(c.HealthCheckTimeout > 0, "health check timeout must be positive, got %v", c.HealthCheckTimeout)
 	return errors.Join(errs...)
 }
 

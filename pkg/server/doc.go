@@ -7,6 +7,15 @@
 // gRPC-Web and Connect protocols that browsers use. A second port serves
 // /metrics, /healthz, /readyz and optionally pprof.
 //
+// Readiness: the server is ready (gRPC health SERVING, /readyz 200) while
+// every registered gRPC service is SERVING ([Server.SetServing]) and no
+// component reports a failure ([Server.Report]). Services register a
+// periodic check of their Redis connection with [Server.Check], and their
+// background workers report each failed and each successful iteration, so
+// a pod that cannot reach Redis leaves the load balancer's rotation and
+// comes back by itself. Liveness (/healthz) never depends on them: an
+// outage must not restart pods.
+//
 // Shutdown, when the context given to [Server.Serve] is cancelled:
 //
 //  1. every health status turns NOT_SERVING and /readyz answers 503;

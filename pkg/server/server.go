@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +30,10 @@ type Options struct {
 	// A public call with a valid token still gets its Identity; an invalid
 	// token on a public call is ignored.
 	PublicMethods []string
+	// Listening, if set, is called by [Run] once both listeners are bound
+	// and before serving starts: tests that configure port 0 learn the
+	// addresses from it.
+	Listening func(*Server)
 }
 
 // Server is one service's gRPC server and admin listener. Create it with
@@ -45,7 +50,8 @@ type Server struct {
 	calls     *inflight
 
 	mu        sync.Mutex
-	statuses  map[string]bool // per gRPC service; "" is derived
+	statuses  map[string]bool  // per gRPC service; "" is derived
+	failing   map[string]error // components reported failing (Report); empty when ready
 	stopping  bool
 	grpcLis   net.Listener
 	adminLis  net.Listener
@@ -82,6 +88,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts Options) (*Serv
 		watchStop: make(chan struct{}),
 		calls:     newInflight(),
 		statuses:  make(map[string]bool),
+		failing:   make(map[string]error),
 	}
 	ic := &interceptors{
 		log:       log,
@@ -130,6 +137,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options, regist
 		s.discard()
 		return fmt.Errorf("register services: %w", err)
 	}
+	if opts.Listening != nil {
+		if err := s.Listen(); err != nil {
+			s.discard()
+			return err
+		}
+		opts.Listening(s)
+	}
 	return s.Serve(ctx)
 }
 
@@ -175,10 +189,11 @@ func (s *Server) publishLocked() {
 	if s.stopping {
 		return
 	}
-	all := true
+	healthy := len(s.failing) == 0
+	all := healthy
 	for svc, ok := range s.statuses {
 		st := healthpb.HealthCheckResponse_SERVING
-		if !ok {
+		if !ok || !healthy {
 			st, all = healthpb.HealthCheckResponse_NOT_SERVING, false
 		}
 		s.hs.SetServingStatus(svc, st)
@@ -190,12 +205,80 @@ func (s *Server) publishLocked() {
 	s.hs.SetServingStatus("", overall)
 }
 
-// Ready reports whether the server is serving and every service is SERVING;
-// /readyz follows it.
+// Report sets the health of a component the services depend on (a Redis
+// connection, a background worker): nil is healthy; an error makes the
+// whole server NOT_SERVING (every gRPC health status and /readyz) until
+// the component reports nil again. Liveness (/healthz) is not affected.
+// Components start healthy. Changes are logged; repeated reports of the
+// same state are cheap, so loops may report after every iteration.
+func (s *Server) Report(component string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev, wasFailing := s.failing[component]
+	switch {
+	case err != nil && !wasFailing:
+		s.failing[component] = err
+		s.log.Warn("not ready", "component", component, "error", err)
+	case err != nil:
+		if prev.Error() != err.Error() {
+			s.failing[component] = err
+		}
+		return
+	case wasFailing:
+		delete(s.failing, component)
+		s.log.Info("ready again", "component", component)
+	default:
+		return
+	}
+	if s.serveOnce {
+		s.publishLocked()
+	}
+}
+
+// Check registers a readiness check, before Serve: from the start of
+// serving it runs every Config.HealthCheckInterval, bounded by
+// Config.HealthCheckTimeout, and reports its result under name (see
+// [Server.Report]). The component counts as healthy until the first
+// check fails.
+func (s *Server) Check(name string, check func(ctx context.Context) error) {
+	s.Go("check "+name, func(ctx context.Context) error {
+		t := time.NewTicker(s.cfg.HealthCheckInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+			cctx, cancel := context.WithTimeout(ctx, s.cfg.HealthCheckTimeout)
+			err := check(cctx)
+			cancel()
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.Report(name, err)
+		}
+	})
+}
+
+// notReady lists the failing components, for /readyz.
+func (s *Server) notReady() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.failing))
+	for c, err := range s.failing {
+		out = append(out, c+": "+err.Error())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Ready reports whether the server is serving, every service is SERVING
+// and no component reports a failure; /readyz follows it.
 func (s *Server) Ready() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.serveOnce || s.stopping {
+	if !s.serveOnce || s.stopping || len(s.failing) > 0 {
 		return false
 	}
 	for _, ok := range s.statuses {
@@ -279,6 +362,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	defer s.closeTelemetry()
 	if err := s.Listen(); err != nil {
+		s.grpc.Stop()
 		return err
 	}
 	transcoder, err := vanguardgrpc.NewTranscoder(s.grpc)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -653,3 +654,119 @@ func TestWorkers(t *testing.T) {
 		}
 	})
 }
+
+// healthOf returns the overall gRPC health status and the /readyz code.
+func healthOf(t *testing.T, h *harness, cc *grpc.ClientConn) (healthpb.HealthCheckResponse_ServingStatus, healthpb.HealthCheckResponse_ServingStatus, int, string) {
+	t.Helper()
+	var st [2]healthpb.HealthCheckResponse_ServingStatus
+	for i, svc := range []string{"", "grpc.testing.TestService"} {
+		resp, err := healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st[i] = resp.GetStatus()
+	}
+	r, err := httpClient(t).Get(h.admin + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	return st[0], st[1], r.StatusCode, string(body)
+}
+
+func TestReportFollowsComponents(t *testing.T) {
+	t.Parallel()
+	const serving, notServing = healthpb.HealthCheckResponse_SERVING, healthpb.HealthCheckResponse_NOT_SERVING
+	h := start(t, nil)
+	cc := h.conn(t, "")
+	steps := []struct {
+		name      string
+		component string
+		err       error
+		want      healthpb.HealthCheckResponse_ServingStatus
+		body      string // substring of /readyz
+	}{
+		{"redis fails", "redis", errors.New("dial tcp: refused"), notServing, "redis: dial tcp: refused"},
+		{"worker fails too", "worker", errors.New("stuck"), notServing, "worker: stuck"},
+		{"redis recovers, worker still failing", "redis", nil, notServing, "worker: stuck"},
+		{"worker recovers", "worker", nil, serving, "ready"},
+		{"a healthy report changes nothing", "worker", nil, serving, "ready"},
+	}
+	for _, s := range steps {
+		h.srv.Report(s.component, s.err)
+		overall, svc, code, body := healthOf(t, h, cc)
+		wantCode := http.StatusOK
+		if s.want != serving {
+			wantCode = http.StatusServiceUnavailable
+		}
+		if overall != s.want || svc != s.want || code != wantCode || !strings.Contains(body, s.body) {
+			t.Errorf("%s: health %v / %v, /readyz %d %q; want %v, %d containing %q", s.name, overall, svc, code, body, s.want, wantCode, s.body)
+		}
+	}
+	// Liveness never follows readiness.
+	h.srv.Report("redis", errors.New("down"))
+	r, err := httpClient(t).Get(h.admin + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusOK {
+		t.Errorf("/healthz while not ready = %d, want 200", r.StatusCode)
+	}
+}
+
+func TestCheckRunsPeriodically(t *testing.T) {
+	t.Parallel()
+	_, keyFile := authtest.KeyFile(t)
+	cfg := DefaultConfig("check")
+	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile = "127.0.0.1:0", "127.0.0.1:0", keyFile
+	cfg.HealthCheckInterval, cfg.HealthCheckTimeout = 10*time.Millisecond, 20*time.Millisecond
+	log := NewLogger(io.Discard, slog.LevelInfo, "check")
+	var mu sync.Mutex
+	var result error
+	set := func(err error) { mu.Lock(); result = err; mu.Unlock() }
+	ctx, cancel := context.WithCancel(t.Context())
+	srvc := make(chan *Server, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, cfg, log, Options{Listening: func(s *Server) { srvc <- s }}, func(s *Server) error {
+			s.Check("dependency", func(ctx context.Context) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if result == errSlow {
+					<-ctx.Done() // the timeout fails the check
+					return ctx.Err()
+				}
+				return result
+			})
+			return nil
+		})
+	}()
+	s := <-srvc
+	waitReady := func(want bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for s.Ready() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("Ready never became %v", want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitReady(true)
+	set(errors.New("down"))
+	waitReady(false)
+	set(nil)
+	waitReady(true)
+	set(errSlow)
+	waitReady(false)
+	set(nil)
+	waitReady(true)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+var errSlow = errors.New("slow")

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/backoff"
 )
 
 // KeeperConfig tunes the Keeper.
@@ -22,13 +24,16 @@ type KeeperConfig struct {
 	Batch int
 	// Workers bounds concurrent flag operations.
 	Workers int
+	// Retry spaces out the scans after a failed one (Redis unreachable).
+	Retry backoff.Policy
 }
 
 // DefaultKeeperConfig returns the production defaults: with them a deadline
 // is processed within Interval after it passes while the lease holder lives,
 // and within LeaseTTL+Interval after the holder dies.
 func DefaultKeeperConfig(owner string) KeeperConfig {
-	return KeeperConfig{Owner: owner, Interval: 200 * time.Millisecond, LeaseTTL: 800 * time.Millisecond, Batch: 200, Workers: 16}
+	return KeeperConfig{Owner: owner, Interval: 200 * time.Millisecond, LeaseTTL: 800 * time.Millisecond, Batch: 200, Workers: 16,
+		Retry: backoff.DefaultPolicy()}
 }
 
 // Validate reports settings the keeper cannot work with.
@@ -40,6 +45,9 @@ func (c KeeperConfig) Validate() error {
 		return fmt.Errorf("keeper interval %v and lease TTL %v: need 0 < 2*interval < TTL", c.Interval, c.LeaseTTL)
 	case c.Batch < 1 || c.Workers < 1:
 		return errors.New("keeper batch and workers must be positive")
+	}
+	if err := c.Retry.Validate(); err != nil {
+		return fmt.Errorf("keeper retry: %w", err)
 	}
 	return nil
 }
@@ -54,25 +62,36 @@ func (c KeeperConfig) Validate() error {
 // on fresh state, and relayed records are deduplicated by consumers, so two
 // holders at once (a paused process, clock skew) are harmless.
 type Keeper struct {
-	svc *Service
-	cfg KeeperConfig
-	log *slog.Logger
+	svc    *Service
+	cfg    KeeperConfig
+	log    *slog.Logger
+	report func(component string, err error)
 }
 
 const keeperLease = "keeper"
 
-// NewKeeper returns a Keeper for the service.
-func NewKeeper(svc *Service, cfg KeeperConfig, log *slog.Logger) (*Keeper, error) {
+// NewKeeper returns a Keeper for the service. report receives the result
+// of every scan, as component "keeper" (nil after a successful one); the
+// service passes its health's Report, so an instance whose keeper cannot
+// work is reported not ready. A nil report ignores the results.
+func NewKeeper(svc *Service, cfg KeeperConfig, log *slog.Logger, report func(component string, err error)) (*Keeper, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Keeper{svc: svc, cfg: cfg, log: log}, nil
+	if report == nil {
+		report = func(string, error) {}
+	}
+	return &Keeper{svc: svc, cfg: cfg, log: log, report: report}, nil
 }
 
-// Run works until ctx is cancelled, then releases the lease.
+// Run works until ctx is cancelled, then releases the lease. It never
+// gives up: after a failed scan (the lease, the deadline scan or an outbox
+// relay could not reach Redis) it reports the error and tries again after
+// a backoff delay instead of the interval.
 func (k *Keeper) Run(ctx context.Context) error {
-	t := time.NewTicker(k.cfg.Interval)
+	t := time.NewTimer(k.cfg.Interval)
 	defer t.Stop()
+	bo := backoff.New(k.cfg.Retry)
 	st := k.svc.store
 	held := false
 	for {
@@ -88,30 +107,50 @@ func (k *Keeper) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		ok, err := st.AcquireLease(ctx, keeperLease, k.cfg.Owner, k.cfg.LeaseTTL)
+		start := time.Now()
+		err := k.scan(ctx, &held)
+		if ctx.Err() != nil {
+			continue // the select above releases the lease and returns
+		}
+		k.report("keeper", err)
+		// Scans start every interval, as with a ticker, unless one failed.
+		next := max(k.cfg.Interval-time.Since(start), 0)
 		if err != nil {
-			if ctx.Err() == nil {
-				k.log.Warn("keeper lease unavailable", "err", err)
-			}
-			continue
+			next = bo.Next()
+			k.log.Warn("keeper scan failed", "err", err, "failures", bo.Failures(), "retry_in", next)
+		} else {
+			bo.Reset()
 		}
-		if ok != held {
-			k.log.Info("keeper lease changed", "held", ok)
-			held = ok
-		}
-		if ok {
-			k.Tick(ctx)
-		}
+		t.Reset(next)
 	}
 }
 
-// Tick does one scan: flags due clocks and relays outbox entries.
-func (k *Keeper) Tick(ctx context.Context) {
-	st := k.svc.store
-	due, err := st.Scan(ctx, k.svc.clockNow(), k.cfg.Batch)
-	if err != nil && ctx.Err() == nil {
-		k.log.Warn("keeper scan incomplete", "err", err)
+// scan takes or renews the lease and, while held, does one Tick.
+func (k *Keeper) scan(ctx context.Context, held *bool) error {
+	ok, err := k.svc.store.AcquireLease(ctx, keeperLease, k.cfg.Owner, k.cfg.LeaseTTL)
+	if err != nil {
+		return fmt.Errorf("keeper lease: %w", err)
 	}
+	if ok != *held {
+		k.log.Info("keeper lease changed", "held", ok)
+		*held = ok
+	}
+	if !ok {
+		return nil
+	}
+	return k.Tick(ctx)
+}
+
+// Tick does one scan: flags due clocks and relays outbox entries. It
+// returns the errors of the scan and of the relays (flags that fail are
+// logged and retried by the next scan: their deadlines stay).
+func (k *Keeper) Tick(ctx context.Context) error {
+	st := k.svc.store
+	due, scanErr := st.Scan(ctx, k.svc.clockNow(), k.cfg.Batch)
+	if scanErr != nil {
+		scanErr = fmt.Errorf("keeper scan incomplete: %w", scanErr)
+	}
+	var relayErrs []error
 	sem := make(chan struct{}, k.cfg.Workers)
 	var wg sync.WaitGroup
 	for _, d := range due {
@@ -122,11 +161,12 @@ func (k *Keeper) Tick(ctx context.Context) {
 				k.flag(ctx, id)
 			})
 		}
-		if err := st.Relay(ctx, d.Partition, d.Outbox); err != nil && ctx.Err() == nil {
-			k.log.Warn("outbox relay failed", "partition", d.Partition, "err", err)
+		if err := st.Relay(ctx, d.Partition, d.Outbox); err != nil {
+			relayErrs = append(relayErrs, fmt.Errorf("outbox relay of partition %v: %w", d.Partition, err))
 		}
 	}
 	wg.Wait()
+	return errors.Join(scanErr, errors.Join(relayErrs...))
 }
 
 func (k *Keeper) flag(ctx context.Context, id string) {

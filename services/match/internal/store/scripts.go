@@ -6,35 +6,220 @@ import "github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 // node that owns the match's hash slot. All keys a script touches are passed in
 // KEYS and share the partition hash tag, so the scripts run unchanged on a
 // standalone Redis and on Redis Cluster.
+//
+// Each script's KEYS and ARGV are named by a redisconn.Layout indexed by the
+// constants below: the Lua refers to the slots by those names (KEYS[K_MATCH]),
+// and one function per script fills them by the same constants, so Go and Lua
+// cannot disagree on an index (scripts_test.go checks both sides).
+
+// Slots of createScript.
+const (
+	createKRequest = iota
+	createKMatch
+	createKEvents
+	createKDeadlines
+	createNKeys
+)
+
+const (
+	createAID = iota
+	createAGame
+	createAClock
+	createAMeta
+	createAEvent
+	createADeadline
+	createARequestTTL
+	createALogLen
+	createAStamp
+	createNArgs
+)
+
+var createLayout = redisconn.Layout{
+	Name: "create",
+	Keys: []string{
+		createKRequest:   "K_REQUEST",
+		createKMatch:     "K_MATCH",
+		createKEvents:    "K_EVENTS",
+		createKDeadlines: "K_DEADLINES",
+	},
+	Args: []string{
+		createAID:         "A_ID",
+		createAGame:       "A_GAME",
+		createAClock:      "A_CLOCK",
+		createAMeta:       "A_META",
+		createAEvent:      "A_EVENT",
+		createADeadline:   "A_DEADLINE",
+		createARequestTTL: "A_REQUEST_TTL",
+		createALogLen:     "A_LOG_LEN",
+		createAStamp:      "A_STAMP",
+	},
+}
+
+// createCall is one run of createScript.
+type createCall struct {
+	request, match, events, deadlines string // keys
+	id                                string
+	game, clock, meta, event          []byte
+	deadline                          int64 // unix ms, 0 = none
+	requestTTL                        int64 // ms
+	logLen                            int   // event log length
+	stamp                             string
+}
+
+func (c *createCall) keysArgs() ([]string, []any) {
+	k := make([]string, createNKeys)
+	k[createKRequest] = c.request
+	k[createKMatch] = c.match
+	k[createKEvents] = c.events
+	k[createKDeadlines] = c.deadlines
+	a := make([]any, createNArgs)
+	a[createAID] = c.id
+	a[createAGame] = c.game
+	a[createAClock] = c.clock
+	a[createAMeta] = c.meta
+	a[createAEvent] = c.event
+	a[createADeadline] = c.deadline
+	a[createARequestTTL] = c.requestTTL
+	a[createALogLen] = c.logLen
+	a[createAStamp] = c.stamp
+	return k, a
+}
 
 // createScript creates a match unless the request id was already used.
-//
-// KEYS: 1 request key, 2 match hash, 3 event stream, 4 partition deadlines.
-// ARGV: 1 id, 2 game, 3 clock, 4 meta, 5 creation event, 6 deadline (ms, 0 =
-// none), 7 request key TTL (ms), 8 event log length, 9 stamp.
 // Returns {1, id} when created, {0, existing id} for a repeated request.
-var createScript = redisconn.NewScript(`
-local existing = redis.call('GET', KEYS[1])
+var createScript = createLayout.Script(createLua)
+
+const createLua = `
+local existing = redis.call('GET', KEYS[K_REQUEST])
 if existing then return {0, existing} end
-if redis.call('EXISTS', KEYS[2]) == 1 then return redis.error_reply('ERR match id collision') end
-redis.call('HSET', KEYS[2], 'v', '1:' .. ARGV[9], 'g', ARGV[2], 'c', ARGV[3], 'meta', ARGV[4])
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '1-0', 'e', ARGV[5])
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[7])
-if tonumber(ARGV[6]) > 0 then redis.call('ZADD', KEYS[4], ARGV[6], ARGV[1]) end
-return {1, ARGV[1]}
-`)
+if redis.call('EXISTS', KEYS[K_MATCH]) == 1 then return redis.error_reply('ERR match id collision') end
+redis.call('HSET', KEYS[K_MATCH], 'v', '1:' .. ARGV[A_STAMP], 'g', ARGV[A_GAME], 'c', ARGV[A_CLOCK], 'meta', ARGV[A_META])
+redis.call('XADD', KEYS[K_EVENTS], 'MAXLEN', '~', ARGV[A_LOG_LEN], '1-0', 'e', ARGV[A_EVENT])
+redis.call('SET', KEYS[K_REQUEST], ARGV[A_ID], 'PX', ARGV[A_REQUEST_TTL])
+if tonumber(ARGV[A_DEADLINE]) > 0 then redis.call('ZADD', KEYS[K_DEADLINES], ARGV[A_DEADLINE], ARGV[A_ID]) end
+return {1, ARGV[A_ID]}
+`
+
+// Slots of commitScript.
+const (
+	commitKMatch = iota
+	commitKEvents
+	commitKMoves
+	commitKDeadlines
+	commitKOutbox
+	commitKChannel
+	commitNKeys
+)
+
+const (
+	commitAID = iota
+	commitAExpected
+	commitAGame
+	commitAClock
+	commitAMoveKey
+	commitAReply
+	commitADeadline
+	commitAFinished
+	commitARetention
+	commitAOutboxData
+	commitAOutboxType
+	commitATypeField
+	commitADataField
+	commitALogLen
+	commitANEvents
+	commitAStamp
+	commitNArgs
+)
+
+var commitLayout = redisconn.Layout{
+	Name: "commit",
+	Keys: []string{
+		commitKMatch:     "K_MATCH",
+		commitKEvents:    "K_EVENTS",
+		commitKMoves:     "K_MOVES",
+		commitKDeadlines: "K_DEADLINES",
+		commitKOutbox:    "K_OUTBOX",
+		commitKChannel:   "K_CHANNEL",
+	},
+	Args: []string{
+		commitAID:         "A_ID",
+		commitAExpected:   "A_EXPECTED",
+		commitAGame:       "A_GAME",
+		commitAClock:      "A_CLOCK",
+		commitAMoveKey:    "A_MOVE_KEY",
+		commitAReply:      "A_REPLY",
+		commitADeadline:   "A_DEADLINE",
+		commitAFinished:   "A_FINISHED",
+		commitARetention:  "A_RETENTION",
+		commitAOutboxData: "A_OUTBOX_DATA",
+		commitAOutboxType: "A_OUTBOX_TYPE",
+		commitATypeField:  "A_TYPE_FIELD",
+		commitADataField:  "A_DATA_FIELD",
+		commitALogLen:     "A_LOG_LEN",
+		commitANEvents:    "A_N_EVENTS",
+		commitAStamp:      "A_STAMP",
+	},
+	// The events, A_N_EVENTS of them.
+	ArgTail: redisconn.Tail{Name: "A_EVENTS"},
+}
+
+// commitCall is one run of commitScript.
+type commitCall struct {
+	match, events, moves, deadlines, outbox, channel string // keys
+	id                                               string
+	expected                                         string // "<version>:<stamp>"
+	game, clock                                      []byte
+	moveKey                                          string // "" = none
+	reply                                            []byte
+	deadline                                         int64  // unix ms, 0 = remove
+	finished                                         string // "1"/"0"
+	retention                                        int64  // ms
+	outboxData                                       []byte // empty = none
+	outboxType, typeField, dataField                 string
+	logLen                                           int
+	stamp                                            string // the new stamp
+	evs                                              [][]byte
+}
+
+// appendTo appends the keys and arguments of c to cmd, which
+// commitScript.Args started with room for them: the commit is the hot path
+// of every move, so the whole EVALSHA is one slice.
+func (c *commitCall) appendTo(cmd []any) []any {
+	n := len(cmd)
+	cmd = append(cmd, make([]any, commitNKeys+commitNArgs)...)
+	k, a := cmd[n:n+commitNKeys], cmd[n+commitNKeys:]
+	k[commitKMatch] = c.match
+	k[commitKEvents] = c.events
+	k[commitKMoves] = c.moves
+	k[commitKDeadlines] = c.deadlines
+	k[commitKOutbox] = c.outbox
+	k[commitKChannel] = c.channel
+	a[commitAID] = c.id
+	a[commitAExpected] = c.expected
+	a[commitAGame] = c.game
+	a[commitAClock] = c.clock
+	a[commitAMoveKey] = c.moveKey
+	a[commitAReply] = c.reply
+	a[commitADeadline] = c.deadline
+	a[commitAFinished] = c.finished
+	a[commitARetention] = c.retention
+	a[commitAOutboxData] = c.outboxData
+	a[commitAOutboxType] = c.outboxType
+	a[commitATypeField] = c.typeField
+	a[commitADataField] = c.dataField
+	a[commitALogLen] = c.logLen
+	a[commitANEvents] = len(c.evs)
+	a[commitAStamp] = c.stamp
+	for _, e := range c.evs {
+		cmd = append(cmd, e)
+	}
+	return cmd
+}
 
 // commitScript applies one state change if the match is still at the version
-// the caller computed it from.
-//
-// KEYS: 1 match hash, 2 event stream, 3 move replies, 4 partition deadlines,
-// 5 partition outbox, 6 shard channel.
-// ARGV: 1 id, 2 expected version ("<version>:<stamp>"), 3 game, 4 clock, 5 move key ("" = none),
-// 6 reply, 7 deadline (ms, 0 = remove), 8 finished ("1"/"0"), 9 retention
-// (ms), 10 outbox data ("" = none), 11 outbox type, 12 outbox type field,
-// 13 outbox data field, 14 event log length, 15 number of events N, 16 new
-// stamp, 17..16+N events. The outbox entry has the layout of the finished
-// stream's entries (package eventstream), so Relay copies it unchanged.
+// the caller computed it from. The outbox entry (A_OUTBOX_*, A_*_FIELD) has
+// the layout of the finished stream's entries (package eventstream), so Relay
+// copies it unchanged.
 //
 // The field v holds "<version>:<stamp>", the stamp being random per commit:
 // a writer whose cached state was lost in a failover (an acknowledged write
@@ -50,26 +235,28 @@ return {1, ARGV[1]}
 // stream entry with the id "<version>-0" so readers can resume by version.
 // The live notification is one SPUBLISH of all events, each prefixed with its
 // 4-byte big-endian length.
-var commitScript = redisconn.NewScript(`
-if ARGV[5] ~= '' then
-  local r = redis.call('HGET', KEYS[3], ARGV[5])
+var commitScript = commitLayout.Script(commitLua)
+
+const commitLua = `
+if ARGV[A_MOVE_KEY] ~= '' then
+  local r = redis.call('HGET', KEYS[K_MOVES], ARGV[A_MOVE_KEY])
   if r then
     -- Rewrite the stored reply (a no-op change) so that a WAIT after this
     -- script covers it, and with it the original write before it in the
     -- replication stream: a retry is acknowledged only once replicated.
-    redis.call('HSET', KEYS[3], ARGV[5], r)
+    redis.call('HSET', KEYS[K_MOVES], ARGV[A_MOVE_KEY], r)
     return {2, r}
   end
 end
-local v = redis.call('HGET', KEYS[1], 'v')
+local v = redis.call('HGET', KEYS[K_MATCH], 'v')
 if not v then return {3} end
-if v ~= ARGV[2] then
-  local cur = redis.call('HMGET', KEYS[1], 'v', 'g', 'c')
+if v ~= ARGV[A_EXPECTED] then
+  local cur = redis.call('HMGET', KEYS[K_MATCH], 'v', 'g', 'c')
   return {1, cur[1], cur[2], cur[3]}
 end
 local base = tonumber(string.match(v, '^%d+'))
-local n = tonumber(ARGV[15])
-redis.call('HSET', KEYS[1], 'v', string.format('%d:', base + n) .. ARGV[16], 'g', ARGV[3], 'c', ARGV[4])
+local n = tonumber(ARGV[A_N_EVENTS])
+redis.call('HSET', KEYS[K_MATCH], 'v', string.format('%d:', base + n) .. ARGV[A_STAMP], 'g', ARGV[A_GAME], 'c', ARGV[A_CLOCK])
 -- Big-endian 4-byte length prefix, written by hand rather than with struct.pack so the script also
 -- runs on the embedded development store, whose Lua has no struct library.
 local function be32(len)
@@ -77,45 +264,94 @@ local function be32(len)
 end
 local parts = {}
 for i = 1, n do
-  local e = ARGV[16 + i]
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[14], string.format('%d-0', base + i), 'e', e)
+  local e = ARGV[A_EVENTS + i - 1]
+  redis.call('XADD', KEYS[K_EVENTS], 'MAXLEN', '~', ARGV[A_LOG_LEN], string.format('%d-0', base + i), 'e', e)
   parts[#parts + 1] = be32(#e)
   parts[#parts + 1] = e
 end
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[3], ARGV[5], ARGV[6]) end
-if tonumber(ARGV[7]) > 0 then
-  redis.call('ZADD', KEYS[4], ARGV[7], ARGV[1])
+if ARGV[A_MOVE_KEY] ~= '' then redis.call('HSET', KEYS[K_MOVES], ARGV[A_MOVE_KEY], ARGV[A_REPLY]) end
+if tonumber(ARGV[A_DEADLINE]) > 0 then
+  redis.call('ZADD', KEYS[K_DEADLINES], ARGV[A_DEADLINE], ARGV[A_ID])
 else
-  redis.call('ZREM', KEYS[4], ARGV[1])
+  redis.call('ZREM', KEYS[K_DEADLINES], ARGV[A_ID])
 end
-if ARGV[8] == '1' then
-  if ARGV[10] ~= '' then
-    redis.call('XADD', KEYS[5], '*', ARGV[12], ARGV[11], ARGV[13], ARGV[10])
+if ARGV[A_FINISHED] == '1' then
+  if ARGV[A_OUTBOX_DATA] ~= '' then
+    redis.call('XADD', KEYS[K_OUTBOX], '*', ARGV[A_TYPE_FIELD], ARGV[A_OUTBOX_TYPE], ARGV[A_DATA_FIELD], ARGV[A_OUTBOX_DATA])
   end
-  redis.call('PEXPIRE', KEYS[1], ARGV[9])
-  redis.call('PEXPIRE', KEYS[2], ARGV[9])
-  redis.call('PEXPIRE', KEYS[3], ARGV[9])
+  redis.call('PEXPIRE', KEYS[K_MATCH], ARGV[A_RETENTION])
+  redis.call('PEXPIRE', KEYS[K_EVENTS], ARGV[A_RETENTION])
+  redis.call('PEXPIRE', KEYS[K_MOVES], ARGV[A_RETENTION])
 end
-if n > 0 then redis.call('SPUBLISH', KEYS[6], table.concat(parts)) end
+if n > 0 then redis.call('SPUBLISH', KEYS[K_CHANNEL], table.concat(parts)) end
 return {0, base + n}
-`)
+`
 
-// leaseScript acquires or renews a lease. KEYS: 1 lease. ARGV: 1 owner, 2 TTL (ms).
-var leaseScript = redisconn.NewScript(`
-local cur = redis.call('GET', KEYS[1])
+// Slots of leaseScript and releaseScript.
+const (
+	leaseKLease = iota
+	leaseNKeys
+)
+
+const (
+	leaseAOwner = iota
+	leaseATTL
+	leaseNArgs
+)
+
+var leaseLayout = redisconn.Layout{
+	Name: "lease",
+	Keys: []string{leaseKLease: "K_LEASE"},
+	Args: []string{leaseAOwner: "A_OWNER", leaseATTL: "A_TTL"},
+}
+
+// leaseArgs lays out a run of leaseScript: the lease key, its owner and TTL (ms).
+func leaseArgs(key, owner string, ttlMS int64) ([]string, []any) {
+	k := make([]string, leaseNKeys)
+	k[leaseKLease] = key
+	a := make([]any, leaseNArgs)
+	a[leaseAOwner] = owner
+	a[leaseATTL] = ttlMS
+	return k, a
+}
+
+// leaseScript acquires or renews a lease.
+var leaseScript = leaseLayout.Script(leaseLua)
+
+const leaseLua = `
+local cur = redis.call('GET', KEYS[K_LEASE])
 if not cur then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  redis.call('SET', KEYS[K_LEASE], ARGV[A_OWNER], 'PX', ARGV[A_TTL])
   return 1
 end
-if cur == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if cur == ARGV[A_OWNER] then
+  redis.call('PEXPIRE', KEYS[K_LEASE], ARGV[A_TTL])
   return 1
 end
 return 0
-`)
+`
 
-// releaseScript drops a lease if the caller still holds it. KEYS: 1 lease. ARGV: 1 owner.
-var releaseScript = redisconn.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+const releaseAOwner = iota
+
+var releaseLayout = redisconn.Layout{
+	Name: "release",
+	Keys: []string{leaseKLease: "K_LEASE"},
+	Args: []string{releaseAOwner: "A_OWNER"},
+}
+
+// releaseArgs lays out a run of releaseScript: the lease key and its owner.
+func releaseArgs(key, owner string) ([]string, []any) {
+	k := make([]string, leaseNKeys)
+	k[leaseKLease] = key
+	a := make([]any, len(releaseLayout.Args))
+	a[releaseAOwner] = owner
+	return k, a
+}
+
+// releaseScript drops a lease if the caller still holds it.
+var releaseScript = releaseLayout.Script(releaseLua)
+
+const releaseLua = `
+if redis.call('GET', KEYS[K_LEASE]) == ARGV[A_OWNER] then return redis.call('DEL', KEYS[K_LEASE]) end
 return 0
-`)
+`

@@ -158,9 +158,14 @@ func (s *Store) Create(ctx context.Context, id string, m NewMatch) (string, bool
 	if p != PartitionForRequest(m.RequestID) {
 		return "", false, fmt.Errorf("match id %s is not in the partition of request %q", id, m.RequestID)
 	}
-	ks := []string{s.keys.request(p, m.RequestID), s.keys.match(p, id), s.keys.events(p, id), s.keys.deadlines(p)}
-	res, err := createScript.Run(ctx, s.rdb, ks, id, m.Game, m.Clock, m.Meta, m.Event,
-		unixMilli(m.Deadline), s.cfg.RequestTTL.Milliseconds(), s.cfg.EventLogLen, NewStamp()).Slice()
+	ks, args := (&createCall{
+		request: s.keys.request(p, m.RequestID), match: s.keys.match(p, id),
+		events: s.keys.events(p, id), deadlines: s.keys.deadlines(p),
+		id: id, game: m.Game, clock: m.Clock, meta: m.Meta, event: m.Event,
+		deadline: unixMilli(m.Deadline), requestTTL: s.cfg.RequestTTL.Milliseconds(),
+		logLen: s.cfg.EventLogLen, stamp: NewStamp(),
+	}).keysArgs()
+	res, err := createScript.Run(ctx, s.rdb, ks, args...).Slice()
 	if err != nil {
 		return "", false, fmt.Errorf("create match: %w", err)
 	}
@@ -309,18 +314,17 @@ func (s *Store) Commit(ctx context.Context, id string, c Change) (Result, error)
 	}
 	// One slice holds the whole EVALSHA command: the keys and arguments
 	// are views of it (the commit is the hot path of every move).
-	const nkeys = 6
 	fin := eventstream.MatchFinished()
-	cmd := commitScript.Args(nkeys, nkeys+16+len(c.Events))
-	cmd = append(cmd,
-		s.keys.match(p, id), s.keys.events(p, id), s.keys.moves(p, id),
-		s.keys.deadlines(p), s.keys.outbox(p), s.keys.channel(p, id),
-		id, strconv.FormatUint(c.Expected, 10)+":"+c.ExpectedStamp, c.Game, c.Clock, c.MoveKey, c.Reply,
-		unixMilli(c.Deadline), finished, s.retentionMS, c.FinishedData, fin.Type(), fin.TypeField(), fin.DataField(), s.cfg.EventLogLen,
-		len(c.Events), c.Stamp)
-	for _, e := range c.Events {
-		cmd = append(cmd, e)
-	}
+	cmd := commitScript.Args(commitNKeys, commitNKeys+commitNArgs+len(c.Events))
+	cmd = (&commitCall{
+		match: s.keys.match(p, id), events: s.keys.events(p, id), moves: s.keys.moves(p, id),
+		deadlines: s.keys.deadlines(p), outbox: s.keys.outbox(p), channel: s.keys.channel(p, id),
+		id: id, expected: strconv.FormatUint(c.Expected, 10) + ":" + c.ExpectedStamp,
+		game: c.Game, clock: c.Clock, moveKey: c.MoveKey, reply: c.Reply,
+		deadline: unixMilli(c.Deadline), finished: finished, retention: s.retentionMS,
+		outboxData: c.FinishedData, outboxType: fin.Type(), typeField: fin.TypeField(), dataField: fin.DataField(),
+		logLen: s.cfg.EventLogLen, stamp: c.Stamp, evs: c.Events,
+	}).appendTo(cmd)
 	var res []any
 	if s.cfg.WaitReplicas > 0 {
 		res, err = s.commitAndWait(ctx, cmd)
@@ -381,7 +385,7 @@ func (s *Store) commit(ctx context.Context, evalsha []any) ([]any, error) {
 // replicas confirmed returns ErrNotReplicated with the reply.
 func (s *Store) commitAndWait(ctx context.Context, evalsha []any) ([]any, error) {
 	var eval *redis.Cmd
-	n, err := redisconn.WriteAndWait(ctx, s.rdb, evalsha[3].(string), s.cfg.WaitReplicas, s.cfg.WaitTimeout,
+	n, err := redisconn.WriteAndWait(ctx, s.rdb, evalsha[3+commitKMatch].(string), s.cfg.WaitReplicas, s.cfg.WaitTimeout,
 		func(p redis.Pipeliner) {
 			eval = redis.NewCmd(ctx, evalsha...)
 			_ = p.Process(ctx, eval)
@@ -576,7 +580,8 @@ func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessa
 // every change it leads to is a versioned commit, so two holders at once
 // (clock skew, pauses) do no harm.
 func (s *Store) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
-	n, err := leaseScript.Run(ctx, s.rdb, []string{s.keys.lease(name)}, owner, ttl.Milliseconds()).Int()
+	ks, args := leaseArgs(s.keys.lease(name), owner, ttl.Milliseconds())
+	n, err := leaseScript.Run(ctx, s.rdb, ks, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("acquire lease %s: %w", name, err)
 	}
@@ -585,7 +590,8 @@ func (s *Store) AcquireLease(ctx context.Context, name, owner string, ttl time.D
 
 // ReleaseLease gives up the named lease if owner holds it.
 func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
-	if err := releaseScript.Run(ctx, s.rdb, []string{s.keys.lease(name)}, owner).Err(); err != nil {
+	ks, args := releaseArgs(s.keys.lease(name), owner)
+	if err := releaseScript.Run(ctx, s.rdb, ks, args...).Err(); err != nil {
 		return fmt.Errorf("release lease %s: %w", name, err)
 	}
 	return nil

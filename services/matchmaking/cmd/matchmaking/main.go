@@ -1,14 +1,13 @@
 // Command matchmaking serves fourkingdoms.matchmaking.v1.MatchmakingService
 // and fourkingdoms.auth.v1.AuthService (guest login), and runs the
 // formation rounds that group waiting players into matches. Settings come
-// from flags and environment variables: see docs/matchmaking.md.
+// from flags and environment variables: see README.md and
+// docs/matchmaking.md.
 package main
 
 import (
 	"context"
 	"crypto/tls"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,7 +28,6 @@ import (
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/api"
-	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/config"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/remote"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
@@ -38,47 +36,44 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-// run loads the configuration, wires the service and serves until ctx ends.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("matchmaking", flag.ContinueOnError)
-	srvCfg := server.DefaultConfig("matchmaking")
-	srvCfg.GRPCAddr, srvCfg.AdminAddr = ":8082", ":9092"
-	redisCfg := redisconn.DefaultConfig()
-	cfg := config.Default()
-	if err := errors.Join(srvCfg.Bind(fs, getenv), redisCfg.Bind(fs, getenv), cfg.Bind(fs, getenv)); err != nil {
+// run is the whole program: config, dependencies, serving until ctx ends.
+// listening, if not nil, is called once the server listens (tests learn
+// its addresses from it).
+//
+// Everything opened while registering is closed by run's defers, after
+// server.Run has returned, so in-flight calls drain first; on a
+// registration error server.Run has already released the server.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, listening func(*server.Server)) error {
+	cfg, err := loadConfig(args, getenv, stdout)
+	if err != nil {
 		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
+	log, err := cfg.Server.Logger(stdout)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
-	if err := errors.Join(srvCfg.Validate(), redisCfg.Validate(), cfg.Validate()); err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	level, _ := server.ParseLevel(srvCfg.LogLevel)
-	log := server.NewLogger(stdout, level, srvCfg.ServiceName)
 
-	qs := cfg.QueueList()
+	qs := cfg.queueList()
 	names := make([]string, len(qs))
 	for i, q := range qs {
 		names[i] = q.Name()
 	}
-	// Connections opened while registering are closed after the server
-	// has stopped, in reverse order.
+	// Connections are closed in reverse order of opening.
 	var closers []io.Closer
 	defer func() {
 		for _, c := range slices.Backward(closers) {
 			c.Close()
 		}
 	}()
-	opts := server.Options{PublicMethods: []string{authv1.AuthService_GuestLogin_FullMethodName}}
-	return server.Run(ctx, srvCfg, log, opts, func(s *server.Server) error {
-		creds, err := auth.ServiceCredentials(s.Keys(), srvCfg.ServiceName, cfg.ServiceTokenTTL, cfg.Plaintext, time.Now)
+	opts := server.Options{PublicMethods: []string{authv1.AuthService_GuestLogin_FullMethodName}, Listening: listening}
+	return server.Run(ctx, cfg.Server, log, opts, func(s *server.Server) error {
+		creds, err := auth.ServiceCredentials(s.Keys(), cfg.Server.ServiceName, cfg.ServiceTokenTTL, cfg.Plaintext, time.Now)
 		if err != nil {
 			return err
 		}
@@ -96,26 +91,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return fmt.Errorf("rating service client: %w", err)
 		}
 		closers = append(closers, ratingConn)
-		rdb, err := redisconn.New(ctx, redisCfg, s.TracerProvider(), s.MeterProvider())
+		rdb, err := redisconn.New(ctx, cfg.Redis, s.TracerProvider(), s.MeterProvider())
 		if err != nil {
 			return err
 		}
 		closers = append(closers, rdb)
+		s.Check("redis", func(ctx context.Context) error { return redisconn.Ping(ctx, rdb) })
 
-		st := store.New(rdb, cfg.KeyPrefix, names, cfg.Store())
-		mm := matchmaker.New(cfg.Matchmaker(), st,
+		st := store.New(rdb, cfg.KeyPrefix, names, cfg.storeSettings())
+		// Bots are ordinary clients waiting in the queues that fill with
+		// bots (cmd/internal/botpool); the matchmaker only seats them.
+		mm := matchmaker.New(cfg.matchmakerConfig(), st,
 			remote.Ratings{Client: ratingv1.NewRatingServiceClient(ratingConn)},
 			remote.Matches{Client: matchv1.NewMatchServiceClient(matchConn)},
-			nil, // no bot provider: bots already waiting in a queue fill its seats
 			s.MeterProvider().Meter("github.com/fourkingdoms/fourkingdoms/services/matchmaking"), log)
 		guests, err := api.NewAuth(s.Keys(), cfg.GuestTokenTTL)
 		if err != nil {
 			return err
 		}
 		authv1.RegisterAuthServiceServer(s.GRPC(), guests)
-		events := api.NewEvents()
-		matchmakingv1.RegisterMatchmakingServiceServer(s.GRPC(), api.NewMatchmaking(cfg.API(), st, qs, events, log))
+		events := api.NewEvents(log, s.Report)
+		matchmakingv1.RegisterMatchmakingServiceServer(s.GRPC(), api.NewMatchmaking(cfg.apiSettings(), st, qs, events, log))
 		s.Go("ticket-events", func(ctx context.Context) error { return events.Run(ctx, st, names) })
+		// Formation rounds are not a health component: they fail mostly
+		// when the match service does, which must not take matchmaking
+		// (and guest login) out of rotation; they retry every interval.
 		s.Go("matchmaker", func(ctx context.Context) error { return mm.Run(ctx, qs) })
 		return nil
 	})

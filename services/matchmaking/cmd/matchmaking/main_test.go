@@ -174,7 +174,7 @@ func startService(t *testing.T, env map[string]string) *grpc.ClientConn {
 	lw := newLogWatcher(t)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, nil, func(k string) string { return env[k] }, lw.w)
+		done <- run(ctx, nil, func(k string) string { return env[k] }, lw.w, nil)
 		lw.w.Close()
 	}()
 	var addr string
@@ -340,7 +340,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	env := baseEnv(t, keys, "127.0.0.1:1")
 	env["MM_QUEUES"] = "fourkingdoms 5"
 	env["MM_FORMATION_TIMEOUT"] = "1s"
-	err := run(context.Background(), nil, func(k string) string { return env[k] }, io.Discard)
+	err := run(context.Background(), nil, func(k string) string { return env[k] }, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "queues") || !strings.Contains(err.Error(), "formation timeout") {
 		t.Errorf("run = %v, want errors naming the queues and the formation timeout", err)
 	}

@@ -75,7 +75,7 @@ func newHarness(t *testing.T, kind redistest.Kind, set Settings) *harness {
 		t.Fatal(err)
 	}
 	authv1.RegisterAuthServiceServer(srv.GRPC(), guests)
-	events := NewEvents()
+	events := NewEvents(log, srv.Report)
 	matchmakingv1.RegisterMatchmakingServiceServer(srv.GRPC(), NewMatchmaking(set, st, testQueues, events, log))
 	srv.Go("ticket-events", func(ctx context.Context) error { return events.Run(ctx, st, names) })
 	if err := srv.Listen(); err != nil {

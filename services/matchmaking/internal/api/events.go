@@ -2,12 +2,18 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/backoff"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
+
+// eventsComponent names the subscriber in health reports.
+const eventsComponent = "ticket-events"
 
 // Events wakes WatchTicket streams when their ticket reaches a final state
 // (matched, cancelled, expired), from the store's pub/sub channels, so a
@@ -15,6 +21,9 @@ import (
 // delivers at most once (a message sent while the subscription reconnects
 // is lost), so watchers keep polling, slowly, as well.
 type Events struct {
+	log        *slog.Logger
+	retry      backoff.Policy
+	report     func(component string, err error)
 	subscribed chan struct{}
 	once       sync.Once
 
@@ -22,26 +31,56 @@ type Events struct {
 	waiters map[string]map[chan struct{}]struct{}
 }
 
-// NewEvents returns an Events with no watchers.
-func NewEvents() *Events {
-	return &Events{subscribed: make(chan struct{}), waiters: map[string]map[chan struct{}]struct{}{}}
+// NewEvents returns an Events with no watchers. report receives the state
+// of the subscription, as component "ticket-events": an error while it
+// cannot subscribe, nil once it has; the service passes its health's
+// Report. A nil report ignores it.
+func NewEvents(log *slog.Logger, report func(component string, err error)) *Events {
+	if report == nil {
+		report = func(string, error) {}
+	}
+	return &Events{
+		log: log, retry: backoff.DefaultPolicy(), report: report,
+		subscribed: make(chan struct{}), waiters: map[string]map[chan struct{}]struct{}{},
+	}
 }
 
-// Subscribed is closed once Run's subscriptions are confirmed by Redis.
+// Subscribed is closed once Run's subscriptions are first confirmed by Redis.
 func (e *Events) Subscribed() <-chan struct{} { return e.subscribed }
 
 // Run subscribes to the queues' channels and wakes watchers until ctx ends.
+// It never gives up: a subscription that cannot be made (Redis
+// unreachable) is reported, logged and tried again after a backoff delay.
+// Once subscribed, the client re-subscribes by itself after a lost
+// connection; watchers poll meanwhile.
 func (e *Events) Run(ctx context.Context, st *store.Store, queues []string) error {
+	bo := backoff.New(e.retry)
+	for {
+		err := e.listen(ctx, st, queues, bo)
+		if ctx.Err() != nil {
+			return nil
+		}
+		e.report(eventsComponent, err)
+		d := bo.Next()
+		e.log.WarnContext(ctx, "ticket events subscription failed", "err", err, "failures", bo.Failures(), "retry_in", d)
+		if backoff.Sleep(ctx, d) != nil {
+			return nil
+		}
+	}
+}
+
+// listen subscribes and wakes watchers until ctx ends (nil) or the
+// subscription fails.
+func (e *Events) listen(ctx context.Context, st *store.Store, queues []string, bo *backoff.Backoff) error {
 	ps := st.Subscribe(ctx, queues)
 	defer ps.Close()
 	for range queues {
 		if _, err := ps.Receive(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
 			return fmt.Errorf("subscribe to ticket events: %w", err)
 		}
 	}
+	e.report(eventsComponent, nil)
+	bo.Reset()
 	e.once.Do(func() { close(e.subscribed) })
 	msgs := ps.Channel()
 	for {
@@ -50,7 +89,7 @@ func (e *Events) Run(ctx context.Context, st *store.Store, queues []string) erro
 			return nil
 		case msg, ok := <-msgs:
 			if !ok {
-				return nil
+				return errors.New("ticket events subscription closed")
 			}
 			for _, id := range strings.Fields(msg.Payload) {
 				e.wake(id)

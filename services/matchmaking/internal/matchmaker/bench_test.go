@@ -81,7 +81,7 @@ func benchFormAll(b *testing.B, kind redistest.Kind, n int) {
 		close(work)
 		wg.Wait()
 
-		m := New(cfg, st, ratings, matches, nil, noop.Meter{}, discard())
+		m := New(cfg, st, ratings, matches, noop.Meter{}, discard())
 		// The matchmaker's clock starts at the moment the queue was
 		// sampled, so waits do not include the untimed enqueueing.
 		start := time.Now()

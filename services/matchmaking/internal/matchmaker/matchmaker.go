@@ -75,14 +75,6 @@ type Matches interface {
 	CreateMatch(ctx context.Context, req MatchRequest) (Match, error)
 }
 
-// BotProvider supplies bots for queues that fill empty seats with bots. The
-// bots are ordinary clients: they enqueue through the public API with bot
-// identities and learn their match through WatchTicket like anyone.
-// RequestBots must not wait for them to arrive.
-type BotProvider interface {
-	RequestBots(ctx context.Context, queue string, n int) error
-}
-
 // Config holds the matchmaker's settings.
 type Config struct {
 	// Interval is the time between formation rounds of a queue.
@@ -102,9 +94,6 @@ type Config struct {
 	CreateTimeout time.Duration
 	// Concurrency is the number of CreateMatch calls in flight.
 	Concurrency int
-	// BotRequestInterval is the least time between two bot requests for
-	// one queue, so bots on their way are not requested again.
-	BotRequestInterval time.Duration
 }
 
 // Matchmaker runs formation rounds. It is safe for concurrent use.
@@ -113,32 +102,33 @@ type Matchmaker struct {
 	store   *store.Store
 	ratings Ratings
 	matches Matches
-	bots    BotProvider // nil: no queue fills with bots
 	log     *slog.Logger
 	now     func() time.Time
-
-	mu          sync.Mutex
-	lastBotCall map[string]time.Time
 
 	formed    metric.Int64Counter
 	recovered metric.Int64Counter
 	expired   metric.Int64Counter
 	waiting   metric.Int64Gauge
 	roundTime metric.Float64Histogram
+	botsShort metric.Int64Gauge
 }
 
-// New returns a matchmaker reporting its metrics to meter. bots may be nil.
-func New(cfg Config, st *store.Store, ratings Ratings, matches Matches, bots BotProvider, meter metric.Meter, log *slog.Logger) *Matchmaker {
-	m := &Matchmaker{
-		cfg: cfg, store: st, ratings: ratings, matches: matches, bots: bots, log: log,
-		now: time.Now, lastBotCall: map[string]time.Time{},
-	}
+// New returns a matchmaker reporting its metrics to meter.
+//
+// Queues that fill with bots need bots waiting in them: bots are ordinary
+// clients (cmd/internal/botpool) that enqueue with bot identities and
+// learn their match through WatchTicket like anyone. The matchmaker does
+// not summon them; the matchmaking.bots.short gauge shows when too few
+// wait.
+func New(cfg Config, st *store.Store, ratings Ratings, matches Matches, meter metric.Meter, log *slog.Logger) *Matchmaker {
+	m := &Matchmaker{cfg: cfg, store: st, ratings: ratings, matches: matches, log: log, now: time.Now}
 	// Instrument creation fails only for invalid names; these are constant.
 	m.formed, _ = meter.Int64Counter("matchmaking.matches.formed", metric.WithDescription("Matches created and reported to their tickets."))
 	m.recovered, _ = meter.Int64Counter("matchmaking.formations.recovered", metric.WithDescription("Overdue formations finished or released by this instance."))
 	m.expired, _ = meter.Int64Counter("matchmaking.tickets.expired", metric.WithDescription("Tickets that waited longer than the ticket TTL."))
 	m.waiting, _ = meter.Int64Gauge("matchmaking.tickets.waiting", metric.WithDescription("Tickets waiting at the start of the latest round."))
 	m.roundTime, _ = meter.Float64Histogram("matchmaking.round.duration", metric.WithUnit("s"), metric.WithDescription("Duration of formation rounds."))
+	m.botsShort, _ = meter.Int64Gauge("matchmaking.bots.short", metric.WithDescription("Bot tickets missing in the latest round to seat every human who waited past the queue's bot-fill delay."))
 	return m
 }
 
@@ -258,8 +248,8 @@ func (m *Matchmaker) Round(ctx context.Context, q queues.Queue) (RoundResult, er
 		})
 	}
 	grouped := grouping.Form(tickets, grouping.Params{Window: m.cfg.Window, BotFillAfter: q.BotFillAfter})
-	if grouped.BotsNeeded > 0 {
-		m.requestBots(ctx, name, grouped.BotsNeeded, now)
+	if q.BotFillAfter > 0 {
+		m.botsShort.Record(ctx, int64(grouped.BotsNeeded), metric.WithAttributes(attribute.String("queue", name)))
 	}
 	fs := make([]*store.Formation, 0, len(grouped.Groups))
 	inGroup := make([]bool, len(entries))
@@ -316,23 +306,6 @@ func (m *Matchmaker) rate(ctx context.Context, q queues.Queue, entries []store.E
 		e.Rating, e.Provisional, e.Rated = r.Value, r.Provisional, true
 	}
 	return err == nil
-}
-
-func (m *Matchmaker) requestBots(ctx context.Context, queue string, n int, now time.Time) {
-	if m.bots == nil {
-		return
-	}
-	m.mu.Lock()
-	last, ok := m.lastBotCall[queue]
-	if ok && now.Sub(last) < m.cfg.BotRequestInterval {
-		m.mu.Unlock()
-		return
-	}
-	m.lastBotCall[queue] = now
-	m.mu.Unlock()
-	if err := m.bots.RequestBots(ctx, queue, n); err != nil {
-		m.log.WarnContext(ctx, "bot request failed", "queue", queue, "bots", n, "err", err)
-	}
 }
 
 // newFormation seats four entries at random. The seed is recorded in the

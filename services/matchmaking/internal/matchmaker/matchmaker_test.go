@@ -37,14 +37,13 @@ var testStoreSettings = store.Settings{
 }
 
 var testConfig = Config{
-	Interval:           50 * time.Millisecond,
-	TicketTTL:          10 * time.Minute,
-	Window:             grouping.Window{Initial: 50, GrowthPerSecond: 5, ProvisionalFactor: 2, Max: 400},
-	DefaultRating:      1500,
-	RatingBatch:        100_000,
-	CreateTimeout:      5 * time.Second,
-	Concurrency:        16,
-	BotRequestInterval: time.Second,
+	Interval:      50 * time.Millisecond,
+	TicketTTL:     10 * time.Minute,
+	Window:        grouping.Window{Initial: 50, GrowthPerSecond: 5, ProvisionalFactor: 2, Max: 400},
+	DefaultRating: 1500,
+	RatingBatch:   100_000,
+	CreateTimeout: 5 * time.Second,
+	Concurrency:   16,
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -142,8 +141,8 @@ func forEachRedis(t *testing.T, f func(t *testing.T, e *env)) {
 	}
 }
 
-func (e *env) matchmaker(bots BotProvider) *Matchmaker {
-	return New(testConfig, e.store, e.ratings, e.matches, bots, noop.Meter{}, discard())
+func (e *env) matchmaker() *Matchmaker {
+	return New(testConfig, e.store, e.ratings, e.matches, noop.Meter{}, discard())
 }
 
 func (e *env) enqueue(t *testing.T, q queues.Queue, id string, rating float64, at time.Time) store.Ticket {
@@ -169,7 +168,7 @@ func TestRoundFormsMatches(t *testing.T) {
 			tks = append(tks, e.enqueue(t, queue5, fmt.Sprintf("p%d", i), 1000+float64(i%2)*1000+float64(i), now))
 		}
 		e.enqueue(t, queue5, "loner", 3000, now) // nobody near: keeps waiting
-		m := e.matchmaker(nil)
+		m := e.matchmaker()
 		res, err := m.Round(ctx, queue5)
 		if err != nil {
 			t.Fatal(err)
@@ -214,7 +213,7 @@ func TestRoundRatingServiceDown(t *testing.T) {
 			// Their real ratings are far apart, but nobody can tell.
 			tks = append(tks, e.enqueue(t, queue5, fmt.Sprintf("p%d", i), float64(i)*1000, now))
 		}
-		m := e.matchmaker(nil)
+		m := e.matchmaker()
 		res, err := m.Round(context.Background(), queue5)
 		if err != nil || res.Formed != 1 || res.More {
 			t.Fatalf("round = %+v, %v; want one match at the default rating", res, err)
@@ -274,7 +273,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 				}
 				var first Match
 				if tt.createdBeforeCrash {
-					dead := e.matchmaker(nil)
+					dead := e.matchmaker()
 					o, err := dead.create(ctx, queue5, f)
 					if err != nil {
 						t.Fatal(err)
@@ -283,7 +282,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 				}
 				e.matches.fail.Store(tt.matchServiceDown)
 
-				m := e.matchmaker(nil)
+				m := e.matchmaker()
 				// Before the deadline nothing happens to the formation.
 				m.now = func() time.Time { return now.Add(time.Second) }
 				if n, err := m.recover(ctx, queue5, m.now()); err != nil || n != 0 {
@@ -339,7 +338,7 @@ func TestTwoMatchmakers(t *testing.T) {
 		rng := rand.New(rand.NewPCG(7, 7))
 		var wg sync.WaitGroup
 		for range 2 {
-			m := e.matchmaker(nil)
+			m := e.matchmaker()
 			wg.Go(func() { m.Run(ctx, []queues.Queue{queue5}) })
 		}
 		start := time.Now()
@@ -391,42 +390,26 @@ func TestTwoMatchmakers(t *testing.T) {
 	})
 }
 
-// botPool enqueues bot tickets when asked, as a bot pool would through the
-// public API.
-type botPool struct {
-	t     *testing.T
-	e     *env
-	asked atomic.Int64
-	seq   atomic.Int64
-}
-
-func (b *botPool) RequestBots(ctx context.Context, queue string, n int) error {
-	b.asked.Add(int64(n))
-	for range n {
-		id := fmt.Sprintf("bot%d", b.seq.Add(1))
-		if _, _, err := b.e.store.Enqueue(ctx, queue, store.Player{ID: id, DisplayName: id, Bot: true}, time.Now()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func TestBotFill(t *testing.T) {
 	t.Parallel()
 	forEachRedis(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		now := time.Now()
 		human := e.enqueue(t, queueBF, "human", 1500, now)
-		bots := &botPool{t: t, e: e}
-		m := e.matchmaker(bots)
-		// Before the fill delay nobody is asked for.
-		if res, err := m.Round(ctx, queueBF); err != nil || res.Formed != 0 || bots.asked.Load() != 0 {
-			t.Fatalf("early round = %+v, %v, %d bots asked", res, err, bots.asked.Load())
+		// Bots wait in the queue as a bot pool's clients do, enqueued
+		// through the store like any ticket.
+		for i := range 3 {
+			id := fmt.Sprintf("bot%d", i)
+			if _, _, err := e.store.Enqueue(ctx, queueBF.Name(), store.Player{ID: id, DisplayName: id, Bot: true}, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := e.matchmaker()
+		// Before the fill delay the bots do not take the human's seats.
+		if res, err := m.Round(ctx, queueBF); err != nil || res.Formed != 0 {
+			t.Fatalf("early round = %+v, %v; want no match", res, err)
 		}
 		m.now = func() time.Time { return now.Add(queueBF.BotFillAfter + time.Second) }
-		if res, err := m.Round(ctx, queueBF); err != nil || res.Formed != 0 || bots.asked.Load() != 3 {
-			t.Fatalf("round after the delay = %+v, %v, %d bots asked; want 3 asked", res, err, bots.asked.Load())
-		}
 		res, err := m.Round(ctx, queueBF)
 		if err != nil || res.Formed != 1 {
 			t.Fatalf("round with bots = %+v, %v; want one match", res, err)
@@ -491,7 +474,7 @@ func TestKillDuringFormation(t *testing.T) {
 		hang := &hangingMatches{}
 		cfg := testConfig
 		cfg.CreateTimeout = 300 * time.Millisecond // the calls hang until then
-		doomed := New(cfg, e.store, e.ratings, hang, nil, noop.Meter{}, discard())
+		doomed := New(cfg, e.store, e.ratings, hang, noop.Meter{}, discard())
 		ctx, kill := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { _, err := doomed.Round(ctx, queue5); done <- err }()
@@ -507,7 +490,7 @@ func TestKillDuringFormation(t *testing.T) {
 			}
 		}
 
-		survivor := e.matchmaker(nil)
+		survivor := e.matchmaker()
 		survivor.now = func() time.Time { return now.Add(testStoreSettings.FormationTimeout + time.Second) }
 		res, err := survivor.Round(context.Background(), queue5)
 		if err != nil || res.Recovered != 3 {

@@ -238,6 +238,16 @@ func (s *Store) waitsKey(q string) string   { return s.tag(q) + ":waits" }
 func (s *Store) ticketKey(q, id string) string {
 	return s.tag(q) + ":t:" + id
 }
+
+// ticketKeys returns the keys of a formation's tickets.
+func (s *Store) ticketKeys(q string, ids [4]string) [4]string {
+	var k [4]string
+	for i, id := range ids {
+		k[i] = s.ticketKey(q, id)
+	}
+	return k
+}
+
 func (s *Store) formationKey(q, id string) string { return s.tag(q) + ":f:" + id }
 func (s *Store) formedKey(q string, slot int64) string {
 	return s.tag(q) + ":formed:" + strconv.FormatInt(slot, 10)
@@ -273,7 +283,7 @@ func (s *Store) Enqueue(ctx context.Context, queue string, p Player, now time.Ti
 			if err != nil {
 				// Best effort: a leftover pointer to a missing ticket
 				// is replaced after PointerGrace anyway.
-				dropPointerScript.Run(context.WithoutCancel(ctx), s.rdb, []string{ptr}, id)
+				s.dropPointer(context.WithoutCancel(ctx), ptr, id)
 				return Ticket{}, false, err
 			}
 			return t, false, nil
@@ -303,19 +313,28 @@ func (s *Store) Enqueue(ctx context.Context, queue string, p Player, now time.Ti
 			return Ticket{}, false, err
 		}
 		// The pointer names a finished or vanished ticket: take it over.
-		swapped, err := replacePointerScript.Run(ctx, s.rdb, []string{ptr}, cur, val, s.pointerTTL().Milliseconds()).Int()
+		ks, args := replacePointerArgs(ptr, cur, val, s.pointerTTL().Milliseconds())
+		swapped, err := replacePointerScript.Run(ctx, s.rdb, ks, args...).Int()
 		if err != nil {
 			return Ticket{}, false, fmt.Errorf("replace live-ticket pointer: %w", err)
 		}
 		if swapped == 1 {
 			t, err := s.create(ctx, queue, id, p, now)
 			if err != nil {
-				dropPointerScript.Run(context.WithoutCancel(ctx), s.rdb, []string{ptr}, id)
+				s.dropPointer(context.WithoutCancel(ctx), ptr, id)
 				return Ticket{}, false, err
 			}
 			return t, false, nil
 		}
 	}
+}
+
+// dropPointer deletes the live-ticket pointer if it still names ticket id,
+// best effort: a leftover pointer to a finished or missing ticket is
+// replaced by the player's next Enqueue.
+func (s *Store) dropPointer(ctx context.Context, pointer, id string) {
+	ks, args := dropPointerArgs(pointer, id)
+	dropPointerScript.Run(ctx, s.rdb, ks, args...)
 }
 
 func (s *Store) create(ctx context.Context, queue, id string, p Player, now time.Time) (Ticket, error) {
@@ -325,8 +344,8 @@ func (s *Store) create(ctx context.Context, queue, id string, p Player, now time
 		return Ticket{}, fmt.Errorf("encode ticket: %w", err)
 	}
 	ttl := s.set.TicketTTL + 2*s.set.FormationTimeout + s.set.Retention
-	err = enqueueScript.Run(ctx, s.rdb, []string{s.waitingKey(queue), s.ticketKey(queue, id)},
-		id, b, p.ID, e.EnqueuedMs, ttl.Milliseconds()).Err()
+	ks, args := enqueueArgs(s.waitingKey(queue), s.ticketKey(queue, id), id, b, p.ID, e.EnqueuedMs, ttl.Milliseconds())
+	err = enqueueScript.Run(ctx, s.rdb, ks, args...).Err()
 	if err != nil {
 		return Ticket{}, fmt.Errorf("create ticket: %w", err)
 	}
@@ -403,7 +422,7 @@ func (s *Store) Cancel(ctx context.Context, id, player string) (Ticket, error) {
 	}
 	if done[0] {
 		t.State = Cancelled
-		dropPointerScript.Run(ctx, s.rdb, []string{s.pointerKey(player)}, id)
+		s.dropPointer(ctx, s.pointerKey(player), id)
 		s.publish(ctx, t.Queue, []string{id})
 		return t, nil
 	}
@@ -423,14 +442,11 @@ func (s *Store) Cancel(ctx context.Context, id, player string) (Ticket, error) {
 
 // finish moves still-waiting tickets of one queue to a final state.
 func (s *Store) finish(ctx context.Context, queue string, ids []string, st State) ([]bool, error) {
-	keys := make([]string, 0, len(ids)+2)
-	keys = append(keys, s.waitingKey(queue), s.ratingsKey(queue))
-	args := make([]any, 0, len(ids)+2)
-	args = append(args, string(st), s.set.Retention.Milliseconds())
-	for _, id := range ids {
-		keys = append(keys, s.ticketKey(queue, id))
-		args = append(args, id)
+	tickets := make([]string, len(ids))
+	for i, id := range ids {
+		tickets[i] = s.ticketKey(queue, id)
 	}
+	keys, args := finishArgs(s.waitingKey(queue), s.ratingsKey(queue), st, s.set.Retention.Milliseconds(), tickets, ids)
 	res, err := finishScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return nil, fmt.Errorf("finish tickets: %w", err)
@@ -499,11 +515,11 @@ func (s *Store) Waiting(ctx context.Context, queue string) ([]Entry, error) {
 // waiting are skipped).
 func (s *Store) SetRatings(ctx context.Context, queue string, entries []Entry) error {
 	for chunk := range slices.Chunk(entries, chunkSize) {
-		args := make([]any, 0, 2*len(chunk))
+		keys, args := rateArgs(s.waitingKey(queue), s.ratingsKey(queue), len(chunk))
 		for _, e := range chunk {
 			args = append(args, e.TicketID, formatRating(e.Rating, e.Provisional))
 		}
-		if err := rateScript.Run(ctx, s.rdb, []string{s.waitingKey(queue), s.ratingsKey(queue)}, args...).Err(); err != nil {
+		if err := rateScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
 			return fmt.Errorf("record ratings: %w", err)
 		}
 	}
@@ -527,19 +543,14 @@ func NewFormation(queue string, entries [4]Entry, seed uint64, now time.Time) *F
 func (s *Store) Claim(ctx context.Context, queue string, fs []*Formation, now time.Time) ([]bool, error) {
 	out := make([]bool, 0, len(fs))
 	for chunk := range slices.Chunk(fs, chunkSize) {
-		keys := []string{s.waitingKey(queue), s.ratingsKey(queue), s.formingKey(queue)}
-		args := []any{now.Add(s.set.FormationTimeout).UnixMilli(), formationRecordTTL.Milliseconds()}
+		keys, args := claimArgs(s.waitingKey(queue), s.ratingsKey(queue), s.formingKey(queue),
+			now.Add(s.set.FormationTimeout).UnixMilli(), formationRecordTTL.Milliseconds(), len(chunk))
 		for _, f := range chunk {
 			rec, err := json.Marshal(f)
 			if err != nil {
 				return nil, fmt.Errorf("encode formation: %w", err)
 			}
-			keys = append(keys, s.formationKey(queue, f.ID))
-			args = append(args, f.ID, rec)
-			for _, id := range f.TicketIDs {
-				keys = append(keys, s.ticketKey(queue, id))
-				args = append(args, id)
-			}
+			keys, args = claimGroup(keys, args, s.formationKey(queue, f.ID), f.ID, rec, s.ticketKeys(queue, f.TicketIDs), f.TicketIDs)
 		}
 		res, err := claimScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 		if err != nil {
@@ -567,19 +578,16 @@ func (s *Store) Complete(ctx context.Context, queue string, outs []Outcome, now 
 	done := make([]bool, 0, len(outs))
 	slot := now.UnixMilli() / StatsSlot.Milliseconds()
 	for chunk := range slices.Chunk(outs, chunkSize) {
-		keys := []string{s.formingKey(queue), s.waitsKey(queue), s.formedKey(queue, slot)}
-		args := []any{s.set.Retention.Milliseconds(), (statsHorizon + 2*StatsSlot).Milliseconds(), s.set.WaitSamples}
+		keys, args := completeArgs(s.formingKey(queue), s.waitsKey(queue), s.formedKey(queue, slot),
+			s.set.Retention.Milliseconds(), (statsHorizon + 2*StatsSlot).Milliseconds(), s.set.WaitSamples, len(chunk))
 		for _, o := range chunk {
 			f := o.Formation
-			keys = append(keys, s.formationKey(queue, f.ID))
-			args = append(args, f.ID, o.MatchID)
-			for i, id := range f.TicketIDs {
-				keys = append(keys, s.ticketKey(queue, id))
-				args = append(args, o.Seats[i])
+			var waits [4]string
+			for i, e := range f.Entries {
+				waits[i] = strconv.FormatInt(now.UnixMilli(), 10) + ":" + strconv.FormatInt(now.UnixMilli()-e.EnqueuedMs, 10)
 			}
-			for _, e := range f.Entries {
-				args = append(args, strconv.FormatInt(now.UnixMilli(), 10)+":"+strconv.FormatInt(now.UnixMilli()-e.EnqueuedMs, 10))
-			}
+			keys, args = completeGroup(keys, args, s.formationKey(queue, f.ID), f.ID, o.MatchID,
+				s.ticketKeys(queue, f.TicketIDs), o.Seats, waits)
 		}
 		res, err := completeScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 		if err != nil {
@@ -628,19 +636,16 @@ func (s *Store) Subscribe(ctx context.Context, queues []string) *redis.PubSub {
 // original enqueue times. It reports whether the formation was still open.
 func (s *Store) Release(ctx context.Context, f *Formation) (bool, error) {
 	q := f.Queue
-	keys := []string{s.formingKey(q), s.waitingKey(q), s.formationKey(q, f.ID)}
-	args := []any{f.ID}
-	for _, id := range f.TicketIDs {
-		keys = append(keys, s.ticketKey(q, id))
-		args = append(args, id)
-	}
-	for _, e := range f.Entries {
+	var entries [4][]byte
+	for i, e := range f.Entries {
 		b, err := json.Marshal(e)
 		if err != nil {
 			return false, fmt.Errorf("encode ticket: %w", err)
 		}
-		args = append(args, b)
+		entries[i] = b
 	}
+	keys, args := releaseArgs(s.formingKey(q), s.waitingKey(q), s.formationKey(q, f.ID), f.ID,
+		s.ticketKeys(q, f.TicketIDs), f.TicketIDs, entries)
 	n, err := releaseScript.Run(ctx, s.rdb, keys, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("release formation %s: %w", f.ID, err)
@@ -661,8 +666,8 @@ func (s *Store) LeaseOverdue(ctx context.Context, queue string, now time.Time, l
 	var out []*Formation
 	for _, z := range due {
 		id := z.Member.(string)
-		rec, err := leaseScript.Run(ctx, s.rdb, []string{s.formingKey(queue), s.formationKey(queue, id)},
-			id, int64(z.Score), now.Add(s.set.FormationTimeout).UnixMilli()).Text()
+		ks, args := leaseArgs(s.formingKey(queue), s.formationKey(queue, id), id, int64(z.Score), now.Add(s.set.FormationTimeout).UnixMilli())
+		rec, err := leaseScript.Run(ctx, s.rdb, ks, args...).Text()
 		if errors.Is(err, redis.Nil) {
 			continue // someone else took it, or it is gone
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
@@ -12,10 +13,15 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/store"
 )
 
-// config is the whole configuration of the rating service.
+// config is the whole configuration of the rating service. Every setting
+// has a flag and an environment variable (flag > environment > default);
+// README.md and docs/rating.md list them.
 type config struct {
-	Server   server.Config
-	Redis    redisconn.Config
+	// Server is the shared bootstrap's configuration (listen addresses, auth, limits).
+	Server server.Config
+	// Redis selects the Redis deployment (standalone or cluster).
+	Redis redisconn.Config
+	// Consumer configures the MatchFinished stream consumers.
 	Consumer consumer.Config
 	// Store holds the key prefix (to share a Redis between deployments),
 	// the retention of the applied markers (the exactly-once window) and
@@ -40,6 +46,10 @@ func defaultConfig(getenv func(string) string) config {
 	if h := getenv("HOSTNAME"); h != "" {
 		c.Consumer.Name = h
 	}
+	// Each service has its own default ports, so the three run side by
+	// side on one machine and matchmaking's default RATING_ADDR reaches
+	// this one.
+	c.Server.GRPCAddr, c.Server.AdminAddr = ":8083", ":9093"
 	return c
 }
 
@@ -74,4 +84,22 @@ func (c config) validate() error {
 		store = fmt.Errorf("rating store settings: %w", err)
 	}
 	return errors.Join(c.Server.Validate(), c.Redis.Validate(), c.Consumer.Validate(), store)
+}
+
+// loadConfig reads the configuration from args and the environment and
+// validates it. Usage and flag errors go to stdout.
+func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (config, error) {
+	cfg := defaultConfig(getenv)
+	fs := flag.NewFlagSet("rating", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	if err := cfg.bind(fs, getenv); err != nil {
+		return config{}, fmt.Errorf("config: %w", err)
+	}
+	if err := fs.Parse(args); err != nil {
+		return config{}, fmt.Errorf("config: %w", err)
+	}
+	if err := cfg.validate(); err != nil {
+		return config{}, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
 }

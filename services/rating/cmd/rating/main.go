@@ -1,11 +1,11 @@
 // Command rating is the rating service: it applies MatchFinished events from
 // a Redis stream to per-rule-set ratings and serves them over gRPC
-// (fourkingdoms.rating.v1.RatingService). See docs/rating.md.
+// (fourkingdoms.rating.v1.RatingService). Settings come from flags and
+// environment variables: see README.md and docs/rating.md.
 package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,51 +26,45 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-// run is the whole service: it returns after ctx is done and the server
-// has shut down, or on a setup error.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	cfg := defaultConfig(getenv)
-	fs := flag.NewFlagSet("rating", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	if err := cfg.bind(fs, getenv); err != nil {
-		return fmt.Errorf("config: %w", err)
+// run is the whole program: config, dependencies, serving until ctx ends.
+// listening, if not nil, is called once the server listens (tests learn
+// its addresses from it).
+//
+// Everything opened while registering is closed by run's defers, after
+// server.Run has returned, so in-flight calls drain first; on a
+// registration error server.Run has already released the server.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, listening func(*server.Server)) error {
+	cfg, err := loadConfig(args, getenv, stdout)
+	if err != nil {
+		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	if err := cfg.validate(); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	level, err := server.ParseLevel(cfg.Server.LogLevel)
+	log, err := cfg.Server.Logger(stdout)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	log := server.NewLogger(stdout, level, cfg.Server.ServiceName)
 
-	// The Redis client outlives the server: in-flight calls drain before
-	// Run returns, and only then is the client closed.
 	var rdb redis.UniversalClient
 	defer func() {
 		if rdb != nil {
 			rdb.Close()
 		}
 	}()
-	return server.Run(ctx, cfg.Server, log, server.Options{}, func(srv *server.Server) error {
-		var err error
+	return server.Run(ctx, cfg.Server, log, server.Options{Listening: listening}, func(srv *server.Server) error {
 		rdb, err = redisconn.New(ctx, cfg.Redis, srv.TracerProvider(), srv.MeterProvider())
 		if err != nil {
 			return err
 		}
+		srv.Check("redis", func(ctx context.Context) error { return redisconn.Ping(ctx, rdb) })
 		policy := ladder.DefaultPolicy()
 		st := store.New(rdb, policy, cfg.Store)
 		api.New(st, policy, rules.RuleSetNames(), log).Register(srv.GRPC())
-		c, err := consumer.New(rdb, st, cfg.Consumer, log, srv.MeterProvider())
+		c, err := consumer.New(rdb, st, cfg.Consumer, log, srv.MeterProvider(), srv.Report)
 		if err != nil {
 			return err
 		}

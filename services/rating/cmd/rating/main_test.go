@@ -51,7 +51,7 @@ func TestRunServesAndConsumes(t *testing.T) {
 	var mu sync.Mutex
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-rating-block=100ms"}, func(k string) string { return env[k] }, &lockedWriter{w: &out, mu: &mu})
+		done <- run(ctx, []string{"-rating-block=100ms"}, func(k string) string { return env[k] }, &lockedWriter{w: &out, mu: &mu}, nil)
 	}()
 
 	ev := &eventsv1.MatchFinished{
@@ -140,7 +140,7 @@ func TestRunServesAndConsumes(t *testing.T) {
 func TestRunBadConfig(t *testing.T) {
 	env := map[string]string{"RATING_WORKERS": "0", "AUTH_KEYS_FILE": "x"}
 	var out strings.Builder
-	err := run(t.Context(), nil, func(k string) string { return env[k] }, &out)
+	err := run(t.Context(), nil, func(k string) string { return env[k] }, &out, nil)
 	if err == nil || !strings.Contains(err.Error(), "workers") {
 		t.Errorf("run with 0 workers = %v, want a config error about workers", err)
 	}
@@ -163,7 +163,7 @@ func TestRunBadStoreSettings(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.env["AUTH_KEYS_FILE"] = "x"
 			var out strings.Builder
-			err := run(t.Context(), nil, func(k string) string { return tt.env[k] }, &out)
+			err := run(t.Context(), nil, func(k string) string { return tt.env[k] }, &out, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("run with %v = %v, want a config error containing %q", tt.env, err, tt.want)
 			}

@@ -144,7 +144,7 @@ func benchConsume(b *testing.B, rdb redis.UniversalClient, workers int, rated bo
 		}
 		return len(groups) == 1 && groups[0].EntriesRead >= int64(total) && groups[0].Pending == 0 && groups[0].Lag == 0
 	}
-	c, err := New(rdb, st, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	c, err := New(rdb, st, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -35,6 +35,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/backoff"
 	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ladder"
@@ -79,8 +80,9 @@ type Config struct {
 	// applied (Redis errors, a corrupt stored rating) before it goes to the
 	// dead-letter stream.
 	MaxDeliveries int
-	// RetryBackoff is the pause after a Redis error.
-	RetryBackoff time.Duration
+	// Retry spaces out the attempts of a worker whose steps fail (Redis
+	// errors): see package backoff.
+	Retry backoff.Policy
 	// RuleSets are the pools that exist; events of another rule set are
 	// dead-lettered.
 	RuleSets []string
@@ -100,7 +102,7 @@ func DefaultConfig() Config {
 		ClaimMinIdle:     30 * time.Second,
 		ClaimInterval:    5 * time.Second,
 		MaxDeliveries:    10,
-		RetryBackoff:     time.Second,
+		Retry:            backoff.DefaultPolicy(),
 		RuleSets:         rules.RuleSetNames(),
 	}
 }
@@ -124,7 +126,7 @@ func (c Config) Validate() error {
 	check(c.ClaimMinIdle > 0, "consumer: claim min idle must be positive")
 	check(c.ClaimInterval > 0, "consumer: claim interval must be positive")
 	check(c.MaxDeliveries > 1, "consumer: max deliveries must be at least 2")
-	check(c.RetryBackoff > 0, "consumer: retry backoff must be positive")
+	check(c.Retry.Validate() == nil, "consumer: retry needs 0 < initial <= max")
 	check(len(c.RuleSets) > 0, "consumer: rule sets must be set")
 	return errors.Join(errs...)
 }
@@ -138,6 +140,7 @@ type Consumer struct {
 	events metric.Int64Counter
 	// forgetAfter is defaultForgetAfter; tests shorten it.
 	forgetAfter time.Duration
+	report      func(component string, err error)
 }
 
 // Outcomes counted by the rating.consumer.events metric.
@@ -149,10 +152,17 @@ var (
 )
 
 // New returns a consumer. cfg must be valid. mp receives the consumer's
-// metrics; nil means none.
-func New(rdb redis.UniversalClient, st *store.Store, cfg Config, log *slog.Logger, mp metric.MeterProvider) (*Consumer, error) {
+// metrics; nil means none. report receives the result of every step of
+// every worker loop, as component "rating-consumer <worker>" (nil after a
+// successful step); the service passes its health's Report, so an
+// instance whose consumers cannot work is reported not ready. A nil
+// report ignores the results.
+func New(rdb redis.UniversalClient, st *store.Store, cfg Config, log *slog.Logger, mp metric.MeterProvider, report func(component string, err error)) (*Consumer, error) {
 	if mp == nil {
 		mp = noop.NewMeterProvider()
+	}
+	if report == nil {
+		report = func(string, error) {}
 	}
 	events, err := mp.Meter("github.com/fourkingdoms/fourkingdoms/services/rating/internal/consumer").Int64Counter(
 		"rating.consumer.events",
@@ -161,19 +171,23 @@ func New(rdb redis.UniversalClient, st *store.Store, cfg Config, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("consumer metrics: %w", err)
 	}
-	return &Consumer{rdb: rdb, store: st, cfg: cfg, log: log, events: events, forgetAfter: defaultForgetAfter}, nil
+	return &Consumer{rdb: rdb, store: st, cfg: cfg, log: log, events: events, forgetAfter: defaultForgetAfter, report: report}, nil
 }
 
 // Run creates the consumer group if needed and runs cfg.Workers consumer
-// loops until ctx is done. Redis errors are logged and retried; Run returns
-// nil once ctx is done.
+// loops until ctx is done. A failed step (Redis errors) is logged,
+// reported and retried after a backoff delay; Run never gives up, and
+// returns nil once ctx is done.
 func (c *Consumer) Run(ctx context.Context) error {
+	bo := backoff.New(c.cfg.Retry)
+	component := "rating-consumer " + c.cfg.Name
 	for {
 		err := c.ensureGroup(ctx)
+		c.report(component, err)
 		if err == nil {
 			break
 		}
-		c.pause(ctx, c.cfg.Name, "create consumer group", err)
+		c.pause(ctx, bo, c.cfg.Name, "create consumer group", err)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -199,38 +213,64 @@ func (c *Consumer) ensureGroup(ctx context.Context) error {
 // loop is one worker: it takes over stale entries now and then and reads
 // new ones in between.
 func (c *Consumer) loop(ctx context.Context, name string) {
+	bo := backoff.New(c.cfg.Retry)
+	component := "rating-consumer " + name
 	var lastClaim time.Time
 	for ctx.Err() == nil {
-		if time.Since(lastClaim) >= c.cfg.ClaimInterval {
-			lastClaim = time.Now()
-			if err := c.claim(ctx, name); err != nil {
-				c.pause(ctx, name, "claim stale events", err)
-				continue
-			}
+		step, err := c.step(ctx, name, &lastClaim)
+		if ctx.Err() != nil {
+			return
 		}
-		msgs, err := c.read(ctx, name)
+		c.report(component, err)
 		if err != nil {
-			c.pause(ctx, name, "read events", err)
+			c.pause(ctx, bo, name, step, err)
 			continue
 		}
-		if err := c.Handle(ctx, msgs); err != nil {
-			c.pause(ctx, name, "handle events", err)
-		}
+		bo.Reset()
 	}
 }
 
-// pause logs a failed step and waits before the next one.
-func (c *Consumer) pause(ctx context.Context, name, step string, err error) {
+// step is one iteration of a worker: a claim now and then, a read and the
+// handling of what it read. It names the step that failed.
+//
+// When the group is gone (the stream was deleted, or Redis came back
+// empty), every step fails with NOGROUP whichever runs first: step then
+// creates the group again, so the next iteration can succeed.
+func (c *Consumer) step(ctx context.Context, name string, lastClaim *time.Time) (string, error) {
+	step, err := c.steps(ctx, name, lastClaim)
+	if err != nil && strings.Contains(err.Error(), "NOGROUP") {
+		err = errors.Join(err, c.ensureGroup(ctx))
+	}
+	return step, err
+}
+
+func (c *Consumer) steps(ctx context.Context, name string, lastClaim *time.Time) (string, error) {
+	if time.Since(*lastClaim) >= c.cfg.ClaimInterval {
+		*lastClaim = time.Now()
+		if err := c.claim(ctx, name); err != nil {
+			return "claim stale events", err
+		}
+	}
+	msgs, err := c.read(ctx, name)
+	if err != nil {
+		return "read events", err
+	}
+	if err := c.Handle(ctx, msgs); err != nil {
+		return "handle events", err
+	}
+	return "", nil
+}
+
+// pause logs a failed step and waits for the backoff delay before the
+// next one.
+func (c *Consumer) pause(ctx context.Context, bo *backoff.Backoff, name, step string, err error) {
 	if ctx.Err() != nil {
 		return
 	}
-	c.log.WarnContext(ctx, "rating consumer step failed", "step", step, "consumer", name, "err", err)
-	t := time.NewTimer(c.cfg.RetryBackoff)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	d := bo.Next()
+	c.log.WarnContext(ctx, "rating consumer step failed", "step", step, "consumer", name, "err", err,
+		"failures", bo.Failures(), "retry_in", d)
+	_ = backoff.Sleep(ctx, d) // ends early only at shutdown
 }
 
 func (c *Consumer) read(ctx context.Context, name string) ([]redis.XMessage, error) {
@@ -245,10 +285,6 @@ func (c *Consumer) read(ctx context.Context, name string) ([]redis.XMessage, err
 		return nil, nil
 	}
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "NOGROUP") {
-			// The stream was deleted (and the group with it): set up again.
-			err = errors.Join(err, c.ensureGroup(ctx))
-		}
 		return nil, fmt.Errorf("read %s: %w", c.cfg.Stream, err)
 	}
 	if len(streams) == 0 {

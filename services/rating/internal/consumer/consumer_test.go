@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/backoff"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ladder"
@@ -63,7 +64,7 @@ func forEachBackend(t *testing.T, f func(t *testing.T, fx *fixture)) {
 			cfg.Block = 50 * time.Millisecond
 			cfg.ClaimMinIdle = 200 * time.Millisecond
 			cfg.ClaimInterval = 50 * time.Millisecond
-			cfg.RetryBackoff = 20 * time.Millisecond
+			cfg.Retry = backoff.Policy{Initial: 20 * time.Millisecond, Max: 20 * time.Millisecond}
 			policy := ladder.DefaultPolicy()
 			f(t, &fixture{prefix: prefix, rdb: rdb, store: store.New(rdb, policy, store.Config{Prefix: prefix, Retention: store.DefaultRetention()}), cfg: cfg, policy: policy})
 		})
@@ -95,7 +96,7 @@ func (fx *fixture) start(t *testing.T, name string, workers int) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(fx.rdb, fx.store, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	c, err := New(fx.rdb, fx.store, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestConsumerCrashBeforeAck(t *testing.T) {
 		fx.publish(t, entry(evs[0]), entry(evs[1]))
 
 		// The dying consumer: read, apply, and never acknowledge.
-		c, err := New(fx.rdb, fx.store, fx.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		c, err := New(fx.rdb, fx.store, fx.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +311,7 @@ func TestConsumerForgetsDeparted(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, fx *fixture) {
 		ctx := t.Context()
-		c, err := New(fx.rdb, fx.store, fx.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		c, err := New(fx.rdb, fx.store, fx.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -393,7 +394,7 @@ func TestConsumerWaitsForReplicas(t *testing.T) {
 			cfg.WaitTimeout = 100 * time.Millisecond
 		}
 		st := store.New(fx.rdb, fx.policy, cfg)
-		c, err := New(fx.rdb, st, fx.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		c, err := New(fx.rdb, st, fx.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,20 +1,26 @@
 -- Applies a batch of rated matches of one pool, in order, each at most once.
 --
--- KEYS: 1 standings hash (player id -> standing), 2 sequence counter,
---       3 leaderboard, 4 watermark (the newest finish time applied, unix
---       ms), then the applied-marker buckets the matches refer to, then
---       the history buckets of the same days, in the same order.
--- ARGV: 1 number of matches, 2 marker retention (ms), 3 the marker
---       buckets' key prefix (what precedes the day number), 4 the number
---       of day buckets, 5 history retention (ms, 0 = for good, else at
---       least the marker retention), 6 the history buckets' key prefix,
---       7 '1' when the caller WAITs for replicas after the run (the run
---       then always writes, see the end), then per match: the match id, its day bucket (index
---       among the bucket keys), its finish time (unix ms), its history
---       record and, per player, 4 fields: the player id, the standing the
---       caller computed from ('' when the player had none), the new
---       standing, the leaderboard action ('' = none, '-' = remove, else the
---       display rating to list).
+-- The slot names (K_*, A_*) are declared by the header that scripts.go
+-- prepends from its Go constants (redisconn.Layout).
+--
+-- KEYS: K_STANDINGS (player id -> standing), K_SEQ (sequence counter),
+--       K_LEADERBOARD, K_WATERMARK (the newest finish time applied, unix
+--       ms), then from K_BUCKETS: the A_N_BUCKETS applied-marker buckets
+--       the matches refer to, the history buckets of the same days in the
+--       same order, the A_MARKER_DROPS marker buckets of the days from
+--       A_MARKER_DROP_FIRST on, the A_HISTORY_DROPS history buckets of the
+--       days from A_HISTORY_DROP_FIRST on (the buckets this run may make
+--       obsolete: see dropDays in scripts.go).
+-- ARGV: A_N_MATCHES, A_MARKER_RETENTION (ms), A_N_BUCKETS,
+--       A_HISTORY_RETENTION (ms, 0 = for good, else at least the marker
+--       retention), A_TOUCH ('1' when the caller WAITs for replicas after
+--       the run: the run then always writes, see the end), the drop ranges
+--       above, then from A_MATCHES per match: the match id, its day bucket
+--       (index among the bucket keys, from 1), its finish time (unix ms),
+--       its history record and, per player, 4 fields: the player id, the
+--       standing the caller computed from ('' when the player had none),
+--       the new standing, the leaderboard action ('' = none, '-' = remove,
+--       else the display rating to list).
 --
 -- A match is applied only if it is not older than the retention before the
 -- watermark, not yet marked applied, and every player's stored standing is
@@ -56,19 +62,27 @@
 -- and within one match the better place first. Exact in a double while
 -- display <= 9999 and seq < 2^37 (below 2^53, so '%d' prints it exactly,
 -- and more cheaply than '%.17g').
-local standings, seqkey, lb, wmkey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local n = tonumber(ARGV[1])
-local keep = tonumber(ARGV[2])
-local bucketPrefix = ARGV[3]
-local nbuckets = tonumber(ARGV[4])
-local keepHistory = tonumber(ARGV[5])
-local historyPrefix = ARGV[6]
-local touch = ARGV[7] == '1'
-local base = 8 -- the first match's arguments
+local standings, seqkey, lb, wmkey = KEYS[K_STANDINGS], KEYS[K_SEQ], KEYS[K_LEADERBOARD], KEYS[K_WATERMARK]
+local n = tonumber(ARGV[A_N_MATCHES])
+local keep = tonumber(ARGV[A_MARKER_RETENTION])
+local nbuckets = tonumber(ARGV[A_N_BUCKETS])
+local keepHistory = tonumber(ARGV[A_HISTORY_RETENTION])
+local touch = ARGV[A_TOUCH] == '1'
+local markerDropFirst, markerDrops = tonumber(ARGV[A_MARKER_DROP_FIRST]), tonumber(ARGV[A_MARKER_DROPS])
+local historyDropFirst, historyDrops = tonumber(ARGV[A_HISTORY_DROP_FIRST]), tonumber(ARGV[A_HISTORY_DROPS])
+local base = A_MATCHES -- the first match's arguments
 local stride = 4
 local width = 4 + 4 * stride
-local bucketBase = 4
-local historyBase = 4 + nbuckets
+-- KEYS[bucketBase + b] is the marker bucket of index b (from 1),
+-- KEYS[historyBase + b] the history bucket of the same day; the buckets to
+-- drop follow.
+local bucketBase = K_BUCKETS - 1
+local historyBase = bucketBase + nbuckets
+local markerDropBase = historyBase + nbuckets
+local historyDropBase = markerDropBase + markerDrops
+if #KEYS ~= historyDropBase + historyDrops or #ARGV ~= base - 1 + n * width then
+  return redis.error_reply('ERR script apply: key or argument count does not match the counts given')
+end
 local tie = 549755813888 -- 2^39
 local day = 86400000
 -- unpack() is bounded by the Lua C stack (8000 slots), so long argument
@@ -250,27 +264,17 @@ end
 if wm ~= wm0 then
   redis.call('SET', wmkey, string.format('%d', wm))
   -- Drop the buckets the watermark has left behind: day d is obsolete
-  -- once (d + 1) * day <= wm - retention. Those up to the old watermark's
-  -- limit went before; on the pool's first watermark, none older than this
-  -- run's oldest match exist. The keys share the pool's hash tag, so they
-  -- live in this slot.
-  local oldest = math.huge
-  if wm0 == 0 then
-    for j = 1, #applied do
-      local finished = tonumber(ARGV[base + applied[j] * width + 2])
-      oldest = math.min(oldest, math.floor(finished / day))
-    end
-  end
-  local function drop(prefix, retention)
+  -- once (d + 1) * day <= wm - retention. The caller passed the buckets of
+  -- every day this run can make obsolete (and perhaps more: only those
+  -- obsolete now go).
+  local function drop(dropBase, first, count, retention)
     local last = math.floor((wm - retention) / day) - 1
-    local first = oldest
-    if wm0 > 0 then first = math.floor((wm0 - retention) / day) end
-    for d = math.max(first, last - 999), last do
-      redis.call('UNLINK', prefix .. string.format('%d', d))
+    for i = 0, math.min(count - 1, last - first) do
+      redis.call('UNLINK', KEYS[dropBase + 1 + i])
     end
   end
-  drop(bucketPrefix, keep)
-  if keepHistory > 0 then drop(historyPrefix, keepHistory) end
+  drop(markerDropBase, markerDropFirst, markerDrops, keep)
+  if keepHistory > 0 then drop(historyDropBase, historyDropFirst, historyDrops, keepHistory) end
 elseif touch and seq == seq0 and wm0 > 0 then
   -- Nothing written, but the caller's WAIT must cover the writes of the
   -- matches found applied (made by other connections, perhaps not yet

@@ -25,23 +25,17 @@ func newKeys(prefix, pool string) keys {
 // standings is the hash of the players' standings: player id -> standing.
 func (k keys) standings() string { return k.tag + ":s" }
 
-// historyPrefix precedes the day number in the history buckets' keys.
-func (k keys) historyPrefix() string { return k.tag + ":hist:" }
-
 // history is the hash of the history records of the matches that
 // finished on day: match id -> the four players' entries (see codec.go).
 // A player's records are linked from their standing, newest first.
-func (k keys) history(day int64) string { return k.historyPrefix() + strconv.FormatInt(day, 10) }
+func (k keys) history(day int64) string { return k.tag + ":hist:" + strconv.FormatInt(day, 10) }
 
 // leaderboard is the sorted set of listed players.
 func (k keys) leaderboard() string { return k.tag + ":lb" }
 
-// bucketPrefix precedes the day number in the applied-marker buckets' keys.
-func (k keys) bucketPrefix() string { return k.tag + ":applied:" }
-
 // bucket is the hash of the matches applied that finished on day (days
 // since the Unix epoch, UTC): match id -> apply sequence number.
-func (k keys) bucket(day int64) string { return k.bucketPrefix() + strconv.FormatInt(day, 10) }
+func (k keys) bucket(day int64) string { return k.tag + ":applied:" + strconv.FormatInt(day, 10) }
 
 // seq is the counter of applied matches.
 func (k keys) seq() string { return k.tag + ":seq" }

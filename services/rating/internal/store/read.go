@@ -163,25 +163,43 @@ func (s *Store) History(ctx context.Context, pool, playerID, cursor string, limi
 	} else if _, _, err := parseRecordRef(cursor); err != nil {
 		return nil, "", fmt.Errorf("history cursor %q: %w", cursor, ErrInvalidCursor)
 	}
-	vals, err := s.history.Run(ctx, s.rdb, []string{k.watermark()}, k.historyPrefix(), playerID, cursor, limit, s.retention.History.Milliseconds()).Slice()
-	if err != nil {
-		return nil, "", fmt.Errorf("read history of %s in pool %s: %w", playerID, pool, err)
-	}
-	if len(vals) < 2 {
-		return nil, "", fmt.Errorf("read history of %s in pool %s: %d values returned", playerID, pool, len(vals))
-	}
-	if status, _ := vals[0].(int64); status != 0 {
-		return nil, "", fmt.Errorf("history cursor %q: %w", cursor, ErrInvalidCursor)
-	}
-	next, _ := vals[1].(string)
-	out := make([]HistoryEntry, 0, len(vals)-2)
-	for _, v := range vals[2:] {
-		raw, _ := v.(string)
-		e, err := decodeHistory(raw)
+	// Each run reads the buckets of a window of days (every key a script
+	// touches is passed to it); a page that walks past the window goes on
+	// from where it stopped.
+	var out []HistoryEntry
+	next := cursor
+	for {
+		day, _, err := parseRecordRef(next)
+		if err != nil {
+			return nil, "", fmt.Errorf("read history of %s in pool %s: bad reference %q: %w", playerID, pool, next, err)
+		}
+		ks, args := historyArgs(k, playerID, next, day, limit-len(out), s.retention.History)
+		vals, err := s.history.Run(ctx, s.rdb, ks, args...).Slice()
 		if err != nil {
 			return nil, "", fmt.Errorf("read history of %s in pool %s: %w", playerID, pool, err)
 		}
-		out = append(out, e)
+		if len(vals) < 2 {
+			return nil, "", fmt.Errorf("read history of %s in pool %s: %d values returned", playerID, pool, len(vals))
+		}
+		status, _ := vals[0].(int64)
+		switch {
+		case status == 1 && next == cursor:
+			return nil, "", fmt.Errorf("history cursor %q: %w", cursor, ErrInvalidCursor)
+		case status == 1:
+			return nil, "", fmt.Errorf("read history of %s in pool %s: record %s is missing", playerID, pool, next)
+		}
+		next, _ = vals[1].(string)
+		for _, v := range vals[2:] {
+			raw, _ := v.(string)
+			e, err := decodeHistory(raw)
+			if err != nil {
+				return nil, "", fmt.Errorf("read history of %s in pool %s: %w", playerID, pool, err)
+			}
+			out = append(out, e)
+		}
+		if status != 2 || len(out) >= limit {
+			break
+		}
 	}
 	return out, next, nil
 }

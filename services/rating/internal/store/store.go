@@ -165,8 +165,8 @@ func New(rdb redis.UniversalClient, policy ladder.Policy, cfg Config) *Store {
 		retention:   cfg.Retention,
 		wait:        cfg.WaitReplicas,
 		waitTimeout: cfg.WaitTimeout,
-		apply:       redisconn.NewScript(applySource),
-		history:     redisconn.NewScript(historySource),
+		apply:       applyLayout.Script(applySource),
+		history:     historyLayout.Script(historySource),
 	}
 }
 
@@ -231,6 +231,7 @@ type poolCall struct {
 	keys    []string
 	args    []any
 	buckets []int64 // days of the marker buckets, in key order
+	newest  int64   // the newest finish time of the matches (unix ms)
 }
 
 // maxScriptMatches bounds the matches of one script run. Redis runs a
@@ -342,14 +343,7 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 	}
 
 	for _, c := range runs {
-		c.args[0], c.args[3] = len(c.idx), len(c.buckets)
-		k := newKeys(s.prefix, c.pool)
-		for _, d := range c.buckets {
-			c.keys = append(c.keys, k.bucket(d))
-		}
-		for _, d := range c.buckets {
-			c.keys = append(c.keys, k.history(d))
-		}
+		s.finishCall(c, watermarks[c.pool])
 	}
 	var cmds []*redis.Cmd
 	unconfirmed := map[string]error{} // pool -> why its writes are not confirmed
@@ -424,11 +418,47 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 // newCall returns an empty script run for pool with room for size matches.
 func (s *Store) newCall(pool string, size int) *poolCall {
 	k := newKeys(s.prefix, pool)
-	return &poolCall{
+	c := &poolCall{
 		pool: pool,
 		idx:  make([]int, 0, size),
-		keys: append(make([]string, 0, 8), k.standings(), k.seq(), k.leaderboard(), k.watermark()),
-		args: append(make([]any, 0, 7+20*size), 0, s.retention.Markers.Milliseconds(), k.bucketPrefix(), 0, s.retention.History.Milliseconds(), k.historyPrefix(), min(s.wait, 1)),
+		keys: make([]string, applyNKeys, applyNKeys+4),
+		args: make([]any, applyNArgs, applyNArgs+applyMatchWidth*size),
+	}
+	c.keys[applyKStandings] = k.standings()
+	c.keys[applyKSeq] = k.seq()
+	c.keys[applyKLeaderboard] = k.leaderboard()
+	c.keys[applyKWatermark] = k.watermark()
+	c.args[applyAMarkerRetention] = s.retention.Markers.Milliseconds()
+	c.args[applyAHistoryRetention] = s.retention.History.Milliseconds()
+	c.args[applyATouch] = min(s.wait, 1)
+	return c
+}
+
+// finishCall completes c once all its matches are added: their counts, the
+// day buckets they refer to, and the buckets the run may make obsolete
+// given the pool's watermark wmRead as read before (see dropDays).
+func (s *Store) finishCall(c *poolCall, wmRead int64) {
+	k := newKeys(s.prefix, c.pool)
+	c.args[applyANMatches] = len(c.idx)
+	c.args[applyANBuckets] = len(c.buckets)
+	for _, d := range c.buckets {
+		c.keys = append(c.keys, k.bucket(d))
+	}
+	for _, d := range c.buckets {
+		c.keys = append(c.keys, k.history(d))
+	}
+	first, n := dropDays(wmRead, c.newest, s.retention.Markers)
+	c.args[applyAMarkerDropFirst], c.args[applyAMarkerDrops] = first, n
+	for d := first; d < first+int64(n); d++ {
+		c.keys = append(c.keys, k.bucket(d))
+	}
+	first, n = 0, 0
+	if s.retention.History > 0 {
+		first, n = dropDays(wmRead, c.newest, s.retention.History)
+	}
+	c.args[applyAHistoryDropFirst], c.args[applyAHistoryDrops] = first, n
+	for d := first; d < first+int64(n); d++ {
+		c.keys = append(c.keys, k.history(d))
 	}
 }
 
@@ -619,6 +649,7 @@ func (s *Store) appendMatch(c *poolCall, res *ladder.Result, prior [ladder.Seats
 		buf = append(append(strconv.AppendInt(buf, int64(len(entry)), 10), ':'), entry...)
 	}
 	encoded := string(buf)
+	c.newest = max(c.newest, res.FinishedAt.UnixMilli())
 	c.args = append(c.args, res.MatchID, bucket+1, res.FinishedAt.UnixMilli(), encoded[ends[ladder.Seats-1]:])
 	start := 0
 	for p, ch := range changes {

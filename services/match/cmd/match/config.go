@@ -1,26 +1,23 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
-	"time"
 
-	"github.com/fourkingdoms/fourkingdoms/pkg/redisbatch"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
-	"github.com/fourkingdoms/fourkingdoms/services/match/internal/api"
-	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/match"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
 
-// config is the whole configuration of the match service.
+// config is the whole configuration of the match service. Every setting
+// has a flag and an environment variable (flag > environment > default);
+// README.md and docs/match.md list them.
 type config struct {
 	// Server is the shared bootstrap's configuration (listen addresses, auth, limits).
 	Server server.Config
@@ -37,9 +34,11 @@ type config struct {
 	WatchBuffer int
 }
 
+// defaultConfig returns the defaults of every setting. The keeper's lease
+// owner is this host and process, unique among running instances.
 func defaultConfig() config {
 	host, _ := os.Hostname()
-	return config{
+	c := config{
 		Server:      server.DefaultConfig("match"),
 		Redis:       redisconn.DefaultConfig(),
 		Store:       store.DefaultConfig(),
@@ -47,10 +46,16 @@ func defaultConfig() config {
 		Keeper:      match.DefaultKeeperConfig(host + ":" + strconv.Itoa(os.Getpid())),
 		WatchBuffer: 64,
 	}
+	// Each service has its own default ports, so the three run side by
+	// side on one machine and matchmaking's default MATCH_ADDR reaches
+	// this one.
+	c.Server.GRPCAddr, c.Server.AdminAddr = ":8081", ":9091"
+	return c
 }
 
+// bind registers every setting as a flag on fs, after applying the
+// environment read through getenv.
 func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
-	err := errors.Join(c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 	b := envflag.New(fs, getenv)
 	b.String(&c.Store.Prefix, "key-prefix", "MATCH_KEY_PREFIX", "prefix of every Redis key (tests)")
 	b.Int(&c.Store.EventLogLen, "event-log-len", "MATCH_EVENT_LOG_LEN", "events kept per match for resuming watchers")
@@ -64,9 +69,10 @@ func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.Keeper.Interval, "keeper-interval", "MATCH_KEEPER_INTERVAL", "interval of deadline scans")
 	b.Duration(&c.Keeper.LeaseTTL, "keeper-lease-ttl", "MATCH_KEEPER_LEASE_TTL", "keeper lease lifetime")
 	b.Int(&c.WatchBuffer, "watch-buffer", "MATCH_WATCH_BUFFER", "changes buffered per watcher")
-	return errors.Join(err, b.Err())
+	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }
 
+// validate reports every invalid setting.
 func (c config) validate() error {
 	var errs []error
 	errs = append(errs, c.Server.Validate(), c.Redis.Validate(), c.Store.Validate(), c.Match.Validate(), c.Keeper.Validate())
@@ -76,63 +82,20 @@ func (c config) validate() error {
 	return errors.Join(errs...)
 }
 
-// run is the whole program: config, dependencies, serving until ctx ends.
-// ready, if not nil, is called with the server once it listens (tests).
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, ready func(*server.Server)) error {
+// loadConfig reads the configuration from args and the environment and
+// validates it. Usage and flag errors go to stdout.
+func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (config, error) {
 	cfg := defaultConfig()
 	fs := flag.NewFlagSet("match", flag.ContinueOnError)
+	fs.SetOutput(stdout)
 	if err := cfg.bind(fs, getenv); err != nil {
-		return err
+		return config{}, fmt.Errorf("config: %w", err)
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return config{}, fmt.Errorf("config: %w", err)
 	}
 	if err := cfg.validate(); err != nil {
-		return fmt.Errorf("config: %w", err)
+		return config{}, fmt.Errorf("config: %w", err)
 	}
-	level, _ := server.ParseLevel(cfg.Server.LogLevel)
-	log := server.NewLogger(stdout, level, cfg.Server.ServiceName)
-
-	srv, err := server.New(ctx, cfg.Server, log, server.Options{})
-	if err != nil {
-		return err
-	}
-	rdb, err := redisconn.New(ctx, cfg.Redis, srv.TracerProvider(), srv.MeterProvider())
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	commits := redisbatch.New(rdb, redisbatch.DefaultConfig())
-	defer commits.Close()
-	st, err := store.New(rdb, cfg.Store, commits)
-	if err != nil {
-		return err
-	}
-	hub := fanout.New(st, log, cfg.WatchBuffer)
-	defer hub.Close()
-	svc, err := match.New(st, hub, cfg.Match, log, time.Now)
-	if err != nil {
-		return err
-	}
-	keeper, err := match.NewKeeper(svc, cfg.Keeper, log)
-	if err != nil {
-		return err
-	}
-
-	api.New(svc, log).Register(srv.GRPC())
-	srv.Go("keeper", keeper.Run)
-	// Closing the hub at the start of shutdown ends the watch streams
-	// (UNAVAILABLE: reconnect elsewhere), so the graceful drain need not
-	// wait for them.
-	srv.Go("watch-hub", func(ctx context.Context) error {
-		<-ctx.Done()
-		return hub.Close()
-	})
-	if ready != nil {
-		if err := srv.Listen(); err != nil {
-			return err
-		}
-		ready(srv)
-	}
-	return srv.Serve(ctx)
+	return cfg, nil
 }

@@ -1,13 +1,14 @@
-// Package config is the matchmaking service's configuration: every setting,
-// its default, its flag and environment variable, and its validation.
-package config
+package main
 
 import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"time"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
+	"github.com/fourkingdoms/fourkingdoms/pkg/server"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/api"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
@@ -16,9 +17,15 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
 
-// Config holds the matchmaking settings (the gRPC server's and Redis's own
-// settings are bound by their packages).
-type Config struct {
+// config is the whole configuration of the matchmaking service. Every
+// setting has a flag and an environment variable (flag > environment >
+// default); README.md and docs/matchmaking.md list them.
+type config struct {
+	// Server is the shared bootstrap's configuration (listen addresses, auth, limits).
+	Server server.Config
+	// Redis selects the Redis deployment (standalone or cluster).
+	Redis redisconn.Config
+
 	// Queues lists the queues, ";"-separated: "<rule set> <time control>
 	// [bots=<wait>]", for example "fourkingdoms 5+5;fourkingdoms 1|15 d".
 	Queues string
@@ -61,9 +68,6 @@ type Config struct {
 	// WindowMax caps the half-width.
 	WindowMax float64
 
-	// BotRequestInterval is the least time between two bot requests for one
-	// queue.
-	BotRequestInterval time.Duration
 	// WatchPoll is how often WatchTicket reads its ticket besides being
 	// woken by the ticket events channel (pub/sub is at-most-once).
 	WatchPoll time.Duration
@@ -78,9 +82,11 @@ type Config struct {
 	ServiceTokenTTL time.Duration
 }
 
-// Default returns the defaults of every setting.
-func Default() Config {
-	return Config{
+// defaultConfig returns the defaults of every setting.
+func defaultConfig() config {
+	c := config{
+		Server:                  server.DefaultConfig("matchmaking"),
+		Redis:                   redisconn.DefaultConfig(),
 		Queues:                  "fourkingdoms 5+5;fourkingdoms 1|15 d",
 		MatchAddr:               "localhost:8081",
 		RatingAddr:              "localhost:8083",
@@ -98,18 +104,22 @@ func Default() Config {
 		WindowGrowth:            5,
 		WindowProvisionalFactor: 2,
 		WindowMax:               500,
-		BotRequestInterval:      5 * time.Second,
 		WatchPoll:               2 * time.Second,
 		SearchingEvery:          5 * time.Second,
 		StatsWindow:             5 * time.Minute,
 		GuestTokenTTL:           24 * time.Hour,
 		ServiceTokenTTL:         time.Hour,
 	}
+	// Each service has its own default ports, so the three run side by
+	// side on one machine: match on 8081, matchmaking 8082, rating 8083
+	// (MatchAddr and RatingAddr above), admin listeners 9091 to 9093.
+	c.Server.GRPCAddr, c.Server.AdminAddr = ":8082", ":9092"
+	return c
 }
 
-// Bind registers the settings as flags on fs after applying the environment
-// (flag > environment > default).
-func (c *Config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
+// bind registers every setting as a flag on fs, after applying the
+// environment read through getenv.
+func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b := envflag.New(fs, getenv)
 	b.String(&c.Queues, "queues", "MM_QUEUES", `queues, ";"-separated: "<rule set> <time control>[ bots=<wait>]"`)
 	b.String(&c.MatchAddr, "match-addr", "MATCH_ADDR", "match service gRPC address")
@@ -128,18 +138,17 @@ func (c *Config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Float64(&c.WindowGrowth, "window-growth", "MM_WINDOW_GROWTH", "window half-width growth per second of waiting")
 	b.Float64(&c.WindowProvisionalFactor, "window-provisional-factor", "MM_WINDOW_PROVISIONAL_FACTOR", "growth multiplier for provisional players")
 	b.Float64(&c.WindowMax, "window-max", "MM_WINDOW_MAX", "maximum window half-width")
-	b.Duration(&c.BotRequestInterval, "bot-request-interval", "MM_BOT_REQUEST_INTERVAL", "least time between bot requests per queue")
 	b.Duration(&c.WatchPoll, "watch-poll", "MM_WATCH_POLL", "how often WatchTicket reads its ticket besides pub/sub wake-ups")
 	b.Duration(&c.SearchingEvery, "searching-every", "MM_SEARCHING_EVERY", "how often WatchTicket repeats a searching update")
 	b.Duration(&c.StatsWindow, "stats-window", "MM_STATS_WINDOW", "GetQueueStats window (at most 15m)")
 	b.Duration(&c.GuestTokenTTL, "guest-token-ttl", "GUEST_TOKEN_TTL", "lifetime of guest tokens")
 	b.Duration(&c.ServiceTokenTTL, "service-token-ttl", "SERVICE_TOKEN_TTL", "lifetime of the service token for internal calls")
-	return b.Err()
+	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }
 
-// Validate reports every invalid setting.
-func (c Config) Validate() error {
-	var errs []error
+// validate reports every invalid setting.
+func (c config) validate() error {
+	errs := []error{c.Server.Validate(), c.Redis.Validate()}
 	check := func(ok bool, format string, args ...any) {
 		if !ok {
 			errs = append(errs, fmt.Errorf(format, args...))
@@ -164,7 +173,6 @@ func (c Config) Validate() error {
 	check(c.WindowGrowth >= 0, "window growth must be >= 0, got %v", c.WindowGrowth)
 	check(c.WindowProvisionalFactor >= 1, "window provisional factor must be >= 1, got %v", c.WindowProvisionalFactor)
 	check(c.WindowMax >= c.WindowInitial, "window max (%v) must be >= window initial (%v)", c.WindowMax, c.WindowInitial)
-	check(c.BotRequestInterval > 0, "bot request interval must be positive, got %v", c.BotRequestInterval)
 	check(c.WatchPoll > 0, "watch poll must be positive, got %v", c.WatchPoll)
 	check(c.SearchingEvery > 0, "searching interval must be positive, got %v", c.SearchingEvery)
 	check(c.StatsWindow >= store.StatsSlot && c.StatsWindow <= 15*time.Minute, "stats window must be between %v and 15m, got %v", store.StatsSlot, c.StatsWindow)
@@ -173,41 +181,58 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// QueueList returns the parsed queues (Validate first).
-func (c Config) QueueList() []queues.Queue {
+// loadConfig reads the configuration from args and the environment and
+// validates it. Usage and flag errors go to stdout.
+func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (config, error) {
+	cfg := defaultConfig()
+	fs := flag.NewFlagSet("matchmaking", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	if err := cfg.bind(fs, getenv); err != nil {
+		return config{}, fmt.Errorf("config: %w", err)
+	}
+	if err := fs.Parse(args); err != nil {
+		return config{}, fmt.Errorf("config: %w", err)
+	}
+	if err := cfg.validate(); err != nil {
+		return config{}, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
+}
+
+// queueList returns the parsed queues (validate first).
+func (c config) queueList() []queues.Queue {
 	qs, _ := queues.ParseList(c.Queues)
 	return qs
 }
 
-// Window returns the rating window settings.
-func (c Config) Window() grouping.Window {
+// window returns the rating window settings.
+func (c config) window() grouping.Window {
 	return grouping.Window{
 		Initial: c.WindowInitial, GrowthPerSecond: c.WindowGrowth,
 		ProvisionalFactor: c.WindowProvisionalFactor, Max: c.WindowMax,
 	}
 }
 
-// Store returns the ticket store settings.
-func (c Config) Store() store.Settings {
+// storeSettings returns the ticket store settings.
+func (c config) storeSettings() store.Settings {
 	return store.Settings{
 		TicketTTL: c.TicketTTL, Retention: c.Retention, FormationTimeout: c.FormationTimeout,
 		PointerGrace: 5 * time.Second, WaitSamples: 1000,
 	}
 }
 
-// Matchmaker returns the formation settings.
-func (c Config) Matchmaker() matchmaker.Config {
+// matchmakerConfig returns the formation settings.
+func (c config) matchmakerConfig() matchmaker.Config {
 	return matchmaker.Config{
-		Interval: c.Interval, TicketTTL: c.TicketTTL, Window: c.Window(), DefaultRating: c.DefaultRating,
+		Interval: c.Interval, TicketTTL: c.TicketTTL, Window: c.window(), DefaultRating: c.DefaultRating,
 		RatingBatch: c.RatingBatch, CreateTimeout: c.CreateTimeout, Concurrency: c.Concurrency,
-		BotRequestInterval: c.BotRequestInterval,
 	}
 }
 
-// API returns the API settings.
-func (c Config) API() api.Settings {
+// apiSettings returns the API settings.
+func (c config) apiSettings() api.Settings {
 	return api.Settings{
-		TicketTTL: c.TicketTTL, Window: c.Window(), WatchPoll: c.WatchPoll,
+		TicketTTL: c.TicketTTL, Window: c.window(), WatchPoll: c.WatchPoll,
 		SearchingEvery: c.SearchingEvery, StatsWindow: c.StatsWindow,
 	}
 }

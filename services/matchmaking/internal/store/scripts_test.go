@@ -1,0 +1,76 @@
+package store
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn/scripttest"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+)
+
+// scriptOf is a script with its layout and Lua body.
+type scriptOf struct {
+	layout redisconn.Layout
+	body   string
+	script *redisconn.Script
+}
+
+// TestScriptLayouts checks, for every script, that its Lua refers only to
+// the slots its layout declares, that its Go builder fills exactly those,
+// and that one run on real Redis accepts what the builder passes.
+func TestScriptLayouts(t *testing.T) {
+	for _, kind := range redistest.Kinds() {
+		t.Run(kind.Name, func(t *testing.T) {
+			t.Parallel()
+			rdb, prefix := kind.Client(t)
+			tag := prefix + "{mm:q}:"
+			ids := [4]string{"t1", "t2", "t3", "t4"}
+			tickets := [4]string{tag + "t:t1", tag + "t:t2", tag + "t:t3", tag + "t:t4"}
+			var cases []scripttest.Case
+			add := func(name string, s scriptOf, keys []string, args []any) {
+				cases = append(cases, scripttest.Case{Name: name, Layout: s.layout, Body: s.body, Script: s.script, Keys: keys, Args: args})
+			}
+			for i, id := range ids {
+				k, a := enqueueArgs(tag+"w", tickets[i], id, []byte(`{}`), "p"+id, 1000, 60000)
+				add("enqueue", scriptOf{enqueueLayout, enqueueLua, enqueueScript}, k, a)
+			}
+			k, a := rateArgs(tag+"w", tag+"r", 2)
+			a = append(a, "t1", "1500", "t2", "1600")
+			add("rate", scriptOf{rateLayout, rateLua, rateScript}, k, a)
+			k, a = claimArgs(tag+"w", tag+"r", tag+"forming", 5000, 60000, 1)
+			k, a = claimGroup(k, a, tag+"f:f1", "f1", []byte(`{}`), tickets, ids)
+			add("claim", scriptOf{claimLayout, claimLua, claimScript}, k, a)
+			k, a = leaseArgs(tag+"forming", tag+"f:f1", "f1", 5000, 6000)
+			add("lease", scriptOf{leaseLayout, leaseLua, leaseScript}, k, a)
+			k, a = releaseArgs(tag+"forming", tag+"w", tag+"f:f1", "f1", tickets, ids, [4][]byte{[]byte("1"), []byte("2"), []byte("3"), []byte("4")})
+			add("release", scriptOf{releaseLayout, releaseLua, releaseScript}, k, a)
+			k, a = claimArgs(tag+"w", tag+"r", tag+"forming", 5000, 60000, 1)
+			k, a = claimGroup(k, a, tag+"f:f2", "f2", []byte(`{}`), tickets, ids)
+			add("claim again", scriptOf{claimLayout, claimLua, claimScript}, k, a)
+			k, a = completeArgs(tag+"forming", tag+"waits", tag+"formed", 60000, 60000, 100, 1)
+			k, a = completeGroup(k, a, tag+"f:f2", "f2", "m1", tickets, [4]int{1, 2, 3, 4}, [4]string{"1:1", "1:2", "1:3", "1:4"})
+			add("complete", scriptOf{completeLayout, completeLua, completeScript}, k, a)
+			k, a = enqueueArgs(tag+"w", tag+"t:t5", "t5", []byte(`{}`), "p5", 1000, 60000)
+			add("enqueue t5", scriptOf{enqueueLayout, enqueueLua, enqueueScript}, k, a)
+			k, a = finishArgs(tag+"w", tag+"r", Cancelled, 60000, []string{tag + "t:t5", tag + "t:t1"}, []string{"t5", "t1"})
+			add("finish", scriptOf{finishLayout, finishLua, finishScript}, k, a)
+			ptr := prefix + "mm:player:{p1}"
+			if err := rdb.Set(t.Context(), ptr, "t1|1", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			k, a = replacePointerArgs(ptr, "t1|1", "t9|2", 60000)
+			add("replace pointer", scriptOf{replacePointerLayout, replacePointerLua, replacePointerScript}, k, a)
+			k, a = dropPointerArgs(ptr, "t9")
+			add("drop pointer", scriptOf{dropPointerLayout, dropPointerLua, dropPointerScript}, k, a)
+
+			got := scripttest.Run(t, rdb, cases...)
+			want := []string{"1", "1", "1", "1", "1", "[1]", "{}", "1", "[1]", "[1]", "1", "[1 0]", "1", "1"}
+			for i := range cases {
+				if g := fmt.Sprint(got[i]); i < len(want) && g != want[i] {
+					t.Errorf("%s: reply %s, want %s", cases[i].Name, g, want[i])
+				}
+			}
+		})
+	}
+}
