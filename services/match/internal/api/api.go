@@ -20,11 +20,11 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
-	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/match"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/wire"
 )
 
 // Server implements match.v1.MatchService.
@@ -60,7 +60,7 @@ func (s *Server) CreateMatch(ctx context.Context, req *matchv1.CreateMatchReques
 	if err != nil {
 		return nil, s.Status(ctx, err)
 	}
-	return &matchv1.CreateMatchResponse{Match: m}, nil
+	return &matchv1.CreateMatchResponse{Match: snapshot(m)}, nil
 }
 
 // GetMatch implements MatchService.
@@ -73,7 +73,7 @@ func (s *Server) GetMatch(ctx context.Context, req *matchv1.GetMatchRequest) (*m
 	if err != nil {
 		return nil, s.Status(ctx, err)
 	}
-	return &matchv1.GetMatchResponse{Match: m}, nil
+	return &matchv1.GetMatchResponse{Match: snapshot(m)}, nil
 }
 
 // MakeMove implements MatchService.
@@ -89,14 +89,10 @@ func (s *Server) MakeMove(ctx context.Context, req *matchv1.MakeMoveRequest) (*m
 	resp := &matchv1.MakeMoveResponse{Events: out.Events, Version: out.Version, Ply: uint32(out.Ply), GameOver: out.Over,
 		Result: out.Result}
 	if !out.Over {
-		resp.ToMove = seatPB(out.ToMove)
+		resp.ToMove = wire.Seat(out.ToMove)
 	}
 	return resp, nil
 }
-
-// seatPB is the wire form of an engine seat: the enum value is the seat
-// index plus one.
-func seatPB(s rules.Seat) gamev1.Seat { return gamev1.Seat(s + 1) }
 
 // Resign implements MatchService.
 func (s *Server) Resign(ctx context.Context, req *matchv1.ResignRequest) (*matchv1.ResignResponse, error) {
@@ -134,7 +130,7 @@ func (s *Server) WatchMatch(req *matchv1.WatchMatchRequest, stream grpc.ServerSt
 func watchResponse(it match.WatchItem) *matchv1.WatchMatchResponse {
 	resp := &matchv1.WatchMatchResponse{Version: it.Version, LegalMoves: it.LegalMoves}
 	if it.Snapshot != nil {
-		resp.Item = &matchv1.WatchMatchResponse_Snapshot{Snapshot: it.Snapshot}
+		resp.Item = &matchv1.WatchMatchResponse_Snapshot{Snapshot: snapshot(it.Snapshot)}
 		return resp
 	}
 	ev := &eventsv1.MatchEvent{}
@@ -165,7 +161,7 @@ func (s *Server) AbortMatch(ctx context.Context, req *matchv1.AbortMatchRequest)
 	if err != nil {
 		return nil, s.Status(ctx, err)
 	}
-	return &matchv1.AbortMatchResponse{Match: m}, nil
+	return &matchv1.AbortMatchResponse{Match: snapshot(m)}, nil
 }
 
 // errorDomain is the ErrorInfo domain of the service's error details, the

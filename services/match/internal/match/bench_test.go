@@ -93,7 +93,7 @@ func (g *benchGame) start(ctx context.Context, svc *match.Service, name string) 
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	g.id = m.GetMatchId()
+	g.id = m.ID
 	// Nobody resigns or flags, so no zombie moves: the mirror follows the
 	// server's game exactly.
 	g.game, err = rules.NewGame(rules.FourKingdoms(), 0, "")

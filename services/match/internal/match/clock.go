@@ -51,6 +51,28 @@ func (c *Clocks) Deadline(tc timecontrol.TimeControl, firstMoveLimit time.Durati
 	return d, false
 }
 
+// ClockReading is a match's clocks read at one moment.
+type ClockReading struct {
+	// Remaining is each seat's time left at that moment: the running
+	// seat's time used since its turn started (less any delay) is taken off.
+	Remaining [rules.NumSeats]time.Duration
+	// Running is the seat whose clock runs, or -1 when none does.
+	Running int
+	// Deadline is when the running seat flags (zero when none runs).
+	Deadline time.Time
+}
+
+// read reads the clocks at now.
+func (c *Clocks) read(tc timecontrol.TimeControl, firstMoveLimit time.Duration, now time.Time) ClockReading {
+	r := ClockReading{Remaining: c.Remaining, Running: c.Running}
+	if s := c.Running; s != noSeat {
+		r.Deadline, _ = c.Deadline(tc, firstMoveLimit)
+		used := max(now.Sub(c.TurnStart)-tc.Delay, 0)
+		r.Remaining[s] = max(c.Remaining[s]-used, 0)
+	}
+	return r
+}
+
 // charge stops the running clock at now: the time used (less any delay) is
 // taken off, and the increment added when the turn ended with a move.
 func (c *Clocks) charge(tc timecontrol.TimeControl, now time.Time, moved bool) {

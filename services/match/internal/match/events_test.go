@@ -9,6 +9,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/wire"
 )
 
 // step is one engine call in a test: a move as text for the seat to move,
@@ -277,7 +278,7 @@ func TestEventsFoldRandomGames(t *testing.T) {
 						}
 					}
 				}
-				if !g.Over() && want != gamev1.Seat_SEAT_UNSPECIFIED && want != seatPB(g.ToMove()) {
+				if !g.Over() && want != gamev1.Seat_SEAT_UNSPECIFIED && want != wire.Seat(g.ToMove()) {
 					t.Fatalf("%s seed %d: last MoveApplied named %v, %s to move", rs.Name, seed, want, g.ToMove())
 				}
 			}

@@ -1,6 +1,9 @@
 // Package match implements the match service's domain logic on the rules
 // engine and the Redis store: creating matches, applying moves,
-// resignations, time losses and aborts, building snapshots and events.
+// resignations, time losses and aborts, building views (snapshots) and
+// events. It returns its own types (View, Outcome, WatchItem); the wire
+// responses are built by the transport. The events are the exception: they
+// are stored as fourkingdoms.events.v1.MatchEvent and handed out as stored.
 //
 // Consistency: every change is computed from a known version of the match
 // (the instance's cached, decoded game, or a fresh read) and stored with one
@@ -41,6 +44,7 @@ import (
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/wire"
 )
 
 // Config tunes the service.
@@ -164,7 +168,7 @@ func (e *entry) setState(st store.State) error {
 		e.created, e.tc = ev, storedTimeControl(ev.GetMatchCreated().GetTimeControl())
 		e.players = [rules.NumSeats]string{}
 		for _, sp := range ev.GetMatchCreated().GetPlayers() {
-			if seat, ok := seatFromPB(sp.GetSeat()); ok {
+			if seat, ok := wire.SeatOf(sp.GetSeat()); ok {
 				e.players[seat] = sp.GetPlayer().GetPlayerId()
 			}
 		}
@@ -377,7 +381,7 @@ func (s *Service) finishedRecord(e *entry, rec record) *eventsv1.MatchFinished {
 	mc := e.created.GetMatchCreated()
 	return &eventsv1.MatchFinished{
 		MatchId: e.id, RuleSet: mc.GetRuleSet(), TimeControl: mc.GetTimeControl(), Players: mc.GetPlayers(),
-		Result: resultPB(e.game), StartedAt: e.created.GetOccurredAt(), FinishedAt: timestamppb.New(rec.FinishedAt),
+		Result: wire.Result(e.game), StartedAt: e.created.GetOccurredAt(), FinishedAt: timestamppb.New(rec.FinishedAt),
 		Plies: uint32(e.game.Ply()),
 	}
 }
@@ -394,7 +398,7 @@ func marshal(m proto.Message) ([]byte, error) {
 
 // Create starts a match (service callers only); repeating a request id
 // returns the match it created.
-func (s *Service) Create(ctx context.Context, c Caller, req *matchv1.CreateMatchRequest) (*matchv1.Match, error) {
+func (s *Service) Create(ctx context.Context, c Caller, req *matchv1.CreateMatchRequest) (*View, error) {
 	if !c.Service {
 		return nil, fmt.Errorf("%w: only services create matches", ErrForbidden)
 	}
@@ -438,7 +442,7 @@ func (s *Service) Create(ctx context.Context, c Caller, req *matchv1.CreateMatch
 	rec := record{Status: StatusActive, Clocks: newClocks(tc, g.ToMove(), now)}
 	created := &eventsv1.MatchEvent{MatchId: id, Version: 1, Ply: uint32(g.Ply()), OccurredAt: timestamppb.New(now),
 		Event: &eventsv1.MatchEvent_MatchCreated{MatchCreated: &eventsv1.MatchCreated{
-			RuleSet: rs.Name, TimeControl: tcPB, Players: players, Fen4: g.FEN4(), ToMove: seatPB(g.ToMove()),
+			RuleSet: rs.Name, TimeControl: tcPB, Players: players, Fen4: g.FEN4(), ToMove: wire.Seat(g.ToMove()),
 			Clocks: clocksPB(&rec.Clocks, tc, s.cfg.FirstMoveLimit, now)}}}
 	meta, err := marshal(created)
 	if err != nil {
@@ -467,7 +471,7 @@ func validatePlayers(in []*gamev1.SeatPlayer) ([]*gamev1.SeatPlayer, error) {
 	out := make([]*gamev1.SeatPlayer, rules.NumSeats)
 	ids := map[string]bool{}
 	for i, sp := range in {
-		s, ok := seatFromPB(sp.GetSeat())
+		s, ok := wire.SeatOf(sp.GetSeat())
 		if !ok {
 			return nil, fmt.Errorf("%w: players[%d].seat: not a seat", ErrInvalid, i)
 		}
@@ -491,8 +495,8 @@ func validatePlayers(in []*gamev1.SeatPlayer) ([]*gamev1.SeatPlayer, error) {
 	return out, nil
 }
 
-// Get returns a fresh snapshot of a match as seen by the caller.
-func (s *Service) Get(ctx context.Context, c Caller, id string) (*matchv1.Match, error) {
+// Get returns a fresh view of a match as seen by the caller.
+func (s *Service) Get(ctx context.Context, c Caller, id string) (*View, error) {
 	if _, err := store.PartitionOf(id); err != nil {
 		return nil, ErrNotFound
 	}
@@ -501,47 +505,7 @@ func (s *Service) Get(ctx context.Context, c Caller, id string) (*matchv1.Match,
 	if _, err := s.load(ctx, e, ""); err != nil {
 		return nil, err
 	}
-	return s.snapshot(e, c, s.clockNow()), nil
-}
-
-// snapshot builds the wire form of a loaded entry.
-func (s *Service) snapshot(e *entry, c Caller, now time.Time) *matchv1.Match {
-	g, mc := e.game, e.created.GetMatchCreated()
-	m := &matchv1.Match{
-		MatchId: e.id, Status: matchv1.MatchStatus(e.rec.Status), RuleSet: mc.GetRuleSet(), TimeControl: mc.GetTimeControl(),
-		Fen4: g.FEN4(), Ply: uint32(g.Ply()), Version: e.version, Clocks: clocksPB(&e.rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now),
-		CreatedAt: e.created.GetOccurredAt(),
-	}
-	points, result := g.Points(), g.ResultPoints()
-	for st := range rules.NumSeats {
-		seat := rules.Seat(st)
-		ss := &matchv1.SeatState{Seat: seatPB(seat), Status: seatStatusPB(g.Status(seat)),
-			ExitReason: gamev1.ExitReason(e.rec.Exit[st]), Points: int32(points[st]), ResultPoints: int32(result[st])}
-		if players := mc.GetPlayers(); st < len(players) {
-			ss.Player = players[st].GetPlayer()
-		}
-		m.Seats = append(m.Seats, ss)
-	}
-	for _, sq := range g.Squares() {
-		m.Pieces = append(m.Pieces, &matchv1.PlacedPiece{Square: sq.Name, Seat: seatPB(sq.Seat), Kind: kindPB(sq.Kind),
-			Dead: sq.Dead, Zombie: sq.Zombie, Promoted: sq.Promoted})
-	}
-	if e.rec.Status == StatusActive {
-		m.ToMove = seatPB(g.ToMove())
-		m.LegalMoves = s.legalFor(e, c)
-	} else {
-		m.FinishedAt = timestamppb.New(e.rec.FinishedAt)
-		if e.rec.Status == StatusFinished {
-			m.Result = resultPB(g)
-		}
-	}
-	if len(e.rec.LastMove) > 0 {
-		lm := &gamev1.MoveEffects{}
-		if proto.Unmarshal(e.rec.LastMove, lm) == nil {
-			m.LastMove = lm
-		}
-	}
-	return m
+	return s.view(e, c, s.clockNow()), nil
 }
 
 // legalFor lists the caller's legal moves if they hold the live seat to move.
@@ -619,7 +583,7 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 		events := eventsOf(e.id, g, &eff, before, e.version+1, now, clocksPB(&rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now), &rec)
 		out := Outcome{Events: events, Version: e.version + uint64(len(events)), Ply: g.Ply(), Over: g.Over(), ToMove: g.ToMove()}
 		if out.Over {
-			out.Result = resultPB(g)
+			out.Result = wire.Result(g)
 		}
 		return &change{events: events, rec: rec, out: out, replyMove: req.GetMove()}, nil
 	})
@@ -663,7 +627,7 @@ func encodeReply(move string, out *Outcome, events [][]byte) ([]byte, error) {
 	}
 	if !out.Over {
 		b = protowire.AppendTag(b, 4, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(seatPB(out.ToMove)))
+		b = protowire.AppendVarint(b, uint64(wire.Seat(out.ToMove)))
 	} else {
 		b = protowire.AppendTag(b, 5, protowire.VarintType)
 		b = protowire.AppendVarint(b, 1)
@@ -698,7 +662,7 @@ func decodeStoredReply(stored []byte, move string) (Outcome, error) {
 	out := Outcome{Events: resp.GetEvents(), Version: resp.GetVersion(), Ply: int(resp.GetPly()), Over: resp.GetGameOver(),
 		Result: resp.GetResult()}
 	if !out.Over {
-		seat, ok := seatFromPB(resp.GetToMove())
+		seat, ok := wire.SeatOf(resp.GetToMove())
 		if !ok {
 			return Outcome{}, fmt.Errorf("decode stored reply: seat to move %v", resp.GetToMove())
 		}
@@ -766,7 +730,7 @@ func (s *Service) Resign(ctx context.Context, c Caller, id string) (Outcome, err
 		g := e.game
 		ch.out = Outcome{Events: ch.events, Version: e.version + uint64(len(ch.events)), Ply: g.Ply(), Over: g.Over(), ToMove: g.ToMove()}
 		if ch.out.Over && g.Result().Termination != rules.Aborted {
-			ch.out.Result = resultPB(g)
+			ch.out.Result = wire.Result(g)
 		}
 		return ch, nil
 	})
@@ -776,8 +740,9 @@ func (s *Service) Resign(ctx context.Context, c Caller, id string) (Outcome, err
 	return ch.out, nil
 }
 
-// Abort ends a match without a result (operators only).
-func (s *Service) Abort(ctx context.Context, c Caller, id, reason string) (*matchv1.Match, error) {
+// Abort ends a match without a result (operators only) and returns its
+// view.
+func (s *Service) Abort(ctx context.Context, c Caller, id, reason string) (*View, error) {
 	if !c.Operator {
 		return nil, fmt.Errorf("%w: only operators abort matches", ErrForbidden)
 	}
@@ -806,7 +771,7 @@ func (s *Service) Abort(ctx context.Context, c Caller, id, reason string) (*matc
 			return nil, err
 		}
 	}
-	return s.snapshot(e, c, s.clockNow()), nil
+	return s.view(e, c, s.clockNow()), nil
 }
 
 // Flag records a time loss for the running seat of a match if its deadline
@@ -853,7 +818,7 @@ func (s *Service) Export(ctx context.Context, id string) (string, error) {
 		{Name: "Date", Value: e.created.GetOccurredAt().AsTime().UTC().Format("2006.01.02")},
 		{Name: "TimeControl", Value: mc.GetTimeControl().GetName()}}
 	for _, sp := range mc.GetPlayers() {
-		if seat, ok := seatFromPB(sp.GetSeat()); ok {
+		if seat, ok := wire.SeatOf(sp.GetSeat()); ok {
 			tags = append(tags, rules.Tag{Name: seat.String(), Value: sp.GetPlayer().GetDisplayName()})
 		}
 	}

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
-	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/wire"
 )
 
 // ErrSlowConsumer: a watcher did not keep up and was disconnected.
@@ -22,8 +23,9 @@ const watchBatch = 256
 type WatchItem struct {
 	// Version is the match version the item brings the watcher to.
 	Version uint64
-	// Snapshot, when set, is the whole match at Version.
-	Snapshot *matchv1.Match
+	// Snapshot, when set, is the whole match at Version as the watcher
+	// sees it.
+	Snapshot *View
 	// Event, when there is no snapshot, is the event of Version: an encoded
 	// fourkingdoms.events.v1.MatchEvent as stored, shared by every watcher
 	// and never modified. Passing it on as it is spares decoding it once
@@ -138,30 +140,30 @@ func (ws *watchState) start(ctx context.Context, from uint64) error {
 		return err
 	}
 	ws.seats = make(map[gamev1.Seat]bool)
-	for _, ss := range snap.GetSeats() {
-		if ss.GetPlayer().GetPlayerId() == ws.c.ID {
+	for st, ss := range snap.Seats {
+		if ss.Player.ID == ws.c.ID {
 			ws.player = true
-			ws.seats[ss.GetSeat()] = true
+			ws.seats[wire.Seat(rules.Seat(st))] = true
 		}
 	}
-	if from > snap.GetVersion() {
-		return fmt.Errorf("%w: from_version %d, match version %d", ErrFutureVersion, from, snap.GetVersion())
+	if from > snap.Version {
+		return fmt.Errorf("%w: from_version %d, match version %d", ErrFutureVersion, from, snap.Version)
 	}
 	if from == 0 {
 		return ws.sendSnapshot(snap)
 	}
 	ws.last = from
-	if from == snap.GetVersion() {
-		ws.done = snap.GetStatus() != matchv1.MatchStatus_MATCH_STATUS_ACTIVE
+	if from == snap.Version {
+		ws.done = snap.Status != StatusActive
 		return nil
 	}
 	return ws.catchUp(ctx)
 }
 
-func (ws *watchState) sendSnapshot(snap *matchv1.Match) error {
-	ws.last = snap.GetVersion()
-	ws.done = snap.GetStatus() != matchv1.MatchStatus_MATCH_STATUS_ACTIVE
-	if err := ws.send(WatchItem{Version: snap.GetVersion(), Snapshot: snap, LegalMoves: snap.GetLegalMoves()}); err != nil {
+func (ws *watchState) sendSnapshot(snap *View) error {
+	ws.last = snap.Version
+	ws.done = snap.Status != StatusActive
+	if err := ws.send(WatchItem{Version: snap.Version, Snapshot: snap, LegalMoves: snap.LegalMoves}); err != nil {
 		return errSend{err}
 	}
 	return nil

@@ -1,0 +1,109 @@
+package match
+
+import (
+	"time"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/wire"
+)
+
+// View is a match at one version as one caller sees it: what a snapshot
+// shows. It is a copy taken under the match's lock, so it stays valid
+// after the call; the transport builds the wire form from it.
+type View struct {
+	ID      string
+	Status  Status
+	RuleSet string
+	// TimeControl is the match's time control, as accepted at creation.
+	TimeControl timecontrol.TimeControl
+	FEN4        string
+	Ply         int
+	Version     uint64
+	// Clocks are the clocks as of the moment the view was taken.
+	Clocks    ClockReading
+	CreatedAt time.Time
+	// FinishedAt is when the match finished or was aborted (zero while it
+	// is active).
+	FinishedAt time.Time
+	// Seats are the four seats, in seat order.
+	Seats [rules.NumSeats]SeatView
+	// Pieces are the pieces on the board.
+	Pieces []rules.SquareInfo
+	// ToMove is the seat to move while the match is active.
+	ToMove rules.Seat
+	// LegalMoves are the caller's legal moves when they hold the live
+	// seat to move.
+	LegalMoves []string
+	// Result is the match's result once it finished (nil while it is
+	// active and when it was aborted).
+	Result *rules.Result
+	// LastMove is the last move's effects, an encoded
+	// fourkingdoms.game.v1.MoveEffects as the match record keeps it (nil
+	// before the first move). It is shared: never modify it.
+	LastMove []byte
+}
+
+// SeatView is one seat of a View.
+type SeatView struct {
+	Player Player
+	Status rules.SeatStatus
+	// Exit is why the seat left the game (ExitNone while it plays).
+	Exit ExitReason
+	// Points are the points on the board; ResultPoints the ones that
+	// count for the result (frozen when the player resigned or timed out).
+	Points, ResultPoints int
+}
+
+// Player is who holds a seat.
+type Player struct {
+	ID          string
+	DisplayName string
+	IsBot       bool
+}
+
+// ExitReason is why a seat left the game (values as in
+// game.v1.ExitReason: the match record stores those numbers).
+type ExitReason uint8
+
+// Exit reasons.
+const (
+	ExitNone ExitReason = iota
+	ExitResigned
+	ExitTimedOut
+	ExitMated
+	ExitStalemated
+	ExitKingCaptured
+)
+
+// view takes the View of a loaded entry for the caller.
+func (s *Service) view(e *entry, c Caller, now time.Time) *View {
+	g, mc := e.game, e.created.GetMatchCreated()
+	v := &View{
+		ID: e.id, Status: e.rec.Status, RuleSet: mc.GetRuleSet(), TimeControl: e.tc, FEN4: g.FEN4(), Ply: g.Ply(),
+		Version: e.version, Clocks: e.rec.Clocks.read(e.tc, s.cfg.FirstMoveLimit, now),
+		CreatedAt: e.created.GetOccurredAt().AsTime(), Pieces: g.Squares(), LastMove: e.rec.LastMove,
+	}
+	for _, sp := range mc.GetPlayers() {
+		if seat, ok := wire.SeatOf(sp.GetSeat()); ok {
+			p := sp.GetPlayer()
+			v.Seats[seat].Player = Player{ID: p.GetPlayerId(), DisplayName: p.GetDisplayName(), IsBot: p.GetIsBot()}
+		}
+	}
+	points, result := g.Points(), g.ResultPoints()
+	for st := range rules.NumSeats {
+		ss := &v.Seats[st]
+		ss.Status, ss.Exit = g.Status(rules.Seat(st)), ExitReason(e.rec.Exit[st])
+		ss.Points, ss.ResultPoints = points[st], result[st]
+	}
+	if e.rec.Status == StatusActive {
+		v.ToMove, v.LegalMoves = g.ToMove(), s.legalFor(e, c)
+	} else {
+		v.FinishedAt = e.rec.FinishedAt
+		if e.rec.Status == StatusFinished {
+			r := g.Result()
+			v.Result = &r
+		}
+	}
+	return v
+}
