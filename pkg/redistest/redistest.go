@@ -137,15 +137,10 @@ func Standalone(t testing.TB) (redis.UniversalClient, string) {
 // reconfigure or stop the server (REPLICAOF, CLIENT PAUSE, CONFIG SET).
 func NewStandalone(t testing.TB) (redis.UniversalClient, string) {
 	t.Helper()
-	require(t)
-	n, err := startNode(t.Context(), fmt.Sprintf("standalone-%d", prefixSeq.Add(1)), 0)
-	if err != nil {
-		t.Fatalf("start redis: %v", err)
-	}
-	t.Cleanup(n.kill)
-	c := redis.NewClient(&redis.Options{Addr: n.addr()})
+	p := NewRestartable(t)
+	c := redis.NewClient(&redis.Options{Addr: p.Addr()})
 	t.Cleanup(func() { c.Close() })
-	return c, n.addr()
+	return c, p.Addr()
 }
 
 // Cluster returns a client of the shared cluster and its node addresses.

@@ -69,11 +69,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 	}()
 	return server.Run(ctx, cfg.Server, log, server.Options{Listening: listening}, func(srv *server.Server) error {
-		rdb, err = redisconn.New(ctx, cfg.Redis, srv.TracerProvider(), srv.MeterProvider())
+		rdb, err = redisconn.NewForServer(ctx, cfg.Redis, srv)
 		if err != nil {
 			return err
 		}
-		srv.Check("redis", func(ctx context.Context) error { return redisconn.Ping(ctx, rdb) })
 		commits = redisbatch.New(rdb, redisbatch.DefaultConfig())
 		st, err := store.New(rdb, cfg.Store, commits)
 		if err != nil {

@@ -92,12 +92,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return fmt.Errorf("rating service client: %w", err)
 		}
 		closers = append(closers, ratingConn)
-		rdb, err := redisconn.New(ctx, cfg.Redis, s.TracerProvider(), s.MeterProvider())
+		rdb, err := redisconn.NewForServer(ctx, cfg.Redis, s)
 		if err != nil {
 			return err
 		}
 		closers = append(closers, rdb)
-		s.Check("redis", func(ctx context.Context) error { return redisconn.Ping(ctx, rdb) })
 
 		st := store.New(rdb, cfg.KeyPrefix, names, cfg.storeSettings())
 		// Bots are ordinary clients waiting in the queues that fill with
