@@ -17,6 +17,10 @@ help: ## Show the targets.
 run: ## The whole cluster on this machine (embedded store unless REDIS_ADDR / REDIS_CLUSTER_ADDRS) with bots.
 	@scripts/run.sh
 
+.PHONY: run-fresh
+run-fresh: ## `make run` with an empty embedded store: deletes .run/store.snapshot (ratings, games) first.
+	@scripts/run.sh -fresh
+
 .PHONY: test
 test: redis proto-check vet staticcheck gotest ## Every check and every test (installs redis-server if it can).
 

@@ -16,6 +16,7 @@ require (
 	github.com/fourkingdoms/fourkingdoms/pkg v0.0.0
 	github.com/fourkingdoms/fourkingdoms/proto v0.0.0
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
+	github.com/google/go-cmp v0.7.0
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/net v0.62.0 // indirect

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make run`: the whole cluster on one machine (see docs/local-run.md). Arguments go to the launcher:
-# `make run` takes none, `scripts/run.sh -bots 3 -base-port 18081` passes its flags.
+# `make run` takes none, `make run-fresh` passes -fresh (start with an empty embedded store),
+# `scripts/run.sh -bots 3 -base-port 18081` passes its flags.
 #
 # Every binary (the launcher, the three services, fk) is built by one `go build`, so shared
 # packages compile once and in parallel, with a progress line per 20 packages compiled. The

@@ -19,7 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
@@ -92,9 +94,54 @@ func TestMakeRunPlaysAFullGameAgainstBots(t *testing.T) {
 	if e := hist.GetEntries(); len(e) != 1 || e[0].GetMatchId() != res.MatchID || hist.GetNextPageToken() != "" {
 		t.Errorf("rating history of %s = %v (next %q), want one entry for match %s", res.PlayerID, e, hist.GetNextPageToken(), res.MatchID)
 	}
+	l = l.restart(res)
 	l.playInteractive(true)
 	l.playInteractive(false)
 	l.shutdown()
+}
+
+// restart is Ctrl-C and `make run` again in the same directory: the
+// embedded store's snapshot brings back the finished game (still
+// exportable), the four ratings exactly as they were (no finished match is
+// rated twice) and the guest's session (the same key set and token). It
+// returns the new launcher.
+func (l *launched) restart(res result) *launched {
+	l.t.Helper()
+	ids := slices.Sorted(maps.Values(res.Players))
+	before := l.ratings(ids)
+	l.shutdown()
+	if out := l.out.String(); !strings.Contains(out, filepath.Join(l.dir, "run", snapshotFile)) || !strings.Contains(out, "make run-fresh") {
+		l.t.Errorf("the banner does not say where the data is and how to start empty:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(l.dir, "run", snapshotFile)); err != nil {
+		l.t.Fatalf("no snapshot after the stop: %v", err)
+	}
+	l2 := launchIn(l.t, l.dir, l.getenv)
+	if !strings.Contains(l2.out.String(), "data                "+filepath.Join(l.dir, "run", snapshotFile)+" (loaded ") {
+		l.t.Errorf("the banner after a restart does not say the data was loaded:\n%s", l2.out.String())
+	}
+	if pgn := l2.fk("export", res.MatchID); !strings.Contains(pgn, "1.") {
+		l.t.Errorf("after a restart, export of %s printed no moves:\n%s", res.MatchID, pgn)
+	}
+	if got := l2.fk("rating"); !strings.Contains(got, "1 games") {
+		l.t.Errorf("after a restart, fk rating (the token of before) said %q, want one game", got)
+	}
+	// Give the rating consumer time to (wrongly) rate the match again.
+	time.Sleep(2 * time.Second)
+	if diff := cmp.Diff(before, l2.ratings(ids), protocmp.Transform()); diff != "" {
+		l.t.Errorf("ratings changed across the restart (-before +after):\n%s", diff)
+	}
+	return l2
+}
+
+// ratings returns the ratings of ids in the launcher's pool.
+func (l *launched) ratings(ids []string) []*ratingv1.Rating {
+	l.t.Helper()
+	resp, err := l.rating.BatchGetRatings(l.ctx, &ratingv1.BatchGetRatingsRequest{PlayerIds: ids, RuleSet: ruleSet})
+	if err != nil {
+		l.t.Fatalf("ratings: %v", err)
+	}
+	return resp.GetRatings()
 }
 
 // checkIdle measures the CPU time the cluster uses while nobody plays
@@ -346,6 +393,8 @@ const ruleSet = "fourkingdoms"
 // launched is a running launcher, a terminal client and a rating client.
 type launched struct {
 	t      *testing.T
+	dir    string
+	getenv func(string) string
 	ctx    context.Context
 	cl     cluster
 	out    *syncBuffer
@@ -360,6 +409,14 @@ type launched struct {
 // join after a second, three bots and the environment getenv gives; t's
 // end stops it.
 func launch(t *testing.T, getenv func(string) string) *launched {
+	t.Helper()
+	return launchIn(t, t.TempDir(), getenv)
+}
+
+// launchIn is launch with the launcher's directory (-dir dir/run), the
+// terminal client and its home in dir: a second launch in the same dir is a
+// restart.
+func launchIn(t *testing.T, dir string, getenv func(string) string) *launched {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and starts the whole cluster")
@@ -378,11 +435,10 @@ func launch(t *testing.T, getenv func(string) string) *launched {
 			t.Skipf("the %s service has no main package yet", name)
 		}
 	}
-	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	runCtx, stop := context.WithCancel(ctx)
-	l := &launched{t: t, ctx: ctx, out: &syncBuffer{}, stop: stop, runErr: make(chan error, 1)}
+	l := &launched{t: t, dir: dir, getenv: getenv, ctx: ctx, out: &syncBuffer{}, stop: stop, runErr: make(chan error, 1)}
 	ready := make(chan cluster, 1)
 	go func() {
 		l.runErr <- run(runCtx, []string{

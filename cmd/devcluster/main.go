@@ -6,7 +6,8 @@
 // the launcher and fk, and passes -build=false), generates a development signing key set on the
 // first run (<dir>/keys.json, never committed), starts an embedded
 // Redis-compatible store unless REDIS_ADDR or REDIS_CLUSTER_ADDRS names a
-// real one, starts the rating, match and matchmaking services as separate
+// real one (its data is loaded from <dir>/store.snapshot and saved there
+// every 30 s and on stop; -fresh deletes it first), starts the rating, match and matchmaking services as separate
 // processes, waits until each reports SERVING, and runs a pool of bots that
 // fill the empty seats of people who wait. It prints the addresses and the
 // commands to play, then runs until Ctrl-C, when it stops everything it
@@ -16,7 +17,7 @@
 // Usage (from the repository; every flag also reads the environment
 // variable shown by -h):
 //
-//	go run ./cmd/devcluster [-dir .run] [-base-port 8081] [-bots 6] [-bot-level greedy] [-build=false]
+//	go run ./cmd/devcluster [-dir .run] [-base-port 8081] [-bots 6] [-bot-level greedy] [-build=false] [-fresh]
 //
 // Ctrl-C is the normal way to stop it and ends it with status 0.
 package main
@@ -38,6 +39,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/botpool"
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/brain"
@@ -93,6 +96,13 @@ type config struct {
 	// Build compiles the services into Dir/bin before starting them; off
 	// when scripts/run.sh built them already.
 	Build bool
+	// SnapshotEvery is how often the embedded store is saved to
+	// Dir/store.snapshot while running (it is saved on stop too); 0 saves
+	// on stop only.
+	SnapshotEvery time.Duration
+	// Fresh deletes the embedded store's snapshot before starting: an
+	// empty store (`make run-fresh`).
+	Fresh bool
 }
 
 func defaultConfig() config {
@@ -106,6 +116,8 @@ func defaultConfig() config {
 		LogLevel: "info",
 		Grace:    15 * time.Second,
 		Build:    true,
+
+		SnapshotEvery: 30 * time.Second,
 	}
 }
 
@@ -122,6 +134,8 @@ func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.String(&c.LogLevel, "log-level", "LOG_LEVEL", "services' log level")
 	b.Duration(&c.Grace, "grace", "DEV_GRACE", "graceful shutdown limit per service")
 	b.Bool(&c.Build, "build", "DEV_BUILD", "build the services into <dir>/bin first (false: they are built already)")
+	b.Duration(&c.SnapshotEvery, "snapshot-every", "DEV_SNAPSHOT_EVERY", "save the embedded store to <dir>/store.snapshot this often, and on stop (0: on stop only)")
+	b.Bool(&c.Fresh, "fresh", "DEV_FRESH", "delete the embedded store's snapshot and start empty (make run-fresh)")
 	return b.Err()
 }
 
@@ -139,6 +153,9 @@ func (c config) validate() error {
 	if _, err := brain.ParseLevel(c.BotLevel); err != nil {
 		errs = append(errs, err)
 	}
+	if c.SnapshotEvery < 0 {
+		errs = append(errs, fmt.Errorf("snapshot-every must be >= 0, got %v", c.SnapshotEvery))
+	}
 	if c.Grace <= 0 {
 		errs = append(errs, fmt.Errorf("grace must be positive, got %v", c.Grace))
 	}
@@ -154,6 +171,10 @@ type cluster struct {
 	KeysFile string
 	// Embedded is set when the embedded store serves Redis.
 	Embedded bool
+	// Snapshot is the embedded store's snapshot file; Restored says what
+	// was loaded from it at the start ("" when the store started empty).
+	Snapshot string
+	Restored string
 	// BotQueues are the queues the bots wait in.
 	BotQueues []string
 	// Pids are the service processes' ids (each leads its process group).
@@ -216,8 +237,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if err != nil {
 			return err
 		}
-		defer store.Close()
 		cl.Embedded = true
+		cl.Snapshot = filepath.Join(dir, snapshotFile)
+		cl.Restored, err = loadSnapshot(ctx, store, cl.Snapshot, cfg.Fresh, stdout)
+		if err != nil {
+			store.Close()
+			return err
+		}
+		// Deferred before the services' stop, so run here after it: the
+		// last snapshot sees every write the services made.
+		stopSaving := keepSaving(store.Addr(), cl.Snapshot, cfg.SnapshotEvery, stdout)
+		defer func() {
+			stopSaving()
+			store.Close()
+		}()
 		redisEnv = []string{"REDIS_ADDR=" + store.Addr(), "REDIS_CLUSTER_ADDRS="}
 	}
 
@@ -318,6 +351,75 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return nil
 	case p := <-died:
 		return fmt.Errorf("%s exited: %v\n%s", p.name, p.err, tail(p.logPath, 15))
+	}
+}
+
+// snapshotFile is the embedded store's snapshot, in the launcher's dir.
+const snapshotFile = "store.snapshot"
+
+// loadSnapshot fills the new embedded store from the snapshot at path, or
+// deletes the snapshot first when fresh. It returns what it loaded for the
+// banner ("" when the store starts empty). A snapshot it cannot load stops
+// the launcher: starting empty would overwrite the user's data at the first
+// save.
+func loadSnapshot(ctx context.Context, store *miniredis.Miniredis, path string, fresh bool, stdout io.Writer) (string, error) {
+	if fresh {
+		err := os.Remove(path)
+		if err == nil {
+			fmt.Fprintf(stdout, "deleted %s: starting with an empty store\n", path)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("start fresh: %w", err)
+		}
+		return "", nil
+	}
+	n, taken, err := devredis.Load(ctx, store, path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", nil
+	case errors.Is(err, devredis.ErrBadSnapshot):
+		return "", fmt.Errorf("%w\nthe embedded store's data cannot be loaded, so the launcher stops rather than start empty and overwrite it;\n"+
+			"move the file away to keep it, or start with an empty store: `make run-fresh` (devcluster -fresh) deletes it", err)
+	case err != nil:
+		return "", err
+	}
+	return fmt.Sprintf("%d keys saved %s", n, taken.Local().Format("2006-01-02 15:04:05")), nil
+}
+
+// keepSaving saves the store at addr to path every interval (not at all
+// when 0) until the returned function is called, which saves once more and
+// waits for the saves to end. A failed save is reported and retried at the
+// next one; the store keeps running.
+func keepSaving(addr, path string, every time.Duration, stdout io.Writer) (stop func()) {
+	save := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := devredis.Save(ctx, addr, path); err != nil {
+			fmt.Fprintln(stdout, "devcluster:", err)
+		}
+	}
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		if every <= 0 {
+			<-done
+			return
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				save()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+		save()
 	}
 }
 
@@ -424,6 +526,18 @@ func banner(w io.Writer, cfg config, cl cluster) {
 		fmt.Fprintf(w, "  bots                %d %s bots waiting in %s\n", cfg.Bots, cfg.BotLevel, strings.Join(cl.BotQueues, ", "))
 	}
 	fmt.Fprintf(w, "  logs                %s\n", filepath.Join(cfg.Dir, "logs"))
+	if cl.Embedded {
+		from := "started empty"
+		if cl.Restored != "" {
+			from = "loaded " + cl.Restored
+		}
+		every := "on stop"
+		if cfg.SnapshotEvery > 0 {
+			every = fmt.Sprintf("every %v and on stop", cfg.SnapshotEvery)
+		}
+		fmt.Fprintf(w, "  data                %s (%s; saved %s)\n", filepath.Join(cfg.Dir, snapshotFile), from, every)
+		fmt.Fprintln(w, "                      start empty with `make run-fresh` (devcluster -fresh)")
+	}
 	fmt.Fprintln(w, "\nPlay from a second terminal (a guest against three bots):")
 	env := ""
 	if cfg.BasePort != defaultConfig().BasePort {

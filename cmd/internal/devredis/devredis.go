@@ -10,6 +10,10 @@
 // lacks Redis's built-in struct library, so the services' scripts do not use
 // it. miniredis also does not enforce CROSSSLOT, so it cannot catch a script touching keys
 // of two hash slots: that is what the real-Redis integration tests are for.
+//
+// miniredis keeps no data across restarts; Save and Load (snapshot.go) write
+// the whole store to a file and read it back, so that `make run` keeps its
+// ratings and games.
 package devredis
 
 import (
