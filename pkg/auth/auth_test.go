@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 )
 
 var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -172,16 +174,21 @@ func TestAuthenticate(t *testing.T) {
 	t.Parallel()
 	ks := mustKeys(t, "k1")
 	tok, _, _ := ks.Sign(Identity{Subject: "p", Role: RolePlayer}, t0, time.Hour)
+	expired, _, _ := ks.Sign(Identity{Subject: "p", Role: RolePlayer}, t0.Add(-2*time.Hour), time.Hour)
+	foreign, _, _ := mustKeys(t, "k9").Sign(Identity{Subject: "p", Role: RolePlayer}, t0, time.Hour)
 	tests := []struct {
 		name    string
 		md      metadata.MD
 		wantMsg string // substring; empty means success
+		reason  string // of the ErrorInfo, domain fourkingdoms.auth.v1
 	}{
-		{"ok", metadata.Pairs("authorization", "Bearer "+tok), ""},
-		{"lowercase scheme", metadata.Pairs("authorization", "bearer "+tok), ""},
-		{"missing", metadata.MD{}, "missing token"},
-		{"basic scheme", metadata.Pairs("authorization", "Basic abc"), "malformed token"},
-		{"garbage", metadata.Pairs("authorization", "Bearer xyz"), "malformed token"},
+		{"ok", metadata.Pairs("authorization", "Bearer "+tok), "", ""},
+		{"lowercase scheme", metadata.Pairs("authorization", "bearer "+tok), "", ""},
+		{"missing", metadata.MD{}, "missing token", "MISSING_TOKEN"},
+		{"basic scheme", metadata.Pairs("authorization", "Basic abc"), "malformed token", "MALFORMED_TOKEN"},
+		{"garbage", metadata.Pairs("authorization", "Bearer xyz"), "malformed token", "MALFORMED_TOKEN"},
+		{"expired", metadata.Pairs("authorization", "Bearer "+expired), "token expired", "TOKEN_EXPIRED"},
+		{"unknown key", metadata.Pairs("authorization", "Bearer "+foreign), "unknown key", "UNKNOWN_KEY"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -197,6 +204,9 @@ func TestAuthenticate(t *testing.T) {
 			if status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Fatalf("Authenticate err = %v, want UNAUTHENTICATED containing %q", err, tt.wantMsg)
 			}
+			if info := rpcerr.Info(err); info.GetDomain() != "fourkingdoms.auth.v1" || info.GetReason() != tt.reason {
+				t.Errorf("Authenticate ErrorInfo %v, want fourkingdoms.auth.v1 %s", info, tt.reason)
+			}
 			// A client shows the message as it is: the reason must not be said twice.
 			if msg := status.Convert(err).Message(); strings.Count(msg, tt.wantMsg) != 1 {
 				t.Errorf("Authenticate message %q says %q %d times, want once", msg, tt.wantMsg, strings.Count(msg, tt.wantMsg))
@@ -211,11 +221,23 @@ func TestRequireRole(t *testing.T) {
 	if err := RequireRole(ctx, RolePlayer, RoleOperator); err != nil {
 		t.Errorf("player allowed: %v", err)
 	}
-	if got := status.Code(RequireRole(ctx, RoleOperator)); got != codes.PermissionDenied {
-		t.Errorf("player as operator: code %v, want PermissionDenied", got)
+	tests := []struct {
+		name   string
+		err    error
+		code   codes.Code
+		reason string
+	}{
+		{"player as operator", RequireRole(ctx, RoleOperator), codes.PermissionDenied, "ROLE_NOT_ALLOWED"},
+		{"anonymous", RequireRole(context.Background(), RolePlayer), codes.Unauthenticated, "MISSING_TOKEN"},
+		{"no identity", NoIdentity(), codes.Unauthenticated, "MISSING_TOKEN"},
 	}
-	if got := status.Code(RequireRole(context.Background(), RolePlayer)); got != codes.Unauthenticated {
-		t.Errorf("anonymous: code %v, want Unauthenticated", got)
+	for _, tt := range tests {
+		if got := status.Code(tt.err); got != tt.code {
+			t.Errorf("%s: code %v, want %v", tt.name, got, tt.code)
+		}
+		if info := rpcerr.Info(tt.err); info.GetDomain() != "fourkingdoms.auth.v1" || info.GetReason() != tt.reason {
+			t.Errorf("%s: ErrorInfo %v, want fourkingdoms.auth.v1 %s", tt.name, info, tt.reason)
+		}
 	}
 }
 

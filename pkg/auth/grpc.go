@@ -11,7 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 )
 
 // MetadataKey is the gRPC metadata key carrying "Bearer <token>".
@@ -44,7 +45,9 @@ func TokenFromMetadata(ctx context.Context) (string, error) {
 
 // Authenticate verifies the bearer token of an incoming call at time now.
 // Its error is a gRPC UNAUTHENTICATED status whose message tells a client
-// developer what to fix.
+// developer what to fix, with an ErrorInfo of domain fourkingdoms.auth.v1
+// and reason MISSING_TOKEN, TOKEN_EXPIRED, UNKNOWN_KEY, MALFORMED_TOKEN or
+// INVALID_TOKEN.
 func (ks *KeySet) Authenticate(ctx context.Context, now time.Time) (Identity, error) {
 	tok, err := TokenFromMetadata(ctx)
 	if err == nil {
@@ -54,20 +57,20 @@ func (ks *KeySet) Authenticate(ctx context.Context, now time.Time) (Identity, er
 			return id, nil
 		}
 	}
-	var msg string
+	var msg, reason string
 	switch {
 	case errors.Is(err, ErrMissingToken):
-		msg = "missing token: send metadata \"authorization: Bearer <token>\" (guests get one from fourkingdoms.auth.v1.AuthService/GuestLogin)"
+		msg, reason = "missing token: send metadata \"authorization: Bearer <token>\" (guests get one from fourkingdoms.auth.v1.AuthService/GuestLogin)", ReasonMissingToken
 	case errors.Is(err, ErrExpiredToken):
-		msg = "token expired: obtain a new token and retry"
+		msg, reason = "token expired: obtain a new token and retry", "TOKEN_EXPIRED"
 	case errors.Is(err, ErrUnknownKey):
-		msg = "token signed with an unknown key (kid): it was issued by another deployment or with a retired key; obtain a new token"
+		msg, reason = "token signed with an unknown key (kid): it was issued by another deployment or with a retired key; obtain a new token", "UNKNOWN_KEY"
 	case errors.Is(err, ErrMalformedToken):
-		msg = err.Error() // already starts with "malformed token: "
+		msg, reason = err.Error(), "MALFORMED_TOKEN" // already starts with "malformed token: "
 	default:
-		msg = "invalid token: " + err.Error()
+		msg, reason = "invalid token: "+err.Error(), "INVALID_TOKEN"
 	}
-	return Identity{}, status.Error(codes.Unauthenticated, msg)
+	return Identity{}, rpcerr.Auth.Error(codes.Unauthenticated, reason, msg, nil)
 }
 
 // BearerToken returns per-RPC credentials sending a fixed token, for clients

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 )
 
 // Role is what a caller may do.
@@ -56,16 +57,30 @@ func FromContext(ctx context.Context) (Identity, bool) {
 	return id, ok
 }
 
+// ReasonMissingToken is the ErrorInfo reason (domain fourkingdoms.auth.v1)
+// of a call without a token.
+const ReasonMissingToken = "MISSING_TOKEN"
+
+// NoIdentity returns the UNAUTHENTICATED status error for a call that
+// needs a token and has no identity in its context, with an ErrorInfo of
+// domain fourkingdoms.auth.v1 and reason MISSING_TOKEN. Handlers return it
+// as is.
+func NoIdentity() error {
+	return rpcerr.Auth.Error(codes.Unauthenticated, ReasonMissingToken, "this call needs a token: send metadata \"authorization: Bearer <token>\"", nil)
+}
+
 // RequireRole returns nil if the caller has one of roles. Otherwise it
-// returns a gRPC status error: UNAUTHENTICATED without an identity,
-// PERMISSION_DENIED with the wrong role. Handlers return the error as is.
+// returns a gRPC status error with an ErrorInfo of domain
+// fourkingdoms.auth.v1: UNAUTHENTICATED (MISSING_TOKEN) without an
+// identity, PERMISSION_DENIED (ROLE_NOT_ALLOWED) with the wrong role.
+// Handlers return the error as is.
 func RequireRole(ctx context.Context, roles ...Role) error {
 	id, ok := FromContext(ctx)
 	if !ok {
-		return status.Error(codes.Unauthenticated, "this call needs a token: send metadata \"authorization: Bearer <token>\"")
+		return NoIdentity()
 	}
 	if slices.Contains(roles, id.Role) {
 		return nil
 	}
-	return status.Errorf(codes.PermissionDenied, "role %q may not make this call (allowed: %v)", id.Role, roles)
+	return rpcerr.Auth.Error(codes.PermissionDenied, "ROLE_NOT_ALLOWED", fmt.Sprintf("role %q may not make this call (allowed: %v)", id.Role, roles), nil)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 )
 
 // incrBy adds ARGV[1] to KEYS[1] and returns the sum; a non-number fails
@@ -225,26 +226,31 @@ func TestStatus(t *testing.T) {
 		ctx      context.Context
 		err      error
 		want     codes.Code
+		reason   string // of the ErrorInfo; "" for none
 		wantLogs string // levels of the log lines
 	}{
-		{"nil", t.Context(), nil, codes.OK, ""},
-		{"transient", t.Context(), fmt.Errorf("load: %w", redis.ErrClosed), codes.Unavailable, "WARN"},
-		{"bug", t.Context(), errors.New("bad reply"), codes.Internal, "ERROR"},
-		{"script error", t.Context(), fmt.Errorf("commit: %w", redis.ErrNoScript), codes.Internal, "ERROR"},
-		{"cancelled", t.Context(), fmt.Errorf("load: %w", context.Canceled), codes.Canceled, ""},
-		{"deadline", t.Context(), context.DeadlineExceeded, codes.DeadlineExceeded, ""},
-		{"timeout after the caller left", ended, fmt.Errorf("load: %w", redis.ErrPoolTimeout), codes.Canceled, ""},
-		{"bug after the caller left", ended, errors.New("bad reply"), codes.Internal, "ERROR"},
+		{"nil", t.Context(), nil, codes.OK, "", ""},
+		{"transient", t.Context(), fmt.Errorf("load: %w", redis.ErrClosed), codes.Unavailable, "STORE_UNAVAILABLE", "WARN"},
+		{"bug", t.Context(), errors.New("bad reply"), codes.Internal, "INTERNAL", "ERROR"},
+		{"script error", t.Context(), fmt.Errorf("commit: %w", redis.ErrNoScript), codes.Internal, "INTERNAL", "ERROR"},
+		{"cancelled", t.Context(), fmt.Errorf("load: %w", context.Canceled), codes.Canceled, "", ""},
+		{"deadline", t.Context(), context.DeadlineExceeded, codes.DeadlineExceeded, "", ""},
+		{"timeout after the caller left", ended, fmt.Errorf("load: %w", redis.ErrPoolTimeout), codes.Canceled, "", ""},
+		{"bug after the caller left", ended, errors.New("bad reply"), codes.Internal, "INTERNAL", "ERROR"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var buf bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&buf, nil))
-			err := redisconn.Status(tt.ctx, log, tt.err, "test storage", "op", "x")
+			err := redisconn.Status(tt.ctx, log, tt.err, "test.domain.v1", "test storage", "op", "x")
 			st := status.Convert(err)
 			if st.Code() != tt.want {
 				t.Errorf("code %v, want %v", st.Code(), tt.want)
+			}
+			ei := rpcerr.Info(err)
+			if ei.GetReason() != tt.reason || (tt.reason != "" && ei.GetDomain() != "test.domain.v1") {
+				t.Errorf("ErrorInfo %v, want domain test.domain.v1 reason %q", ei, tt.reason)
 			}
 			if tt.err != nil && strings.Contains(st.Message(), tt.err.Error()) {
 				t.Errorf("message %q shows the error", st.Message())

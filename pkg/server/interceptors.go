@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 )
 
 // Interceptor order (outermost first), the same for unary and stream calls:
@@ -33,9 +34,18 @@ const (
 	reflectionPrefix = "/grpc.reflection."
 )
 
+// The server's own refusals carry an ErrorInfo of domain
+// rpcerr.Server ("fourkingdoms.server"): they come from the bootstrap, not
+// from a service's API, whichever service the call was for.
+const (
+	reasonShuttingDown = "SHUTTING_DOWN"
+	reasonRateLimited  = "RATE_LIMITED"
+	reasonInternal     = "INTERNAL"
+)
+
 // errShuttingDown answers calls that arrive while the server drains; the
 // code is retryable, so clients reconnect to another instance.
-var errShuttingDown = status.Error(codes.Unavailable, "server is shutting down: retry")
+var errShuttingDown = rpcerr.Server.Error(codes.Unavailable, reasonShuttingDown, "server is shutting down: retry", nil)
 
 // callInfo lets the logging interceptor see the subject that the inner
 // authentication interceptor found.
@@ -64,7 +74,7 @@ func quiet(method string) bool { return strings.HasPrefix(method, healthPrefix) 
 
 func (ic *interceptors) recovered(ctx context.Context, method string, p any) error {
 	ic.log.ErrorContext(ctx, "panic in handler", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-	return status.Error(codes.Internal, "internal error")
+	return rpcerr.Server.Error(codes.Internal, reasonInternal, "internal error", nil)
 }
 
 // admit runs authentication and rate limiting and returns the context the
@@ -89,11 +99,9 @@ func (ic *interceptors) admit(ctx context.Context, method string) (context.Conte
 		key = "sub:" + id.Subject
 	}
 	if ok, wait := ic.limiter.allow(key, now); !ok {
-		st := status.New(codes.ResourceExhausted, fmt.Sprintf("rate limit exceeded: retry after %v", wait.Round(time.Millisecond)))
-		if d, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)}); derr == nil {
-			st = d
-		}
-		return ctx, st.Err()
+		return ctx, rpcerr.Server.Error(codes.ResourceExhausted, reasonRateLimited,
+			fmt.Sprintf("rate limit exceeded: retry after %v", wait.Round(time.Millisecond)), nil,
+			&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)})
 	}
 	return ctx, nil
 }

@@ -32,6 +32,7 @@ import (
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
+	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 )
 
 func TestMain(m *testing.M) {
@@ -396,6 +397,9 @@ func TestRateLimitPerCaller(t *testing.T) {
 	if hint.GetRetryDelay().AsDuration() <= 0 {
 		t.Errorf("no retry hint in %v", st.Details())
 	}
+	if info := rpcerr.Info(err); info.GetDomain() != "fourkingdoms.server" || info.GetReason() != "RATE_LIMITED" {
+		t.Errorf("rate limit ErrorInfo %v, want fourkingdoms.server RATE_LIMITED", info)
+	}
 	if _, err := unary(ctx, h.conn(t, "modest"), "x"); err != nil {
 		t.Errorf("other caller affected: %v", err)
 	}
@@ -414,6 +418,9 @@ func TestPanicRecovery(t *testing.T) {
 	_, err := unary(t.Context(), cc, "panic")
 	if st := status.Convert(err); st.Code() != codes.Internal || strings.Contains(st.Message(), "test panic") {
 		t.Errorf("panicking call: %v, want INTERNAL with a generic message", err)
+	}
+	if info := rpcerr.Info(err); info.GetDomain() != "fourkingdoms.server" || info.GetReason() != "INTERNAL" {
+		t.Errorf("panicking call ErrorInfo %v, want fourkingdoms.server INTERNAL", info)
 	}
 	if _, err := unary(t.Context(), cc, "fine"); err != nil {
 		t.Errorf("call after panic: %v", err)
@@ -770,3 +777,13 @@ func TestCheckRunsPeriodically(t *testing.T) {
 }
 
 var errSlow = errors.New("slow")
+
+// TestShuttingDownRefusal: calls refused while the server drains carry an
+// ErrorInfo of the server's domain.
+func TestShuttingDownRefusal(t *testing.T) {
+	t.Parallel()
+	if info := rpcerr.Info(errShuttingDown); status.Code(errShuttingDown) != codes.Unavailable ||
+		info.GetDomain() != "fourkingdoms.server" || info.GetReason() != "SHUTTING_DOWN" {
+		t.Errorf("errShuttingDown = %v, ErrorInfo %v", errShuttingDown, info)
+	}
+}

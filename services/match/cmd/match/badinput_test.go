@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
@@ -40,41 +41,53 @@ func TestBadInput(t *testing.T) {
 			name string
 			call func(context.Context) error
 			want codes.Code
+			// The ErrorInfo (domain/reason) the refusal carries; "" for the
+			// transport's own refusal of an oversized message.
+			reason string
+			field  string // the BadRequest field of INVALID_ARGUMENT
 		}{
-			{"unauthenticated", move(anon, &matchv1.MakeMoveRequest{MatchId: id, Move: "h2-h3"}), codes.Unauthenticated},
-			{"another player's piece", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "m8-l8"}), codes.FailedPrecondition},
-			{"not your turn", move(blue, &matchv1.MakeMoveRequest{MatchId: id, Move: "m8-l8"}), codes.FailedPrecondition},
-			{"illegal move", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "h2-h6"}), codes.FailedPrecondition},
-			{"malformed square", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "z99-h4"}), codes.InvalidArgument},
-			{"empty move", move(red, &matchv1.MakeMoveRequest{MatchId: id}), codes.InvalidArgument},
-			{"unknown match", move(red, &matchv1.MakeMoveRequest{MatchId: store.NewID(5), Move: "h2-h3"}), codes.NotFound},
-			{"malformed match id", move(red, &matchv1.MakeMoveRequest{MatchId: "../x", Move: "h2-h3"}), codes.NotFound},
-			{"stale expected ply", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "h2-h3", ExpectedPly: proto.Uint32(4)}), codes.FailedPrecondition},
-			{"finished match", move(red, &matchv1.MakeMoveRequest{MatchId: over.GetMatchId(), Move: "h2-h3"}), codes.FailedPrecondition},
-			{"oversized move text", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: strings.Repeat("h", 10_000)}), codes.InvalidArgument},
-			{"oversized client move id", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "h2-h3", ClientMoveId: strings.Repeat("x", 65)}), codes.InvalidArgument},
-			{"oversized message", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: strings.Repeat("h", 2<<20)}), codes.ResourceExhausted},
-			{"spectator moves", move(spec, &matchv1.MakeMoveRequest{MatchId: id, Move: "h2-h3"}), codes.PermissionDenied},
+			{"unauthenticated", move(anon, &matchv1.MakeMoveRequest{MatchId: id, Move: "h2-h3"}), codes.Unauthenticated, "fourkingdoms.auth.v1/MISSING_TOKEN", ""},
+			{"another player's piece", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "m8-l8"}), codes.FailedPrecondition, "fourkingdoms.match.v1/ILLEGAL_MOVE", ""},
+			{"not your turn", move(blue, &matchv1.MakeMoveRequest{MatchId: id, Move: "m8-l8"}), codes.FailedPrecondition, "fourkingdoms.match.v1/NOT_YOUR_TURN", ""},
+			{"illegal move", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "h2-h6"}), codes.FailedPrecondition, "fourkingdoms.match.v1/ILLEGAL_MOVE", ""},
+			{"malformed square", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "z99-h4"}), codes.InvalidArgument, "fourkingdoms.match.v1/BAD_MOVE_TEXT", "move"},
+			{"empty move", move(red, &matchv1.MakeMoveRequest{MatchId: id}), codes.InvalidArgument, "fourkingdoms.match.v1/INVALID_ARGUMENT", "move"},
+			{"unknown match", move(red, &matchv1.MakeMoveRequest{MatchId: store.NewID(5), Move: "h2-h3"}), codes.NotFound, "fourkingdoms.match.v1/MATCH_NOT_FOUND", ""},
+			{"malformed match id", move(red, &matchv1.MakeMoveRequest{MatchId: "../x", Move: "h2-h3"}), codes.NotFound, "fourkingdoms.match.v1/MATCH_NOT_FOUND", ""},
+			{"stale expected ply", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "h2-h3", ExpectedPly: proto.Uint32(4)}), codes.FailedPrecondition, "fourkingdoms.match.v1/PLY_MISMATCH", ""},
+			{"finished match", move(red, &matchv1.MakeMoveRequest{MatchId: over.GetMatchId(), Move: "h2-h3"}), codes.FailedPrecondition, "fourkingdoms.match.v1/MATCH_OVER", ""},
+			{"oversized move text", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: strings.Repeat("h", 10_000)}), codes.InvalidArgument, "fourkingdoms.match.v1/INVALID_ARGUMENT", "move"},
+			{"oversized client move id", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "h2-h3", ClientMoveId: strings.Repeat("x", 65)}), codes.InvalidArgument, "fourkingdoms.match.v1/INVALID_ARGUMENT", "client_move_id"},
+			{"oversized message", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: strings.Repeat("h", 2<<20)}), codes.ResourceExhausted, "", ""},
+			{"spectator moves", move(spec, &matchv1.MakeMoveRequest{MatchId: id, Move: "h2-h3"}), codes.PermissionDenied, "fourkingdoms.match.v1/NOT_A_PLAYER", ""},
 			{"spectator resigns", func(ctx context.Context) error {
 				_, err := spec.Resign(ctx, &matchv1.ResignRequest{MatchId: id})
 				return err
-			}, codes.PermissionDenied},
+			}, codes.PermissionDenied, "fourkingdoms.match.v1/NOT_A_PLAYER", ""},
 			{"player creates a match", func(ctx context.Context) error {
 				_, err := red.CreateMatch(ctx, &matchv1.CreateMatchRequest{RequestId: "x"})
 				return err
-			}, codes.PermissionDenied},
+			}, codes.PermissionDenied, "fourkingdoms.match.v1/FORBIDDEN", ""},
 			{"create without players", func(ctx context.Context) error {
 				_, err := svc.CreateMatch(ctx, &matchv1.CreateMatchRequest{RequestId: "bad-1"})
 				return err
-			}, codes.InvalidArgument},
+			}, codes.InvalidArgument, "fourkingdoms.match.v1/INVALID_ARGUMENT", "players"},
+			{"seat given twice", func(ctx context.Context) error {
+				req := &matchv1.CreateMatchRequest{RequestId: "bad-2"}
+				for i, p := range players {
+					req.Players = append(req.Players, &gamev1.SeatPlayer{Seat: gamev1.Seat(min(i, 2) + 1), Player: &gamev1.Player{PlayerId: p}})
+				}
+				_, err := svc.CreateMatch(ctx, req)
+				return err
+			}, codes.InvalidArgument, "fourkingdoms.match.v1/INVALID_ARGUMENT", "players[3].seat"},
 			{"player aborts", func(ctx context.Context) error {
 				_, err := red.AbortMatch(ctx, &matchv1.AbortMatchRequest{MatchId: id, Reason: "no"})
 				return err
-			}, codes.PermissionDenied},
+			}, codes.PermissionDenied, "fourkingdoms.match.v1/FORBIDDEN", ""},
 			{"abort a finished match", func(ctx context.Context) error {
 				_, err := op.AbortMatch(ctx, &matchv1.AbortMatchRequest{MatchId: over.GetMatchId(), Reason: "again"})
 				return err
-			}, codes.FailedPrecondition},
+			}, codes.FailedPrecondition, "fourkingdoms.match.v1/MATCH_OVER", ""},
 		}
 		before, err := spec.GetMatch(t.Context(), &matchv1.GetMatchRequest{MatchId: id})
 		if err != nil {
@@ -86,6 +99,7 @@ func TestBadInput(t *testing.T) {
 				if status.Code(err) != tc.want {
 					t.Fatalf("got %v, want %v", err, tc.want)
 				}
+				checkRefusal(t, err, tc.reason, tc.field)
 				after, err := spec.GetMatch(t.Context(), &matchv1.GetMatchRequest{MatchId: id})
 				if err != nil {
 					t.Fatal(err)
@@ -129,4 +143,30 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("after a move and its retries: ply %d version %d, want 1 and %d", after.GetMatch().GetPly(), after.GetMatch().GetVersion(), first.GetVersion())
 		}
 	})
+}
+
+// checkRefusal checks the details of a refusal: an ErrorInfo of reason
+// ("domain/REASON"; "" for none) and, for INVALID_ARGUMENT, a BadRequest
+// naming field.
+func checkRefusal(t *testing.T, err error, reason, field string) {
+	t.Helper()
+	var info *errdetails.ErrorInfo
+	var br *errdetails.BadRequest
+	for _, d := range status.Convert(err).Details() {
+		switch d := d.(type) {
+		case *errdetails.ErrorInfo:
+			info = d
+		case *errdetails.BadRequest:
+			br = d
+		}
+	}
+	if got := info.GetDomain() + "/" + info.GetReason(); (info != nil || reason != "") && got != reason {
+		t.Errorf("%v: ErrorInfo %s, want %s", err, got, reason)
+	}
+	if status.Code(err) != codes.InvalidArgument {
+		return
+	}
+	if v := br.GetFieldViolations(); len(v) != 1 || v[0].GetField() != field || v[0].GetDescription() == "" {
+		t.Errorf("%v: BadRequest %v, want one violation of %q", err, br, field)
+	}
 }

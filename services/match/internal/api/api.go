@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"strconv"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
+	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
@@ -45,7 +45,7 @@ func (s *Server) Register(g *grpc.Server) { matchv1.RegisterMatchServiceServer(g
 func caller(ctx context.Context) (match.Caller, error) {
 	id, ok := auth.FromContext(ctx)
 	if !ok {
-		return match.Caller{}, status.Error(codes.Unauthenticated, "this call needs a token: send metadata \"authorization: Bearer <token>\"")
+		return match.Caller{}, auth.NoIdentity()
 	}
 	return match.Caller{ID: id.Subject, Service: id.Role == auth.RoleService, Operator: id.Role == auth.RoleOperator}, nil
 }
@@ -164,43 +164,33 @@ func (s *Server) AbortMatch(ctx context.Context, req *matchv1.AbortMatchRequest)
 	return &matchv1.AbortMatchResponse{Match: snapshot(m)}, nil
 }
 
-// errorDomain is the ErrorInfo domain of the service's error details, the
-// proto package's name as docs/api.md documents it.
-const errorDomain = "fourkingdoms.match.v1"
-
 // refusals is the table of Status: the domain and engine errors a client
 // is told about, each with its code and its ErrorInfo reason (docs/api.md
-// lists the same). The first entry whose error matches wins.
+// lists the same). The first entry whose error matches wins. field is the
+// request field an INVALID_ARGUMENT names in its BadRequest when the error
+// holds no *rpcerr.FieldError.
 var refusals = []struct {
 	err    error
 	code   codes.Code
 	reason string
+	field  string
 }{
-	{match.ErrInvalid, codes.InvalidArgument, "INVALID_ARGUMENT"},
-	{rules.ErrBadMoveText, codes.InvalidArgument, "BAD_MOVE_TEXT"},
-	{match.ErrMoveIDReused, codes.InvalidArgument, "MOVE_ID_REUSED"},
-	{match.ErrNotFound, codes.NotFound, "MATCH_NOT_FOUND"},
-	{store.ErrNotFound, codes.NotFound, "MATCH_NOT_FOUND"},
-	{match.ErrNotPlayer, codes.PermissionDenied, "NOT_A_PLAYER"},
-	{match.ErrForbidden, codes.PermissionDenied, "FORBIDDEN"},
-	{rules.ErrNotYourTurn, codes.FailedPrecondition, "NOT_YOUR_TURN"},
-	{rules.ErrIllegalMove, codes.FailedPrecondition, "ILLEGAL_MOVE"},
-	{rules.ErrSeatNotLive, codes.FailedPrecondition, "SEAT_NOT_LIVE"},
-	{rules.ErrGameOver, codes.FailedPrecondition, "MATCH_OVER"},
-	{match.ErrFinished, codes.FailedPrecondition, "MATCH_OVER"},
-	{match.ErrTimeRanOut, codes.FailedPrecondition, "TIME_RAN_OUT"},
-	{match.ErrConflict, codes.Aborted, "CONFLICT"},
-	{match.ErrSlowConsumer, codes.ResourceExhausted, "SLOW_CONSUMER"},
-	{match.ErrFutureVersion, codes.OutOfRange, "FUTURE_VERSION"},
-}
-
-// refusal builds a status with an ErrorInfo of the service's domain.
-func refusal(code codes.Code, msg, reason string, meta map[string]string) error {
-	st := status.New(code, msg)
-	if d, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: meta}); derr == nil {
-		st = d
-	}
-	return st.Err()
+	{match.ErrInvalid, codes.InvalidArgument, "INVALID_ARGUMENT", ""},
+	{rules.ErrBadMoveText, codes.InvalidArgument, "BAD_MOVE_TEXT", "move"},
+	{match.ErrMoveIDReused, codes.InvalidArgument, "MOVE_ID_REUSED", "client_move_id"},
+	{match.ErrNotFound, codes.NotFound, "MATCH_NOT_FOUND", ""},
+	{store.ErrNotFound, codes.NotFound, "MATCH_NOT_FOUND", ""},
+	{match.ErrNotPlayer, codes.PermissionDenied, "NOT_A_PLAYER", ""},
+	{match.ErrForbidden, codes.PermissionDenied, "FORBIDDEN", ""},
+	{rules.ErrNotYourTurn, codes.FailedPrecondition, "NOT_YOUR_TURN", ""},
+	{rules.ErrIllegalMove, codes.FailedPrecondition, "ILLEGAL_MOVE", ""},
+	{rules.ErrSeatNotLive, codes.FailedPrecondition, "SEAT_NOT_LIVE", ""},
+	{rules.ErrGameOver, codes.FailedPrecondition, "MATCH_OVER", ""},
+	{match.ErrFinished, codes.FailedPrecondition, "MATCH_OVER", ""},
+	{match.ErrTimeRanOut, codes.FailedPrecondition, "TIME_RAN_OUT", ""},
+	{match.ErrConflict, codes.Aborted, "CONFLICT", ""},
+	{match.ErrSlowConsumer, codes.ResourceExhausted, "SLOW_CONSUMER", ""},
+	{match.ErrFutureVersion, codes.OutOfRange, "FUTURE_VERSION", ""},
 }
 
 // Status maps an error of the domain, the engine or the store to a gRPC
@@ -214,8 +204,9 @@ func refusal(code codes.Code, msg, reason string, meta map[string]string) error 
 //	  transient Redis and network errors                           Unavailable (logged as a warning)
 //	  anything else, script errors included                        Internal (logged; generic message)
 //
-// Every refusal of the table carries a google.rpc.ErrorInfo of domain
-// fourkingdoms.match.v1. A MakeMove from a seat that resigned or timed out
+// Every refusal carries a google.rpc.ErrorInfo of domain
+// fourkingdoms.match.v1, and INVALID_ARGUMENT a google.rpc.BadRequest with
+// the field path. A MakeMove from a seat that resigned or timed out
 // (a zombie) or is out is refused with SEAT_NOT_LIVE, whoever is to move.
 func (s *Server) Status(ctx context.Context, err error) error {
 	if _, ok := status.FromError(err); ok {
@@ -223,16 +214,20 @@ func (s *Server) Status(ctx context.Context, err error) error {
 	}
 	var ply *match.PlyMismatchError
 	if errors.As(err, &ply) {
-		return refusal(codes.FailedPrecondition, err.Error(), "PLY_MISMATCH", map[string]string{"current_ply": strconv.Itoa(ply.Current)})
+		return rpcerr.Match.Error(codes.FailedPrecondition, "PLY_MISMATCH", err.Error(), map[string]string{"current_ply": strconv.Itoa(ply.Current)})
 	}
 	for _, r := range refusals {
-		if errors.Is(err, r.err) {
-			return refusal(r.code, err.Error(), r.reason, nil)
+		if !errors.Is(err, r.err) {
+			continue
 		}
+		if r.code == codes.InvalidArgument {
+			return rpcerr.Match.Invalid(r.reason, err, r.field)
+		}
+		return rpcerr.Match.Error(r.code, r.reason, err.Error(), nil)
 	}
 	if errors.Is(err, store.ErrNotReplicated) || errors.Is(err, fanout.ErrClosed) {
 		s.log.WarnContext(ctx, "storage unavailable", "err", err)
-		return refusal(codes.Unavailable, "match storage is unavailable, retry with backoff", "STORE_UNAVAILABLE", nil)
+		return rpcerr.Match.Error(codes.Unavailable, redisconn.ReasonUnavailable, "match storage is unavailable, retry with backoff", nil)
 	}
-	return redisconn.Status(ctx, s.log, err, "match storage")
+	return redisconn.Status(ctx, s.log, err, rpcerr.Match, "match storage")
 }

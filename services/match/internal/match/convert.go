@@ -1,11 +1,11 @@
 package match
 
 import (
-	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
@@ -28,11 +28,11 @@ func clocksPB(c *Clocks, tc timecontrol.TimeControl, firstMoveLimit time.Duratio
 // name are derived from the durations.
 func parseTimeControl(in *gamev1.TimeControl) (timecontrol.TimeControl, *gamev1.TimeControl, error) {
 	if in == nil {
-		return timecontrol.TimeControl{}, nil, fmt.Errorf("%w: time_control is required", ErrInvalid)
+		return timecontrol.TimeControl{}, nil, rpcerr.Field(ErrInvalid, "time_control", "required")
 	}
 	tc, err := timecontrol.FromMessage(in)
 	if err != nil {
-		return timecontrol.TimeControl{}, nil, fmt.Errorf("%w: time_control: %v", ErrInvalid, err)
+		return timecontrol.TimeControl{}, nil, rpcerr.Field(ErrInvalid, "time_control", err.Error())
 	}
 	return tc, wire.TimeControl(tc), nil
 }

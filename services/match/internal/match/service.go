@@ -37,6 +37,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
@@ -403,7 +404,7 @@ func (s *Service) Create(ctx context.Context, c Caller, req *matchv1.CreateMatch
 		return nil, fmt.Errorf("%w: only services create matches", ErrForbidden)
 	}
 	if n := len(req.GetRequestId()); n == 0 || n > maxRequestIDLen {
-		return nil, fmt.Errorf("%w: request_id must have 1 to %d bytes", ErrInvalid, maxRequestIDLen)
+		return nil, rpcerr.Field(ErrInvalid, "request_id", fmt.Sprintf("must have 1 to %d bytes", maxRequestIDLen))
 	}
 	players, err := validatePlayers(req.GetPlayers())
 	if err != nil {
@@ -415,14 +416,14 @@ func (s *Service) Create(ctx context.Context, c Caller, req *matchv1.CreateMatch
 	}
 	rs, ok := rules.RuleSetByName(name)
 	if !ok {
-		return nil, fmt.Errorf("%w: rule_set %q is not one of %v", ErrInvalid, name, rules.RuleSetNames())
+		return nil, rpcerr.Field(ErrInvalid, "rule_set", fmt.Sprintf("%q is not one of %v", name, rules.RuleSetNames()))
 	}
 	tc, tcPB, err := parseTimeControl(req.GetTimeControl())
 	if err != nil {
 		return nil, err
 	}
 	if len(req.GetStartFen4()) > maxFEN4Len {
-		return nil, fmt.Errorf("%w: start_fen4 longer than %d bytes", ErrInvalid, maxFEN4Len)
+		return nil, rpcerr.Field(ErrInvalid, "start_fen4", fmt.Sprintf("longer than %d bytes", maxFEN4Len))
 	}
 	seed := req.GetSeed()
 	if req.Seed == nil {
@@ -432,10 +433,10 @@ func (s *Service) Create(ctx context.Context, c Caller, req *matchv1.CreateMatch
 	}
 	g, err := rules.NewGame(rs, seed, req.GetStartFen4())
 	if err != nil {
-		return nil, fmt.Errorf("%w: start_fen4: %v", ErrInvalid, err)
+		return nil, rpcerr.Field(ErrInvalid, "start_fen4", err.Error())
 	}
 	if g.Over() {
-		return nil, fmt.Errorf("%w: start_fen4: the game is already over in that position", ErrInvalid)
+		return nil, rpcerr.Field(ErrInvalid, "start_fen4", "the game is already over in that position")
 	}
 	now := s.clockNow()
 	id := store.NewIDFor(req.GetRequestId())
@@ -466,27 +467,27 @@ func (s *Service) Create(ctx context.Context, c Caller, req *matchv1.CreateMatch
 
 func validatePlayers(in []*gamev1.SeatPlayer) ([]*gamev1.SeatPlayer, error) {
 	if len(in) != rules.NumSeats {
-		return nil, fmt.Errorf("%w: players: want exactly %d, have %d", ErrInvalid, rules.NumSeats, len(in))
+		return nil, rpcerr.Field(ErrInvalid, "players", fmt.Sprintf("want exactly %d, have %d", rules.NumSeats, len(in)))
 	}
 	out := make([]*gamev1.SeatPlayer, rules.NumSeats)
 	ids := map[string]bool{}
 	for i, sp := range in {
 		s, ok := wire.SeatOf(sp.GetSeat())
 		if !ok {
-			return nil, fmt.Errorf("%w: players[%d].seat: not a seat", ErrInvalid, i)
+			return nil, rpcerr.Field(ErrInvalid, fmt.Sprintf("players[%d].seat", i), "not a seat")
 		}
 		if out[s] != nil {
-			return nil, fmt.Errorf("%w: players[%d].seat: %s given twice", ErrInvalid, i, sp.GetSeat())
+			return nil, rpcerr.Field(ErrInvalid, fmt.Sprintf("players[%d].seat", i), sp.GetSeat().String()+" given twice")
 		}
 		p := sp.GetPlayer()
 		if n := len(p.GetPlayerId()); n == 0 || n > maxPlayerIDLen {
-			return nil, fmt.Errorf("%w: players[%d].player.player_id must have 1 to %d bytes", ErrInvalid, i, maxPlayerIDLen)
+			return nil, rpcerr.Field(ErrInvalid, fmt.Sprintf("players[%d].player.player_id", i), fmt.Sprintf("must have 1 to %d bytes", maxPlayerIDLen))
 		}
 		if len(p.GetDisplayName()) > maxNameLen {
-			return nil, fmt.Errorf("%w: players[%d].player.display_name longer than %d bytes", ErrInvalid, i, maxNameLen)
+			return nil, rpcerr.Field(ErrInvalid, fmt.Sprintf("players[%d].player.display_name", i), fmt.Sprintf("longer than %d bytes", maxNameLen))
 		}
 		if ids[p.GetPlayerId()] {
-			return nil, fmt.Errorf("%w: players[%d]: player %q holds two seats", ErrInvalid, i, p.GetPlayerId())
+			return nil, rpcerr.Field(ErrInvalid, fmt.Sprintf("players[%d].player.player_id", i), fmt.Sprintf("player %q holds two seats", p.GetPlayerId()))
 		}
 		ids[p.GetPlayerId()] = true
 		out[s] = &gamev1.SeatPlayer{Seat: sp.GetSeat(), Player: &gamev1.Player{PlayerId: p.GetPlayerId(),
@@ -529,10 +530,10 @@ func (s *Service) legalFor(e *entry, c Caller) []string {
 // MakeMove applies the caller's move (and the zombie moves that follow).
 func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveRequest) (Outcome, error) {
 	if len(req.GetMove()) == 0 || len(req.GetMove()) > maxMoveTextLen {
-		return Outcome{}, fmt.Errorf("%w: move must have 1 to %d bytes", ErrInvalid, maxMoveTextLen)
+		return Outcome{}, rpcerr.Field(ErrInvalid, "move", fmt.Sprintf("must have 1 to %d bytes", maxMoveTextLen))
 	}
 	if len(req.GetClientMoveId()) > maxMoveIDLen {
-		return Outcome{}, fmt.Errorf("%w: client_move_id longer than %d bytes", ErrInvalid, maxMoveIDLen)
+		return Outcome{}, rpcerr.Field(ErrInvalid, "client_move_id", fmt.Sprintf("longer than %d bytes", maxMoveIDLen))
 	}
 	moveKey := ""
 	if req.GetClientMoveId() != "" {
@@ -747,7 +748,7 @@ func (s *Service) Abort(ctx context.Context, c Caller, id, reason string) (*View
 		return nil, fmt.Errorf("%w: only operators abort matches", ErrForbidden)
 	}
 	if reason == "" || len(reason) > maxReasonLen {
-		return nil, fmt.Errorf("%w: reason must have 1 to %d bytes", ErrInvalid, maxReasonLen)
+		return nil, rpcerr.Field(ErrInvalid, "reason", fmt.Sprintf("must have 1 to %d bytes", maxReasonLen))
 	}
 	_, _, err := s.mutate(ctx, id, "", func(e *entry, now time.Time) (*change, error) {
 		if e.rec.Status != StatusActive {

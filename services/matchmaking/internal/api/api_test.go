@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -19,6 +21,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
 	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
@@ -166,6 +169,7 @@ func TestGuestLogin(t *testing.T) {
 			if status.Code(err) != codes.InvalidArgument {
 				t.Errorf("GuestLogin(%q) = %v, want InvalidArgument", bad, err)
 			}
+			checkRefusal(t, err, "fourkingdoms.auth.v1/INVALID_ARGUMENT", "display_name")
 		}
 	})
 }
@@ -189,53 +193,58 @@ func TestBadInput(t *testing.T) {
 			name string
 			call func() error
 			want codes.Code
+			// The ErrorInfo (domain/reason) and, for INVALID_ARGUMENT, the
+			// BadRequest field.
+			reason, field string
 		}{
-			{"enqueue without a token", func() error { _, err := h.mm.Enqueue(ctx, q("fourkingdoms/5+5")); return err }, codes.Unauthenticated},
-			{"enqueue with an expired token", func() error { _, err := h.mm.Enqueue(ctx, q("fourkingdoms/5+5"), as(expired)); return err }, codes.Unauthenticated},
-			{"enqueue with a garbage token", func() error { _, err := h.mm.Enqueue(ctx, q("fourkingdoms/5+5"), as("nope")); return err }, codes.Unauthenticated},
-			{"enqueue as a service", func() error { _, err := h.mm.Enqueue(ctx, q("fourkingdoms/5+5"), as(service)); return err }, codes.PermissionDenied},
-			{"enqueue in an unknown queue", func() error { _, err := h.mm.Enqueue(ctx, q("fourkingdoms/9+9"), as(bob.GetToken())); return err }, codes.NotFound},
+			{"enqueue without a token", func() error { _, err := h.mm.Enqueue(ctx, q("fourkingdoms/5+5")); return err }, codes.Unauthenticated, "fourkingdoms.auth.v1/MISSING_TOKEN", ""},
+			{"enqueue with an expired token", func() error { _, err := h.mm.Enqueue(ctx, q("fourkingdoms/5+5"), as(expired)); return err }, codes.Unauthenticated, "fourkingdoms.auth.v1/TOKEN_EXPIRED", ""},
+			{"enqueue with a garbage token", func() error { _, err := h.mm.Enqueue(ctx, q("fourkingdoms/5+5"), as("nope")); return err }, codes.Unauthenticated, "fourkingdoms.auth.v1/MALFORMED_TOKEN", ""},
+			{"enqueue as a service", func() error { _, err := h.mm.Enqueue(ctx, q("fourkingdoms/5+5"), as(service)); return err }, codes.PermissionDenied, "fourkingdoms.auth.v1/ROLE_NOT_ALLOWED", ""},
+			{"enqueue in an unknown queue", func() error { _, err := h.mm.Enqueue(ctx, q("fourkingdoms/9+9"), as(bob.GetToken())); return err }, codes.NotFound, "fourkingdoms.matchmaking.v1/QUEUE_NOT_FOUND", ""},
 			{"enqueue naming no queue", func() error {
 				_, err := h.mm.Enqueue(ctx, &matchmakingv1.EnqueueRequest{}, as(bob.GetToken()))
 				return err
-			}, codes.InvalidArgument},
+			}, codes.InvalidArgument, "fourkingdoms.matchmaking.v1/INVALID_ARGUMENT", "target"},
 			{"enqueue with a key without time control", func() error {
 				_, err := h.mm.Enqueue(ctx, &matchmakingv1.EnqueueRequest{Target: &matchmakingv1.EnqueueRequest_Key{Key: &matchmakingv1.QueueKey{}}}, as(bob.GetToken()))
 				return err
-			}, codes.InvalidArgument},
+			}, codes.InvalidArgument, "fourkingdoms.matchmaking.v1/INVALID_ARGUMENT", "key.time_control"},
 			{"enqueue by durations of no queue", func() error {
 				_, err := h.mm.Enqueue(ctx, &matchmakingv1.EnqueueRequest{Target: &matchmakingv1.EnqueueRequest_Key{Key: &matchmakingv1.QueueKey{
 					TimeControl: &gamev1.TimeControl{Initial: durationpb.New(3 * time.Minute)},
 				}}}, as(bob.GetToken()))
 				return err
-			}, codes.NotFound},
+			}, codes.NotFound, "fourkingdoms.matchmaking.v1/QUEUE_NOT_FOUND", ""},
 			{"cancel someone else's ticket", func() error {
 				_, err := h.mm.CancelTicket(ctx, &matchmakingv1.CancelTicketRequest{TicketId: aliceTicket.GetTicket().GetTicketId()}, as(bob.GetToken()))
 				return err
-			}, codes.PermissionDenied},
+			}, codes.PermissionDenied, "fourkingdoms.matchmaking.v1/NOT_TICKET_OWNER", ""},
 			{"cancel an unknown ticket", func() error {
 				_, err := h.mm.CancelTicket(ctx, &matchmakingv1.CancelTicketRequest{TicketId: "zzz.00000000"}, as(bob.GetToken()))
 				return err
-			}, codes.NotFound},
+			}, codes.NotFound, "fourkingdoms.matchmaking.v1/TICKET_NOT_FOUND", ""},
 			{"cancel without an id", func() error {
 				_, err := h.mm.CancelTicket(ctx, &matchmakingv1.CancelTicketRequest{}, as(bob.GetToken()))
 				return err
-			}, codes.InvalidArgument},
+			}, codes.InvalidArgument, "fourkingdoms.matchmaking.v1/INVALID_ARGUMENT", "ticket_id"},
 			{"watch someone else's ticket", func() error {
 				return firstWatchError(ctx, h.mm, aliceTicket.GetTicket().GetTicketId(), bob.GetToken())
-			}, codes.PermissionDenied},
-			{"watch an unknown ticket", func() error { return firstWatchError(ctx, h.mm, "nope", bob.GetToken()) }, codes.NotFound},
-			{"watch without a token", func() error { return firstWatchError(ctx, h.mm, aliceTicket.GetTicket().GetTicketId(), "") }, codes.Unauthenticated},
+			}, codes.PermissionDenied, "fourkingdoms.matchmaking.v1/NOT_TICKET_OWNER", ""},
+			{"watch an unknown ticket", func() error { return firstWatchError(ctx, h.mm, "nope", bob.GetToken()) }, codes.NotFound, "fourkingdoms.matchmaking.v1/TICKET_NOT_FOUND", ""},
+			{"watch without a token", func() error { return firstWatchError(ctx, h.mm, aliceTicket.GetTicket().GetTicketId(), "") }, codes.Unauthenticated, "fourkingdoms.auth.v1/MISSING_TOKEN", ""},
 			{"stats of an unknown queue", func() error {
 				_, err := h.mm.GetQueueStats(ctx, &matchmakingv1.GetQueueStatsRequest{Queues: []string{"x/1+0"}}, as(bob.GetToken()))
 				return err
-			}, codes.NotFound},
+			}, codes.NotFound, "fourkingdoms.matchmaking.v1/QUEUE_NOT_FOUND", ""},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				if err := tt.call(); status.Code(err) != tt.want {
+				err := tt.call()
+				if status.Code(err) != tt.want {
 					t.Errorf("error = %v, want %v", err, tt.want)
 				}
+				checkRefusal(t, err, tt.reason, tt.field)
 			})
 		}
 		// Alice's ticket is untouched by all of that.
@@ -244,6 +253,57 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("alice's ticket = %+v, %v; want searching", tk, err)
 		}
 	})
+}
+
+// checkRefusal checks the details of a refusal: an ErrorInfo of reason
+// ("domain/REASON") and, for INVALID_ARGUMENT, a BadRequest naming field.
+func checkRefusal(t *testing.T, err error, reason, field string) {
+	t.Helper()
+	if info := rpcerr.Info(err); info.GetDomain()+"/"+info.GetReason() != reason {
+		t.Errorf("%v: ErrorInfo %v, want %s", err, info, reason)
+	}
+	br := rpcerr.BadRequest(err)
+	if status.Code(err) != codes.InvalidArgument {
+		if br != nil {
+			t.Errorf("%v carries a BadRequest %v", err, br)
+		}
+		return
+	}
+	if v := br.GetFieldViolations(); len(v) != 1 || v[0].GetField() != field || v[0].GetDescription() == "" {
+		t.Errorf("%v: BadRequest %v, want one violation of %q", err, br, field)
+	}
+}
+
+// TestStatusTable checks every entry of toStatus's refusals table, and the
+// store errors it leaves to redisconn.Status: each refusal carries its
+// ErrorInfo of domain fourkingdoms.matchmaking.v1.
+func TestStatusTable(t *testing.T) {
+	t.Parallel()
+	s := &Matchmaking{log: slog.New(slog.DiscardHandler)}
+	type row struct {
+		err    error
+		code   codes.Code
+		reason string
+	}
+	rows := []row{
+		{errors.New("bad reply"), codes.Internal, "INTERNAL"},
+		{redis.ErrClosed, codes.Unavailable, "STORE_UNAVAILABLE"},
+	}
+	for _, r := range refusals {
+		rows = append(rows, row{r.err, r.code, r.reason})
+	}
+	for _, r := range rows {
+		t.Run(r.reason+"/"+r.err.Error(), func(t *testing.T) {
+			t.Parallel()
+			err := s.toStatus(t.Context(), "test", fmt.Errorf("context: %w", r.err))
+			if status.Code(err) != r.code {
+				t.Errorf("code %v, want %v", status.Code(err), r.code)
+			}
+			checkRefusal(t, err, "fourkingdoms.matchmaking.v1/"+r.reason, "")
+		})
+	}
+	checkRefusal(t, invalidArgument("queue", "empty"), "fourkingdoms.matchmaking.v1/INVALID_ARGUMENT", "queue")
+	checkRefusal(t, noQueue("x/1+0"), "fourkingdoms.matchmaking.v1/QUEUE_NOT_FOUND", "")
 }
 
 func firstWatchError(ctx context.Context, mm matchmakingv1.MatchmakingServiceClient, ticket, token string) error {

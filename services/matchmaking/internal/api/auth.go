@@ -11,10 +11,11 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
+	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
 )
 
@@ -46,7 +47,7 @@ var guestEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 func (a *Auth) GuestLogin(ctx context.Context, req *authv1.GuestLoginRequest) (*authv1.GuestLoginResponse, error) {
 	name := strings.TrimSpace(req.GetDisplayName())
 	if err := checkDisplayName(name); err != nil {
-		return nil, invalidArgument("display_name", err.Error())
+		return nil, rpcerr.Auth.Invalid(reasonInvalid, rpcerr.Field(nil, "display_name", err.Error()), "display_name")
 	}
 	var b [10]byte
 	rand.Read(b[:]) // never fails (crypto/rand documents it)
@@ -57,7 +58,7 @@ func (a *Auth) GuestLogin(ctx context.Context, req *authv1.GuestLoginRequest) (*
 	}
 	token, exp, err := a.keys.Sign(auth.Identity{Subject: playerID, Role: auth.RolePlayer, DisplayName: name}, a.now(), a.ttl)
 	if err != nil {
-		return nil, status.Error(codes.Internal, "internal error: cannot sign tokens")
+		return nil, rpcerr.Auth.Error(codes.Internal, redisconn.ReasonInternal, "internal error: cannot sign tokens", nil)
 	}
 	return &authv1.GuestLoginResponse{
 		PlayerId:    playerID,

@@ -9,12 +9,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"slices"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
+	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
@@ -106,7 +107,7 @@ func (s *Matchmaking) Enqueue(ctx context.Context, req *matchmakingv1.EnqueueReq
 		return nil, invalidArgument("queue", "the queue name is empty")
 	}
 	if _, ok := s.queue(name); !ok {
-		return nil, status.Errorf(codes.NotFound, "no queue %q: ListQueues lists the queues", name)
+		return nil, noQueue(name)
 	}
 	tk, existing, err := s.store.Enqueue(ctx, name, store.Player{ID: id.Subject, DisplayName: id.DisplayName, Bot: id.Bot}, s.now())
 	if err != nil {
@@ -161,7 +162,7 @@ func (s *Matchmaking) WatchTicket(req *matchmakingv1.WatchTicketRequest, stream 
 			return s.toStatus(ctx, "watch ticket", err)
 		}
 		if first && tk.PlayerID != id.Subject {
-			return status.Error(codes.PermissionDenied, "this ticket belongs to another player")
+			return s.toStatus(ctx, "watch ticket", store.ErrNotOwner)
 		}
 		resp := &matchmakingv1.WatchTicketResponse{TicketId: tk.ID}
 		now := s.now()
@@ -219,7 +220,7 @@ func (s *Matchmaking) GetQueueStats(ctx context.Context, req *matchmakingv1.GetQ
 	var names []string
 	for _, n := range req.GetQueues() {
 		if _, ok := s.queue(n); !ok {
-			return nil, status.Errorf(codes.NotFound, "no queue %q: ListQueues lists the queues", n)
+			return nil, noQueue(n)
 		}
 	}
 	for _, q := range s.queues { // in configuration order
@@ -304,44 +305,57 @@ func (s *Matchmaking) ticketProto(tk store.Ticket) *matchmakingv1.Ticket {
 	return out
 }
 
+// invalidArgument is the refusal of a request whose field fails
+// validation: INVALID_ARGUMENT, reason INVALID_ARGUMENT, with a BadRequest
+// naming field.
 func invalidArgument(field, desc string) error {
-	st := status.New(codes.InvalidArgument, field+": "+desc)
-	if d, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
-		{Field: field, Description: desc},
-	}}); err == nil {
-		st = d
-	}
-	return st.Err()
+	return rpcerr.Matchmaking.Invalid(reasonInvalid, rpcerr.Field(nil, field, desc), field)
+}
+
+// noQueue is the refusal of a request naming a queue that is not
+// configured.
+func noQueue(name string) error {
+	return rpcerr.Matchmaking.Error(codes.NotFound, reasonNoQueue, fmt.Sprintf("no queue %q: ListQueues lists the queues", name), nil)
+}
+
+// The ErrorInfo reasons (domain fourkingdoms.matchmaking.v1) that are not
+// in the refusals table.
+const (
+	reasonInvalid = "INVALID_ARGUMENT"
+	reasonNoQueue = "QUEUE_NOT_FOUND"
+)
+
+// refusals is the table of toStatus: the store errors a client is told
+// about, each with its code, ErrorInfo reason and message (docs/api.md lists
+// the same). The first entry whose error matches wins.
+var refusals = []struct {
+	err    error
+	code   codes.Code
+	reason string
+	msg    string
+}{
+	{store.ErrNotFound, codes.NotFound, "TICKET_NOT_FOUND", "no such ticket (unknown, or finished long ago)"},
+	{store.ErrUnknownQueue, codes.NotFound, reasonNoQueue, "no such queue: ListQueues lists the queues"},
+	{store.ErrNotOwner, codes.PermissionDenied, "NOT_TICKET_OWNER", "this ticket belongs to another player"},
+	{store.ErrMatched, codes.FailedPrecondition, "TICKET_MATCHED", "the ticket is already matched: play the match or resign"},
+	{store.ErrForming, codes.FailedPrecondition, "TICKET_FORMING", "a match is being formed with this ticket: watch the ticket"},
+	{store.ErrContention, codes.Aborted, "CONFLICT", "concurrent requests for this player: retry"},
 }
 
 // toStatus maps store errors to gRPC status: the one place this service
-// decides codes. Unexpected errors are logged here and answered with a
-// generic message.
+// decides codes, by the refusals table, then redisconn.Status (by
+// redisconn.Classify):
 //
-//	store.ErrNotFound      NOT_FOUND
-//	store.ErrUnknownQueue  NOT_FOUND
-//	store.ErrNotOwner      PERMISSION_DENIED
-//	store.ErrMatched       FAILED_PRECONDITION
-//	store.ErrForming       FAILED_PRECONDITION
-//	store.ErrContention    ABORTED
-//	anything else          redisconn.Status (by redisconn.Classify):
-//	  context errors       CANCELED / DEADLINE_EXCEEDED
-//	  Redis unreachable    UNAVAILABLE (logged as a warning)
-//	  anything else        INTERNAL (logged)
+//	context errors       CANCELED / DEADLINE_EXCEEDED
+//	Redis unreachable    UNAVAILABLE, STORE_UNAVAILABLE (logged as a warning)
+//	anything else        INTERNAL, INTERNAL (logged; generic message)
+//
+// Every refusal carries an ErrorInfo of domain fourkingdoms.matchmaking.v1.
 func (s *Matchmaking) toStatus(ctx context.Context, op string, err error) error {
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return status.Error(codes.NotFound, "no such ticket (unknown, or finished long ago)")
-	case errors.Is(err, store.ErrUnknownQueue):
-		return status.Error(codes.NotFound, "no such queue: ListQueues lists the queues")
-	case errors.Is(err, store.ErrNotOwner):
-		return status.Error(codes.PermissionDenied, "this ticket belongs to another player")
-	case errors.Is(err, store.ErrMatched):
-		return status.Error(codes.FailedPrecondition, "the ticket is already matched: play the match or resign")
-	case errors.Is(err, store.ErrForming):
-		return status.Error(codes.FailedPrecondition, "a match is being formed with this ticket: watch the ticket")
-	case errors.Is(err, store.ErrContention):
-		return status.Error(codes.Aborted, "concurrent requests for this player: retry")
+	for _, r := range refusals {
+		if errors.Is(err, r.err) {
+			return rpcerr.Matchmaking.Error(r.code, r.reason, r.msg, nil)
+		}
 	}
-	return redisconn.Status(ctx, s.log, err, "matchmaking storage", "op", op)
+	return redisconn.Status(ctx, s.log, err, rpcerr.Matchmaking, "matchmaking storage", "op", op)
 }

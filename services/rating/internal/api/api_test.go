@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ladder"
@@ -106,13 +108,30 @@ func (fx *fixture) seed(t *testing.T) []ladder.Result {
 	return results
 }
 
+// reasons are the ErrorInfo reasons (domain fourkingdoms.rating.v1) of the
+// codes the rating service refuses with.
+var reasons = map[codes.Code]string{
+	codes.InvalidArgument: reasonInvalid,
+	codes.NotFound:        reasonUnknownRuleSet,
+	codes.Unavailable:     "STORE_UNAVAILABLE",
+	codes.Internal:        "INTERNAL",
+}
+
+// wantCode checks err's code, its ErrorInfo, and for INVALID_ARGUMENT a
+// BadRequest violation of field.
 func wantCode(t *testing.T, err error, code codes.Code, field string) {
 	t.Helper()
 	st := status.Convert(err)
 	if st.Code() != code {
 		t.Fatalf("status = %v, want %v", st, code)
 	}
-	if field == "" {
+	if info := rpcerr.Info(err); info.GetDomain() != "fourkingdoms.rating.v1" || info.GetReason() != reasons[code] {
+		t.Errorf("status %v: ErrorInfo %v, want fourkingdoms.rating.v1 %s", st, info, reasons[code])
+	}
+	if code != codes.InvalidArgument {
+		if br := rpcerr.BadRequest(err); br != nil {
+			t.Errorf("status %v carries a BadRequest %v", st, br)
+		}
 		return
 	}
 	for _, d := range st.Details() {
@@ -369,4 +388,28 @@ func TestStoreDown(t *testing.T) {
 	fx := newFixture(t, rdb)
 	_, err = fx.client.GetRating(t.Context(), &ratingv1.GetRatingRequest{PlayerId: "a", RuleSet: pool})
 	wantCode(t, err, codes.Unavailable, "")
+}
+
+// TestToStatus checks each kind of error toStatus maps, without a server.
+func TestToStatus(t *testing.T) {
+	t.Parallel()
+	s := &Service{log: slog.New(slog.DiscardHandler)}
+	tests := []struct {
+		err   error
+		code  codes.Code
+		field string
+	}{
+		{invalid("rule_set", "required"), codes.InvalidArgument, "rule_set"},
+		{fmt.Errorf("batch: %w", invalid("player_ids[1]", "empty")), codes.InvalidArgument, "player_ids[1]"},
+		{fmt.Errorf("page: %w", store.ErrInvalidCursor), codes.InvalidArgument, "page_token"},
+		{fmt.Errorf("rule set %q: %w", "x", errUnknownRuleSet), codes.NotFound, ""},
+		{redis.ErrClosed, codes.Unavailable, ""},
+		{errors.New("bad reply"), codes.Internal, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.err.Error(), func(t *testing.T) {
+			t.Parallel()
+			wantCode(t, s.toStatus(t.Context(), tt.err), tt.code, tt.field)
+		})
+	}
 }

@@ -4,47 +4,41 @@ import (
 	"context"
 	"errors"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
+	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/store"
 )
 
-// fieldError is a request field that fails validation.
-type fieldError struct {
-	field, reason string
-}
+// invalid is a request field that fails validation.
+func invalid(field, reason string) error { return rpcerr.Field(nil, field, reason) }
 
-func (e *fieldError) Error() string { return e.field + ": " + e.reason }
-
-func invalid(field, reason string) error { return &fieldError{field: field, reason: reason} }
+// The ErrorInfo reasons of toStatus (domain fourkingdoms.rating.v1).
+const (
+	reasonInvalid        = "INVALID_ARGUMENT"
+	reasonUnknownRuleSet = "RULE_SET_NOT_FOUND"
+)
 
 // toStatus maps an error of a handler to the gRPC status the client sees.
-// It is the only place that chooses codes:
+// It is the only place that chooses codes; every refusal carries an
+// ErrorInfo of domain fourkingdoms.rating.v1:
 //
-//	invalid field, bad page token        -> INVALID_ARGUMENT (with field details)
-//	unknown rule set                     -> NOT_FOUND
+//	invalid field, bad page token        -> INVALID_ARGUMENT, INVALID_ARGUMENT (with a BadRequest)
+//	unknown rule set                     -> NOT_FOUND, RULE_SET_NOT_FOUND
 //	anything else: redisconn.Status (by redisconn.Classify)
 //	  caller gone / deadline             -> CANCELED / DEADLINE_EXCEEDED
-//	  Redis unreachable, failing over    -> UNAVAILABLE, logged as a warning
-//	  anything else (script errors too)  -> INTERNAL, generic message, logged
+//	  Redis unreachable, failing over    -> UNAVAILABLE, STORE_UNAVAILABLE, logged as a warning
+//	  anything else (script errors too)  -> INTERNAL, INTERNAL, generic message, logged
 func (s *Service) toStatus(ctx context.Context, err error) error {
-	var fe *fieldError
+	var fe *rpcerr.FieldError
 	switch {
 	case errors.As(err, &fe):
-		st := status.New(codes.InvalidArgument, fe.Error())
-		if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
-			{Field: fe.field, Description: fe.reason},
-		}}); derr == nil {
-			st = d
-		}
-		return st.Err()
+		return rpcerr.Rating.Invalid(reasonInvalid, fe, fe.Field)
 	case errors.Is(err, store.ErrInvalidCursor):
 		return s.toStatus(ctx, errBadToken)
 	case errors.Is(err, errUnknownRuleSet):
-		return status.Error(codes.NotFound, err.Error())
+		return rpcerr.Rating.Error(codes.NotFound, reasonUnknownRuleSet, err.Error(), nil)
 	}
-	return redisconn.Status(ctx, s.log, err, "rating store")
+	return redisconn.Status(ctx, s.log, err, rpcerr.Rating, "rating store")
 }
