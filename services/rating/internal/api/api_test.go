@@ -145,19 +145,18 @@ func TestGetRating(t *testing.T) {
 	want := &ratingv1.Rating{
 		PlayerId: "a", RuleSet: pool, Mu: a.Rating.Mu, Sigma: a.Rating.Sigma,
 		DisplayRating: int32(ladder.Display(a.Rating)), GamesPlayed: 3, Provisional: false,
-		UpdatedAt: timestamppb.New(t0.Add(2 * time.Hour)),
+		UpdatedAt: timestamppb.New(t0.Add(2 * time.Hour)), DisplayName: "A",
 	}
 	if diff := cmp.Diff(want, got.GetRating(), protocmp.Transform()); diff != "" {
 		t.Errorf("GetRating(a) (-want +got):\n%s", diff)
 	}
 
-	got, err = fx.client.GetRating(ctx, &ratingv1.GetRatingRequest{PlayerId: "newcomer", RuleSet: "chesscom-ffa"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want = &ratingv1.Rating{PlayerId: "newcomer", RuleSet: "chesscom-ffa", Mu: 25, Sigma: 25.0 / 3, DisplayRating: 1500, Provisional: true, IsDefault: true}
-	if diff := cmp.Diff(want, got.GetRating(), protocmp.Transform()); diff != "" {
-		t.Errorf("GetRating(newcomer) (-want +got):\n%s", diff)
+	// A player without a rated match in the pool is not found (issue 24:
+	// a mistyped id answered a default 1500), in a pool without any match
+	// and in one where others played.
+	for _, rs := range []string{"chesscom-ffa", pool} {
+		_, err = fx.client.GetRating(ctx, &ratingv1.GetRatingRequest{PlayerId: "newcomer", RuleSet: rs})
+		wantCode(t, err, codes.NotFound, "")
 	}
 }
 
@@ -267,6 +266,15 @@ func TestBatchGetRatings(t *testing.T) {
 	}
 	if want := []string{"d:false:3", "zed:true:0", "a:false:3", "d:false:3"}; !cmp.Equal(ids, want) {
 		t.Errorf("BatchGetRatings = %v, want %v", ids, want)
+	}
+	// Names come from the latest rated match; the provisional estimate is
+	// the policy's (0 once established).
+	zed, a := got.GetRatings()[1], got.GetRatings()[2]
+	if zed.GetDisplayName() != "" || a.GetDisplayName() != "A" {
+		t.Errorf("display names = %q, %q; want \"\", \"A\"", zed.GetDisplayName(), a.GetDisplayName())
+	}
+	if want := uint32(fx.policy.GamesToEstablish(fx.policy.New())); want == 0 || zed.GetGamesToEstablish() != want || a.GetGamesToEstablish() != 0 {
+		t.Errorf("games to establish = %d (zed), %d (a); want %d, 0", zed.GetGamesToEstablish(), a.GetGamesToEstablish(), want)
 	}
 }
 

@@ -26,6 +26,7 @@ func invalid(field, reason string) error { return &fieldError{field: field, reas
 //
 //	invalid field, bad page token        -> INVALID_ARGUMENT (with field details)
 //	unknown rule set                     -> NOT_FOUND
+//	unknown player (GetRating)           -> NOT_FOUND
 //	anything else: redisconn.Status (by redisconn.Classify)
 //	  caller gone / deadline             -> CANCELED / DEADLINE_EXCEEDED
 //	  Redis unreachable, failing over    -> UNAVAILABLE, logged as a warning
@@ -43,7 +44,7 @@ func (s *Service) toStatus(ctx context.Context, err error) error {
 		return st.Err()
 	case errors.Is(err, store.ErrInvalidCursor):
 		return s.toStatus(ctx, errBadToken)
-	case errors.Is(err, errUnknownRuleSet):
+	case errors.Is(err, errUnknownRuleSet), errors.Is(err, errUnknownPlayer):
 		return status.Error(codes.NotFound, err.Error())
 	}
 	return redisconn.Status(ctx, s.log, err, "rating store")
