@@ -1,12 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/brain"
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
@@ -258,20 +262,37 @@ func (a *app) rating(ctx context.Context, args []string) error {
 		player = operands[0]
 	}
 	resp, err := c.Rating.GetRating(ctx, &ratingv1.GetRatingRequest{PlayerId: player, RuleSet: *ruleSet})
+	if status.Code(err) == codes.NotFound && len(operands) == 0 {
+		// Yourself before your first rated game: not an error.
+		fmt.Fprintf(a.stdout, "%s in %s: no rated game yet (provisional until established)\n", s.DisplayName, *ruleSet)
+		return nil
+	}
+	if status.Code(err) == codes.NotFound {
+		return fmt.Errorf("rating of %s: no player with a rated game in %s has this id", player, *ruleSet)
+	}
 	if err != nil {
 		return fmt.Errorf("rating of %s: %w", player, err)
 	}
-	r := resp.GetRating()
+	fmt.Fprintln(a.stdout, ratingLine(resp.GetRating()))
+	return nil
+}
+
+// ratingLine describes a rating: the player's display name (the id if the
+// service has none), the rating, and while provisional how many more games
+// the service estimates.
+func ratingLine(r *ratingv1.Rating) string {
+	name := cmp.Or(r.GetDisplayName(), r.GetPlayerId())
 	note := ""
 	switch {
 	case r.GetIsDefault():
 		note = " (no rated game yet)"
+	case r.GetProvisional() && r.GetGamesToEstablish() > 0:
+		note = fmt.Sprintf(" (provisional: about %d more games)", r.GetGamesToEstablish())
 	case r.GetProvisional():
 		note = " (provisional)"
 	}
-	fmt.Fprintf(a.stdout, "%s in %s: %d%s, %d games (mu %.1f, sigma %.1f)\n", player, *ruleSet,
+	return fmt.Sprintf("%s in %s: %d%s, %d games (mu %.1f, sigma %.1f)", name, r.GetRuleSet(),
 		r.GetDisplayRating(), note, r.GetGamesPlayed(), r.GetMu(), r.GetSigma())
-	return nil
 }
 
 func (a *app) leaderboard(ctx context.Context, args []string) error {
@@ -295,7 +316,7 @@ func (a *app) leaderboard(ctx context.Context, args []string) error {
 		return fmt.Errorf("leaderboard: %w", err)
 	}
 	if len(resp.GetEntries()) == 0 {
-		fmt.Fprintln(a.stdout, "nobody on the leaderboard yet (provisional players are left out)")
+		fmt.Fprintln(a.stdout, "nobody on the leaderboard yet: provisional players are left out (fk rating shows how many games a player still needs)")
 	}
 	for _, e := range resp.GetEntries() {
 		fmt.Fprintf(a.stdout, "%3d. %-24s %5d  %d games\n", e.GetRank(), e.GetPlayer().GetDisplayName(), e.GetDisplayRating(), e.GetGamesPlayed())

@@ -19,6 +19,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
+	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 )
 
 // startMatch is the start position with Red to move, as GetMatch returns
@@ -337,5 +338,33 @@ func TestColourLegend(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("colour board lacks %q", want)
 		}
+	}
+}
+
+// TestRatingLine: fk rating names the player and says how many games a
+// provisional rating still needs (issue 24).
+func TestRatingLine(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		r    *ratingv1.Rating
+		want string
+	}{
+		{name: "established", r: &ratingv1.Rating{PlayerId: "guest-1a2b", DisplayName: "Alice", RuleSet: "fourkingdoms", DisplayRating: 1712, GamesPlayed: 80, Mu: 31.2, Sigma: 3.1},
+			want: "Alice in fourkingdoms: 1712, 80 games (mu 31.2, sigma 3.1)"},
+		{name: "provisional", r: &ratingv1.Rating{PlayerId: "guest-1a2b", DisplayName: "Alice", RuleSet: "fourkingdoms", DisplayRating: 1390, GamesPlayed: 3, Mu: 26, Sigma: 7.5, Provisional: true, GamesToEstablish: 54},
+			want: "Alice in fourkingdoms: 1390 (provisional: about 54 more games), 3 games (mu 26.0, sigma 7.5)"},
+		{name: "provisional, old server", r: &ratingv1.Rating{PlayerId: "guest-1a2b", DisplayName: "Alice", RuleSet: "fourkingdoms", DisplayRating: 1390, GamesPlayed: 3, Mu: 26, Sigma: 7.5, Provisional: true},
+			want: "Alice in fourkingdoms: 1390 (provisional), 3 games (mu 26.0, sigma 7.5)"},
+		{name: "no name", r: &ratingv1.Rating{PlayerId: "guest-1a2b", RuleSet: "fourkingdoms", DisplayRating: 1500, Mu: 25, Sigma: 8.3, Provisional: true, IsDefault: true, GamesToEstablish: 57},
+			want: "guest-1a2b in fourkingdoms: 1500 (no rated game yet), 0 games (mu 25.0, sigma 8.3)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := ratingLine(tt.r); got != tt.want {
+				t.Errorf("ratingLine = %q\nwant           %q", got, tt.want)
+			}
+		})
 	}
 }

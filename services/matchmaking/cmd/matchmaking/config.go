@@ -210,10 +210,10 @@ func (c config) matchmakerConfig() matchmaker.Config {
 	}
 }
 
-// apiSettings returns the API settings.
-func (c config) apiSettings() api.Settings {
-	return api.Settings{
+// apiSettings returns the API settings; ratings looks up unrated tickets.
+func (c config) apiSettings(ratings matchmaker.Ratings) api.Settings {
+	return api.Settings{Ratings: ratings,
 		TicketTTL: c.TicketTTL, Window: c.window(), WatchPoll: c.WatchPoll,
-		SearchingEvery: c.SearchingEvery, StatsWindow: c.StatsWindow,
+		SearchingEvery: c.SearchingEvery, StatsWindow: c.StatsWindow, DefaultRating: c.DefaultRating,
 	}
 }

@@ -101,8 +101,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		st := store.New(rdb, cfg.KeyPrefix, names, cfg.storeSettings())
 		// Bots are ordinary clients waiting in the queues that fill with
 		// bots (cmd/internal/botpool); the matchmaker only seats them.
-		mm := matchmaker.New(cfg.matchmakerConfig(), st,
-			remote.Ratings{Client: ratingv1.NewRatingServiceClient(ratingConn)},
+		ratings := remote.Ratings{Client: ratingv1.NewRatingServiceClient(ratingConn)}
+		mm := matchmaker.New(cfg.matchmakerConfig(), st, ratings,
 			remote.Matches{Client: matchv1.NewMatchServiceClient(matchConn)},
 			s.MeterProvider().Meter("github.com/fourkingdoms/fourkingdoms/services/matchmaking"), log)
 		guests, err := api.NewAuth(s.Keys(), cfg.GuestTokenTTL)
@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		authv1.RegisterAuthServiceServer(s.GRPC(), guests)
 		events := api.NewEvents(log, s.Report)
-		matchmakingv1.RegisterMatchmakingServiceServer(s.GRPC(), api.NewMatchmaking(cfg.apiSettings(), st, qs, events, log))
+		matchmakingv1.RegisterMatchmakingServiceServer(s.GRPC(), api.NewMatchmaking(cfg.apiSettings(ratings), st, qs, events, log))
 		s.Go("ticket-events", func(ctx context.Context) error { return events.Run(ctx, st, names) })
 		// Formation rounds are not a health component: they fail mostly
 		// when the match service does, which must not take matchmaking

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,7 @@ import (
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
@@ -450,5 +452,80 @@ func TestPercentile(t *testing.T) {
 		if got := percentile(tt.in, tt.p); got != tt.want {
 			t.Errorf("percentile(%d values, %v) = %v, want %v", len(tt.in), tt.p, got, tt.want)
 		}
+	}
+}
+
+// fakeRatings answers every lookup with rating, or fails with err.
+type fakeRatings struct {
+	rating matchmaker.Rating
+	err    error
+}
+
+func (f fakeRatings) BatchRatings(_ context.Context, _ string, ids []string) (map[string]matchmaker.Rating, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	out := make(map[string]matchmaker.Rating, len(ids))
+	for _, id := range ids {
+		out[id] = f.rating
+	}
+	return out, nil
+}
+
+// TestFirstSearchingHasWindow: the first searching update comes before
+// any formation round rated the ticket, and still carries the rating
+// window (issue 24: clients showed "opponents rated 0-0"): from the
+// stream's own lookup, from the default when the lookup fails, and from the
+// round's rating once there is one.
+func TestFirstSearchingHasWindow(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		ratings matchmaker.Ratings
+		stored  *matchmaker.Rating // a formation round's rating, recorded before watching
+		want    matchmaker.Rating
+	}{
+		{name: "looked up", ratings: fakeRatings{rating: matchmaker.Rating{Value: 1830}}, want: matchmaker.Rating{Value: 1830}},
+		{name: "looked up provisional", ratings: fakeRatings{rating: matchmaker.Rating{Value: 1620, Provisional: true}}, want: matchmaker.Rating{Value: 1620, Provisional: true}},
+		{name: "lookup fails", ratings: fakeRatings{err: errors.New("rating service down")}, want: matchmaker.Rating{Value: 1500, Provisional: true}},
+		{name: "no lookup", want: matchmaker.Rating{Value: 1500, Provisional: true}},
+		{name: "rated by a round", ratings: fakeRatings{rating: matchmaker.Rating{Value: 1830}},
+			stored: &matchmaker.Rating{Value: 2010}, want: matchmaker.Rating{Value: 2010}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			set := testAPISettings
+			set.Ratings, set.DefaultRating = tt.ratings, 1500
+			h := newHarness(t, redistest.Kinds()[0], set)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			erin := h.guest(t, "erin")
+			enq, err := h.mm.Enqueue(ctx, &matchmakingv1.EnqueueRequest{Target: &matchmakingv1.EnqueueRequest_Queue{Queue: "fourkingdoms/5+5"}}, as(erin.GetToken()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk := enq.GetTicket()
+			if tt.stored != nil {
+				e := store.Entry{TicketID: tk.GetTicketId(), Rating: tt.stored.Value, Provisional: tt.stored.Provisional, Rated: true}
+				if err := h.store.SetRatings(ctx, tk.GetQueue(), []store.Entry{e}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stream, err := h.mm.WatchTicket(ctx, &matchmakingv1.WatchTicketRequest{TicketId: tk.GetTicketId()}, as(erin.GetToken()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			up, err := stream.Recv()
+			if err != nil || up.GetSearching() == nil {
+				t.Fatalf("first update = %v, %v; want searching", up, err)
+			}
+			s := up.GetSearching()
+			hw := set.Window.HalfWidth(s.GetWaited().AsDuration(), tt.want.Provisional)
+			lo, hi := int32(math.Floor(tt.want.Value-hw)), int32(math.Ceil(tt.want.Value+hw))
+			if s.GetRatingWindowLow() != lo || s.GetRatingWindowHigh() != hi {
+				t.Errorf("first window = %d-%d, want %d-%d (rating %v)", s.GetRatingWindowLow(), s.GetRatingWindowHigh(), lo, hi, tt.want)
+			}
+		})
 	}
 }

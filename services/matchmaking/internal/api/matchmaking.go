@@ -27,6 +27,7 @@ import (
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/remote"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
@@ -45,6 +46,14 @@ type Settings struct {
 	SearchingEvery time.Duration
 	// StatsWindow is the window GetQueueStats reports on.
 	StatsWindow time.Duration
+	// Ratings looks up the rating of a ticket that no formation round has
+	// rated yet, so that its first searching update already carries the
+	// rating window (the matchmaker's own lookup: remote.Ratings). Nil, or
+	// a failed lookup, gives DefaultRating as provisional: what the
+	// matchmaker itself uses when the rating service fails.
+	Ratings matchmaker.Ratings
+	// DefaultRating is the matchmaker's fallback rating (see Ratings).
+	DefaultRating float64
 }
 
 // Matchmaking implements matchmakingv1.MatchmakingServiceServer.
@@ -156,6 +165,7 @@ func (s *Matchmaking) WatchTicket(req *matchmakingv1.WatchTicketRequest, stream 
 	poll := time.NewTicker(min(s.set.WatchPoll, s.set.SearchingEvery))
 	defer poll.Stop()
 	var lastSearching time.Time
+	var own *matchmaker.Rating // this stream's lookup while the ticket is unrated
 	for first := true; ; first = false {
 		tk, err := s.store.Ticket(ctx, req.GetTicketId())
 		if err != nil {
@@ -178,7 +188,11 @@ func (s *Matchmaking) WatchTicket(req *matchmakingv1.WatchTicketRequest, stream 
 		default:
 			if now.Sub(lastSearching) >= s.set.SearchingEvery {
 				lastSearching = now
-				resp.Update = &matchmakingv1.WatchTicketResponse_Searching{Searching: s.searching(tk, now)}
+				if !tk.Rated && own == nil {
+					r := s.lookup(ctx, tk)
+					own = &r
+				}
+				resp.Update = &matchmakingv1.WatchTicketResponse_Searching{Searching: s.searching(tk, own, now)}
 			}
 		}
 		if resp.Update != nil {
@@ -199,17 +213,47 @@ func (s *Matchmaking) WatchTicket(req *matchmakingv1.WatchTicketRequest, stream 
 }
 
 // searching describes a waiting ticket: its wait, and the rating window it
-// accepts now (unknown until the first formation round rated it: then the
-// window is left zero).
-func (s *Matchmaking) searching(tk store.Ticket, now time.Time) *matchmakingv1.Searching {
+// accepts now. Until a formation round has rated the ticket, the window is
+// computed from own, the stream's own lookup of the same rating: the first
+// update comes before the first round (issue 24: it had no window).
+func (s *Matchmaking) searching(tk store.Ticket, own *matchmaker.Rating, now time.Time) *matchmakingv1.Searching {
 	wait := now.Sub(tk.EnqueuedAt)
 	out := &matchmakingv1.Searching{Waited: durationpb.New(max(wait, 0))}
-	if tk.Rated {
-		hw := s.set.Window.HalfWidth(wait, tk.Provisional)
-		out.RatingWindowLow = int32(math.Floor(tk.Rating - hw))
-		out.RatingWindowHigh = int32(math.Ceil(tk.Rating + hw))
+	rating, provisional := tk.Rating, tk.Provisional
+	if !tk.Rated && own != nil {
+		rating, provisional = own.Value, own.Provisional
 	}
+	hw := s.set.Window.HalfWidth(wait, provisional)
+	out.RatingWindowLow = int32(math.Floor(rating - hw))
+	out.RatingWindowHigh = int32(math.Ceil(rating + hw))
 	return out
+}
+
+// lookupTimeout bounds the rating lookup of a searching update.
+const lookupTimeout = 2 * time.Second
+
+// lookup returns the rating of an unrated ticket's player as the next
+// formation round will see it: the rating service's answer, or the default
+// as a provisional rating when it fails (logged, not returned: the update
+// is still useful, and the round will rate the ticket anyway).
+func (s *Matchmaking) lookup(ctx context.Context, tk store.Ticket) matchmaker.Rating {
+	def := matchmaker.Rating{Value: s.set.DefaultRating, Provisional: true}
+	q, ok := s.queue(tk.Queue)
+	if !ok || s.set.Ratings == nil {
+		return def
+	}
+	// Bounded: a slow rating service must not hold the update back long.
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	got, err := s.set.Ratings.BatchRatings(ctx, q.RuleSet, []string{tk.PlayerID})
+	if err != nil {
+		s.log.WarnContext(ctx, "rating lookup for a searching update failed, using the default", "ticket", tk.ID, "err", err)
+		return def
+	}
+	if r, ok := got[tk.PlayerID]; ok {
+		return r
+	}
+	return def
 }
 
 // GetQueueStats implements MatchmakingService.GetQueueStats.

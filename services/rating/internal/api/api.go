@@ -60,6 +60,11 @@ func (s *Service) GetRating(ctx context.Context, req *ratingv1.GetRatingRequest)
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
+	if !players[0].Known {
+		// The service knows players only from their rated matches: an
+		// unknown id is as likely a typo as a new player (issue 24).
+		return nil, s.toStatus(ctx, fmt.Errorf("player %q in pool %s: %w", req.GetPlayerId(), req.GetRuleSet(), errUnknownPlayer))
+	}
 	return &ratingv1.GetRatingResponse{Rating: s.rating(req.GetRuleSet(), players[0])}, nil
 }
 
@@ -170,14 +175,16 @@ func (s *Service) GetRatingHistory(ctx context.Context, req *ratingv1.GetRatingH
 
 func (s *Service) rating(pool string, p store.Player) *ratingv1.Rating {
 	r := &ratingv1.Rating{
-		PlayerId:      p.ID,
-		RuleSet:       pool,
-		Mu:            p.Standing.Rating.Mu,
-		Sigma:         p.Standing.Rating.Sigma,
-		DisplayRating: int32(ladder.Display(p.Standing.Rating)),
-		GamesPlayed:   uint32(p.Standing.Games),
-		Provisional:   s.policy.Provisional(p.Standing),
-		IsDefault:     !p.Known,
+		PlayerId:         p.ID,
+		RuleSet:          pool,
+		Mu:               p.Standing.Rating.Mu,
+		Sigma:            p.Standing.Rating.Sigma,
+		DisplayRating:    int32(ladder.Display(p.Standing.Rating)),
+		GamesPlayed:      uint32(p.Standing.Games),
+		Provisional:      s.policy.Provisional(p.Standing),
+		IsDefault:        !p.Known,
+		DisplayName:      p.Name,
+		GamesToEstablish: uint32(s.policy.GamesToEstablish(p.Standing)),
 	}
 	if !p.Standing.UpdatedAt.IsZero() {
 		r.UpdatedAt = timestamppb.New(p.Standing.UpdatedAt)
@@ -235,5 +242,6 @@ func decodeToken(token, kind, scope string) (string, error) {
 
 var (
 	errUnknownRuleSet = errors.New("unknown rule set")
+	errUnknownPlayer  = errors.New("no rated match in the pool")
 	errBadToken       = invalid("page_token", "not a token of this query")
 )

@@ -121,12 +121,18 @@ var reasons = map[codes.Code]string{
 // BadRequest violation of field.
 func wantCode(t *testing.T, err error, code codes.Code, field string) {
 	t.Helper()
+	wantRefusal(t, err, code, reasons[code], field)
+}
+
+// wantRefusal is wantCode with the ErrorInfo reason given.
+func wantRefusal(t *testing.T, err error, code codes.Code, reason, field string) {
+	t.Helper()
 	st := status.Convert(err)
 	if st.Code() != code {
 		t.Fatalf("status = %v, want %v", st, code)
 	}
-	if info := rpcerr.Info(err); info.GetDomain() != "fourkingdoms.rating.v1" || info.GetReason() != reasons[code] {
-		t.Errorf("status %v: ErrorInfo %v, want fourkingdoms.rating.v1 %s", st, info, reasons[code])
+	if info := rpcerr.Info(err); info.GetDomain() != "fourkingdoms.rating.v1" || info.GetReason() != reason {
+		t.Errorf("status %v: ErrorInfo %v, want fourkingdoms.rating.v1 %s", st, info, reason)
 	}
 	if code != codes.InvalidArgument {
 		if br := rpcerr.BadRequest(err); br != nil {
@@ -164,19 +170,18 @@ func TestGetRating(t *testing.T) {
 	want := &ratingv1.Rating{
 		PlayerId: "a", RuleSet: pool, Mu: a.Rating.Mu, Sigma: a.Rating.Sigma,
 		DisplayRating: int32(ladder.Display(a.Rating)), GamesPlayed: 3, Provisional: false,
-		UpdatedAt: timestamppb.New(t0.Add(2 * time.Hour)),
+		UpdatedAt: timestamppb.New(t0.Add(2 * time.Hour)), DisplayName: "A",
 	}
 	if diff := cmp.Diff(want, got.GetRating(), protocmp.Transform()); diff != "" {
 		t.Errorf("GetRating(a) (-want +got):\n%s", diff)
 	}
 
-	got, err = fx.client.GetRating(ctx, &ratingv1.GetRatingRequest{PlayerId: "newcomer", RuleSet: "chesscom-ffa"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want = &ratingv1.Rating{PlayerId: "newcomer", RuleSet: "chesscom-ffa", Mu: 25, Sigma: 25.0 / 3, DisplayRating: 1500, Provisional: true, IsDefault: true}
-	if diff := cmp.Diff(want, got.GetRating(), protocmp.Transform()); diff != "" {
-		t.Errorf("GetRating(newcomer) (-want +got):\n%s", diff)
+	// A player without a rated match in the pool is not found (issue 24:
+	// a mistyped id answered a default 1500), in a pool without any match
+	// and in one where others played.
+	for _, rs := range []string{"chesscom-ffa", pool} {
+		_, err = fx.client.GetRating(ctx, &ratingv1.GetRatingRequest{PlayerId: "newcomer", RuleSet: rs})
+		wantRefusal(t, err, codes.NotFound, reasonUnknownPlayer, "")
 	}
 }
 
@@ -287,6 +292,15 @@ func TestBatchGetRatings(t *testing.T) {
 	if want := []string{"d:false:3", "zed:true:0", "a:false:3", "d:false:3"}; !cmp.Equal(ids, want) {
 		t.Errorf("BatchGetRatings = %v, want %v", ids, want)
 	}
+	// Names come from the latest rated match; the provisional estimate is
+	// the policy's (0 once established).
+	zed, a := got.GetRatings()[1], got.GetRatings()[2]
+	if zed.GetDisplayName() != "" || a.GetDisplayName() != "A" {
+		t.Errorf("display names = %q, %q; want \"\", \"A\"", zed.GetDisplayName(), a.GetDisplayName())
+	}
+	if want := uint32(fx.policy.GamesToEstablish(fx.policy.New())); want == 0 || zed.GetGamesToEstablish() != want || a.GetGamesToEstablish() != 0 {
+		t.Errorf("games to establish = %d (zed), %d (a); want %d, 0", zed.GetGamesToEstablish(), a.GetGamesToEstablish(), want)
+	}
 }
 
 func TestLeaderboardPages(t *testing.T) {
@@ -395,21 +409,27 @@ func TestToStatus(t *testing.T) {
 	t.Parallel()
 	s := &Service{log: slog.New(slog.DiscardHandler)}
 	tests := []struct {
-		err   error
-		code  codes.Code
-		field string
+		err    error
+		code   codes.Code
+		field  string
+		reason string // when not the code's usual reason
 	}{
-		{invalid("rule_set", "required"), codes.InvalidArgument, "rule_set"},
-		{fmt.Errorf("batch: %w", invalid("player_ids[1]", "empty")), codes.InvalidArgument, "player_ids[1]"},
-		{fmt.Errorf("page: %w", store.ErrInvalidCursor), codes.InvalidArgument, "page_token"},
-		{fmt.Errorf("rule set %q: %w", "x", errUnknownRuleSet), codes.NotFound, ""},
-		{redis.ErrClosed, codes.Unavailable, ""},
-		{errors.New("bad reply"), codes.Internal, ""},
+		{err: invalid("rule_set", "required"), code: codes.InvalidArgument, field: "rule_set"},
+		{err: fmt.Errorf("batch: %w", invalid("player_ids[1]", "empty")), code: codes.InvalidArgument, field: "player_ids[1]"},
+		{err: fmt.Errorf("page: %w", store.ErrInvalidCursor), code: codes.InvalidArgument, field: "page_token"},
+		{err: fmt.Errorf("rule set %q: %w", "x", errUnknownRuleSet), code: codes.NotFound},
+		{err: fmt.Errorf("player %q: %w", "x", errUnknownPlayer), code: codes.NotFound, reason: reasonUnknownPlayer},
+		{err: redis.ErrClosed, code: codes.Unavailable},
+		{err: errors.New("bad reply"), code: codes.Internal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.err.Error(), func(t *testing.T) {
 			t.Parallel()
-			wantCode(t, s.toStatus(t.Context(), tt.err), tt.code, tt.field)
+			reason := tt.reason
+			if reason == "" {
+				reason = reasons[tt.code]
+			}
+			wantRefusal(t, s.toStatus(t.Context(), tt.err), tt.code, reason, tt.field)
 		})
 	}
 }

@@ -18,6 +18,7 @@ func invalid(field, reason string) error { return rpcerr.Field(nil, field, reaso
 const (
 	reasonInvalid        = "INVALID_ARGUMENT"
 	reasonUnknownRuleSet = "RULE_SET_NOT_FOUND"
+	reasonUnknownPlayer  = "PLAYER_NOT_FOUND"
 )
 
 // toStatus maps an error of a handler to the gRPC status the client sees.
@@ -26,6 +27,7 @@ const (
 //
 //	invalid field, bad page token        -> INVALID_ARGUMENT, INVALID_ARGUMENT (with a BadRequest)
 //	unknown rule set                     -> NOT_FOUND, RULE_SET_NOT_FOUND
+//	unknown player (GetRating)           -> NOT_FOUND, PLAYER_NOT_FOUND
 //	anything else: redisconn.Status (by redisconn.Classify)
 //	  caller gone / deadline             -> CANCELED / DEADLINE_EXCEEDED
 //	  Redis unreachable, failing over    -> UNAVAILABLE, STORE_UNAVAILABLE, logged as a warning
@@ -39,6 +41,8 @@ func (s *Service) toStatus(ctx context.Context, err error) error {
 		return s.toStatus(ctx, errBadToken)
 	case errors.Is(err, errUnknownRuleSet):
 		return rpcerr.Rating.Error(codes.NotFound, reasonUnknownRuleSet, err.Error(), nil)
+	case errors.Is(err, errUnknownPlayer):
+		return rpcerr.Rating.Error(codes.NotFound, reasonUnknownPlayer, err.Error(), nil)
 	}
 	return redisconn.Status(ctx, s.log, err, rpcerr.Rating, "rating store")
 }

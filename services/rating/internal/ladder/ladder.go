@@ -146,6 +146,40 @@ func (p Policy) Provisional(s Standing) bool {
 	return s.Games < int64(p.ProvisionalGames) || s.Rating.Sigma > p.ProvisionalSigma
 }
 
+// maxEstablish bounds the simulation of GamesToEstablish. A valid model
+// always shrinks σ towards a floor; a policy whose threshold is below that
+// floor is never reached, and the estimate then stops here.
+const maxEstablish = 1000
+
+// GamesToEstablish estimates how many more rated games a player with
+// standing s needs to stop being provisional: 0 if s is not provisional,
+// else the larger of the games missing to ProvisionalGames and the games
+// until σ falls to ProvisionalSigma if every opponent is exactly as
+// uncertain as the player (the case of a new pool). It simulates the
+// model's σ updates, which depend on the opponents' σ and hardly on the
+// results: against established opponents σ falls faster, so the estimate
+// is an upper bound there. The cost is one model update per game counted,
+// small enough for every GetRating (at most maxEstablish).
+func (p Policy) GamesToEstablish(s Standing) int {
+	if !p.Provisional(s) {
+		return 0
+	}
+	byGames := max(0, p.ProvisionalGames-int(min(s.Games, int64(p.ProvisionalGames))))
+	r := s.Rating
+	ranks := []int{1, 2, 3, 4}
+	bySigma := 0
+	for ; r.Sigma > p.ProvisionalSigma && bySigma < maxEstablish; bySigma++ {
+		// Equal players, the player in second place: with equal μ the
+		// places change μ, not σ.
+		after, err := p.Model.Rate([]skill.Rating{r, r, r, r}, ranks)
+		if err != nil {
+			return max(byGames, maxEstablish)
+		}
+		r = skill.Rating{Mu: r.Mu, Sigma: after[1].Sigma}
+	}
+	return max(byGames, bySigma)
+}
+
 // Participant is a player in a seat of a finished match.
 type Participant struct {
 	PlayerID string

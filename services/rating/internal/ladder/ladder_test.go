@@ -363,3 +363,65 @@ func TestReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestGamesToEstablish checks the estimate against the rule it estimates:
+// in a replayed new pool (four new players meeting only each other, places
+// rotating) the estimate never promises fewer games than remain, and is at
+// most a quarter too high (equal μ, the estimate's assumption, keeps σ up a
+// little longer than real results do).
+func TestGamesToEstablish(t *testing.T) {
+	t.Parallel()
+	p := DefaultPolicy()
+	// A new pool, simulated with the policy itself: the four players' σ
+	// stay equal, so this is the estimate's own assumption, played out.
+	pool := [Seats]Standing{p.New(), p.New(), p.New(), p.New()}
+	var estimates []int
+	for game := 0; p.Provisional(pool[0]) && game < maxEstablish; game++ {
+		estimates = append(estimates, p.GamesToEstablish(pool[0]))
+		// The places rotate, so that the players stay equally strong.
+		res := Result{MatchID: "m", Pool: "fourkingdoms"}
+		var before [Seats]Standing
+		for place := range res.Places {
+			j := (place + game) % Seats
+			res.Places[place] = Participant{PlayerID: string(rune('a' + j)), Seat: Seat(place)}
+			before[place] = pool[j]
+		}
+		changes, err := p.Rate(res, before, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range changes {
+			pool[c.PlayerID[0]-'a'] = c.After
+		}
+	}
+	if len(estimates) == 0 || estimates[0] < 50 || estimates[0] > 65 {
+		t.Fatalf("new player: estimates %v; the package documentation says about 57", estimates)
+	}
+	for i, e := range estimates {
+		if left := len(estimates) - i; e < left || 4*e > 5*left+4 {
+			t.Errorf("after %d games: estimate %d, but %d games were left", i, e, left)
+		}
+	}
+	if got := p.GamesToEstablish(pool[0]); got != 0 {
+		t.Errorf("established player: estimate %d, want 0", got)
+	}
+
+	tests := []struct {
+		name string
+		s    Standing
+		want int
+	}{
+		// σ already low: only the game count is missing.
+		{name: "low sigma, few games", s: Standing{Rating: skill.Rating{Mu: 25, Sigma: 3}, Games: 10}, want: 20},
+		{name: "low sigma, enough games", s: Standing{Rating: skill.Rating{Mu: 25, Sigma: 3}, Games: 30}, want: 0},
+		{name: "many games, sigma just above", s: Standing{Rating: skill.Rating{Mu: 25, Sigma: 4.01}, Games: 100}, want: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := p.GamesToEstablish(tt.s); got != tt.want {
+				t.Errorf("GamesToEstablish(%+v) = %d, want %d", tt.s, got, tt.want)
+			}
+		})
+	}
+}

@@ -54,9 +54,18 @@ type Rating struct {
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// True if the player has no rating in the pool and these are the pool's
 	// default values.
-	IsDefault     bool `protobuf:"varint,9,opt,name=is_default,json=isDefault,proto3" json:"is_default,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	IsDefault bool `protobuf:"varint,9,opt,name=is_default,json=isDefault,proto3" json:"is_default,omitempty"`
+	// The player's display name as of their latest rated match in the pool;
+	// empty for a default rating.
+	DisplayName string `protobuf:"bytes,10,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	// While provisional: an estimate of the rated games still needed to be
+	// established, the larger of the games missing to the policy's minimum
+	// and the games until sigma falls to the policy's threshold if every
+	// opponent is as uncertain as the player (as in a new pool: an
+	// overestimate against established opponents). 0 when not provisional.
+	GamesToEstablish uint32 `protobuf:"varint,11,opt,name=games_to_establish,json=gamesToEstablish,proto3" json:"games_to_establish,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Rating) Reset() {
@@ -150,6 +159,20 @@ func (x *Rating) GetIsDefault() bool {
 		return x.IsDefault
 	}
 	return false
+}
+
+func (x *Rating) GetDisplayName() string {
+	if x != nil {
+		return x.DisplayName
+	}
+	return ""
+}
+
+func (x *Rating) GetGamesToEstablish() uint32 {
+	if x != nil {
+		return x.GamesToEstablish
+	}
+	return 0
 }
 
 // GetRatingRequest names a player and a pool.
@@ -807,7 +830,7 @@ var File_fourkingdoms_rating_v1_rating_proto protoreflect.FileDescriptor
 
 const file_fourkingdoms_rating_v1_rating_proto_rawDesc = "" +
 	"\n" +
-	"#fourkingdoms/rating/v1/rating.proto\x12\x16fourkingdoms.rating.v1\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xac\x02\n" +
+	"#fourkingdoms/rating/v1/rating.proto\x12\x16fourkingdoms.rating.v1\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfd\x02\n" +
 	"\x06Rating\x12\x1b\n" +
 	"\tplayer_id\x18\x01 \x01(\tR\bplayerId\x12\x19\n" +
 	"\brule_set\x18\x02 \x01(\tR\aruleSet\x12\x0e\n" +
@@ -819,7 +842,10 @@ const file_fourkingdoms_rating_v1_rating_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1d\n" +
 	"\n" +
-	"is_default\x18\t \x01(\bR\tisDefault\"J\n" +
+	"is_default\x18\t \x01(\bR\tisDefault\x12!\n" +
+	"\fdisplay_name\x18\n" +
+	" \x01(\tR\vdisplayName\x12,\n" +
+	"\x12games_to_establish\x18\v \x01(\rR\x10gamesToEstablish\"J\n" +
 	"\x10GetRatingRequest\x12\x1b\n" +
 	"\tplayer_id\x18\x01 \x01(\tR\bplayerId\x12\x19\n" +
 	"\brule_set\x18\x02 \x01(\tR\aruleSet\"K\n" +

@@ -44,10 +44,12 @@ const (
 // (storage unreachable: retry with backoff), INTERNAL.
 // Page sizes: 0 means 50; larger than 100 is treated as 100.
 type RatingServiceClient interface {
-	// GetRating returns a player's rating in one pool. A player with no rated
-	// match in the pool gets the pool's default rating with is_default set.
+	// GetRating returns a player's rating in one pool.
 	//
-	// Errors: only the common ones.
+	// Errors: NOT_FOUND (the player has no rated match in the pool: the
+	// service knows players only from their rated matches, so it cannot tell
+	// a new player from a wrong id; BatchGetRatings answers such players with
+	// the default rating instead).
 	GetRating(ctx context.Context, in *GetRatingRequest, opts ...grpc.CallOption) (*GetRatingResponse, error)
 	// BatchGetRatings returns the ratings of up to 1000 players in one pool, in
 	// request order. Unknown players get the default rating with is_default
@@ -57,7 +59,8 @@ type RatingServiceClient interface {
 	// (unknown rule set).
 	BatchGetRatings(ctx context.Context, in *BatchGetRatingsRequest, opts ...grpc.CallOption) (*BatchGetRatingsResponse, error)
 	// GetLeaderboard lists a pool's players by display rating, highest first.
-	// Provisional players are left out.
+	// Provisional players are left out (see Rating.games_to_establish for
+	// how long a player stays provisional).
 	//
 	// Errors: only the common ones.
 	GetLeaderboard(ctx context.Context, in *GetLeaderboardRequest, opts ...grpc.CallOption) (*GetLeaderboardResponse, error)
@@ -131,10 +134,12 @@ func (c *ratingServiceClient) GetRatingHistory(ctx context.Context, in *GetRatin
 // (storage unreachable: retry with backoff), INTERNAL.
 // Page sizes: 0 means 50; larger than 100 is treated as 100.
 type RatingServiceServer interface {
-	// GetRating returns a player's rating in one pool. A player with no rated
-	// match in the pool gets the pool's default rating with is_default set.
+	// GetRating returns a player's rating in one pool.
 	//
-	// Errors: only the common ones.
+	// Errors: NOT_FOUND (the player has no rated match in the pool: the
+	// service knows players only from their rated matches, so it cannot tell
+	// a new player from a wrong id; BatchGetRatings answers such players with
+	// the default rating instead).
 	GetRating(context.Context, *GetRatingRequest) (*GetRatingResponse, error)
 	// BatchGetRatings returns the ratings of up to 1000 players in one pool, in
 	// request order. Unknown players get the default rating with is_default
@@ -144,7 +149,8 @@ type RatingServiceServer interface {
 	// (unknown rule set).
 	BatchGetRatings(context.Context, *BatchGetRatingsRequest) (*BatchGetRatingsResponse, error)
 	// GetLeaderboard lists a pool's players by display rating, highest first.
-	// Provisional players are left out.
+	// Provisional players are left out (see Rating.games_to_establish for
+	// how long a player stays provisional).
 	//
 	// Errors: only the common ones.
 	GetLeaderboard(context.Context, *GetLeaderboardRequest) (*GetLeaderboardResponse, error)
