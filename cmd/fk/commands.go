@@ -201,7 +201,7 @@ func (a *app) watch(ctx context.Context, args []string) error {
 	defer c.Close()
 	id := operands[0]
 	sc := &screen{}
-	final, err := c.Follow(ctx, id, client.FollowOptions{RefreshBoard: true}, func(u client.Update) error {
+	final, err := c.Follow(ctx, id, client.FollowOptions{RefreshBoard: true, Check: true}, func(u client.Update) error {
 		if mv := u.Event.GetMoveApplied(); mv != nil {
 			sc.moves.add(mv.GetEffects(), gamev1.Seat_SEAT_UNSPECIFIED)
 		}

@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/matchcheck"
+
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
@@ -41,6 +43,11 @@ type FollowOptions struct {
 	// RefreshBoard reloads the match with GetMatch after every move so
 	// Update.Match carries the current pieces (for display).
 	RefreshBoard bool
+	// Check runs every snapshot and event through a matchcheck.Checker and
+	// ends the follow with its error at the first contract violation, so
+	// the bots and the end-to-end tests catch a regression of the event
+	// contract.
+	Check bool
 }
 
 // Follow streams match id with WatchMatch and calls fn after every item
@@ -61,6 +68,18 @@ type follower struct {
 
 	m          *matchv1.Match
 	reconnects int
+	check      matchcheck.Checker
+}
+
+// checkSnapshot restarts the contract check from f.m, if enabled.
+func (f *follower) checkSnapshot() error {
+	if !f.opts.Check {
+		return nil
+	}
+	if err := f.check.Snapshot(f.m); err != nil {
+		return stopError{fmt.Errorf("match %s: %w", f.id, err)}
+	}
+	return nil
 }
 
 func (f *follower) version() uint64 { return f.m.GetVersion() }
@@ -122,6 +141,9 @@ func (f *follower) stream(ctx context.Context, bo *backoff) error {
 				continue
 			}
 			f.m = x.Snapshot
+			if err := f.checkSnapshot(); err != nil {
+				return err
+			}
 		case *matchv1.WatchMatchResponse_Event:
 			ev = x.Event
 			switch {
@@ -133,10 +155,19 @@ func (f *follower) stream(ctx context.Context, bo *backoff) error {
 				// A gap: reconnect from the last version seen.
 				return status.Errorf(codes.Unavailable, "version gap: have %d, got %d", f.version(), ev.GetVersion())
 			}
+			if f.opts.Check {
+				if err := f.check.Event(ev); err != nil {
+					return stopError{fmt.Errorf("match %s: %w", f.id, err)}
+				}
+			}
 			f.m = proto.Clone(f.m).(*matchv1.Match)
 			Fold(f.m, ev)
 			if _, move := ev.GetEvent().(*eventsv1.MatchEvent_MoveApplied); move && f.opts.RefreshBoard && !Over(f.m) {
-				f.refresh(ctx)
+				if f.refresh(ctx) {
+					if err := f.checkSnapshot(); err != nil {
+						return err
+					}
+				}
 			}
 		default:
 			continue
@@ -155,14 +186,15 @@ func (f *follower) stream(ctx context.Context, bo *backoff) error {
 }
 
 // refresh replaces the folded state by a newer snapshot when GetMatch
-// returns one; failures are ignored (the fold stays correct, only the
-// pieces lag until the next refresh).
-func (f *follower) refresh(ctx context.Context) {
+// returns one, and reports whether it did; failures are ignored (the fold
+// stays correct, only the pieces lag until the next refresh).
+func (f *follower) refresh(ctx context.Context) bool {
 	resp, err := f.c.Match.GetMatch(ctx, &matchv1.GetMatchRequest{MatchId: f.id})
 	if err != nil || resp.GetMatch().GetVersion() < f.version() {
-		return
+		return false
 	}
 	f.m = resp.GetMatch()
+	return true
 }
 
 // Fold applies event ev to m (the next version): statuses, points, clocks,
