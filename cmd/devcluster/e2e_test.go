@@ -25,6 +25,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/matchcheck"
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/workspace"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
@@ -449,6 +450,12 @@ func launchIn(t *testing.T, dir string, getenv func(string) string) *launched {
 	t.Cleanup(func() {
 		stop()
 		<-l.runErr
+		// The bots check every game they play against the event contract
+		// (matchcheck) and log a violation as a failed game: that is a
+		// failure of the run, not a bot's bad luck.
+		if out := l.out.String(); strings.Contains(out, matchcheck.ErrViolation.Error()) {
+			t.Errorf("a bot saw the match event contract broken:\n%s", out)
+		}
 	})
 	select {
 	case l.cl = <-ready:
