@@ -92,3 +92,35 @@ func WaitFor(t testing.TB, srv *server.Server, what string, timeout time.Duratio
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Run is a service's run function, as every cmd/<name> declares it.
+type Run func(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, listening func(*server.Server)) error
+
+// Start runs a service with the environment env until the test ends and
+// returns its server once it listens. The test fails if run returns an
+// error, at start or at the end.
+func Start(t *testing.T, run Run, env map[string]string) *server.Server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	srvc := make(chan *server.Server, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, nil, func(k string) string { return env[k] }, io.Discard, func(s *server.Server) { srvc <- s })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+	select {
+	case s := <-srvc:
+		return s
+	case err := <-done:
+		done <- err
+		t.Fatalf("run ended before listening: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("service did not listen in time")
+	}
+	return nil
+}

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
-	"io"
 	"testing"
 	"time"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
-	"github.com/fourkingdoms/fourkingdoms/pkg/server"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/servertest"
 )
 
@@ -25,37 +22,10 @@ func TestHealthFollowsRedis(t *testing.T) {
 		"HEALTH_CHECK_INTERVAL": "100ms", "HEALTH_CHECK_TIMEOUT": "500ms",
 		"MATCH_ADDR": "127.0.0.1:1", "RATING_ADDR": "127.0.0.1:1", "MM_ROUND_INTERVAL": "100ms",
 	}
-	srv := startForHealth(t, env)
+	srv := servertest.Start(t, run, env)
 	servertest.WaitFor(t, srv, "serving", 10*time.Second, servertest.Health.Serving)
 	rs.Stop()
 	servertest.WaitFor(t, srv, "out of rotation while Redis is down", 10*time.Second, servertest.Health.NotServing)
 	rs.Start(t)
 	servertest.WaitFor(t, srv, "serving after Redis returned", 20*time.Second, servertest.Health.Serving)
-}
-
-// startForHealth runs the service until the test ends and returns its server.
-func startForHealth(t *testing.T, env map[string]string) *server.Server {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	srvc := make(chan *server.Server, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, nil, func(k string) string { return env[k] }, io.Discard, func(s *server.Server) { srvc <- s })
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	})
-	select {
-	case s := <-srvc:
-		return s
-	case err := <-done:
-		done <- err
-		t.Fatalf("run ended before listening: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("service did not listen in time")
-	}
-	return nil
 }
