@@ -202,8 +202,8 @@ type Game struct {
 	// leaver is the seat whose resignation or time loss is being settled
 	// (noLeaver otherwise): RuleSet.LeaveInsufficientDraw looks at it.
 	leaver Seat
-	over  bool
-	term  Termination
+	over   bool
+	term   Termination
 	// manualZombies: zombie moves are supplied by the caller (record
 	// replay) instead of being drawn from the seed.
 	manualZombies bool
