@@ -245,7 +245,8 @@ func parsePieceToken(tok string) (uint8, error) {
 // parseSiteExt reads the largest site's own extension block, as the site
 // writes it: {'key':value,...} with quoted keys, values that are numbers,
 // quoted strings, true/false or tuples of four in seat order. It takes
-// 'enPassant' (per seat "skipped:pawn", e.g. ('j3:j4',”,”,”)) and
+// 'enPassant' (per seat "skipped:pawn", such as 'j3:j4' for Red's j2-j4,
+// empty strings for the others) and
 // 'resigned' / 'flagged' (the seats whose king walks: zombies); every other
 // key is ignored.
 func (p *Position) parseSiteExt(ext string) error {
