@@ -54,7 +54,7 @@ type RuleSet struct {
 	// check with no legal move is mated at once, by nobody: it is out,
 	// nobody scores, and the record writes the leave "R#" or "T#".
 	// Otherwise such a seat stays a zombie until its turn comes, when it
-	// is out without points (docs/rules.md sections 6.4, 13.3.11).
+	// is out without points (docs/rules.md sections 6.4, 13.3.12).
 	LeaveMate bool
 	// LeaveInsufficientDraw: when a player leaves and exactly one live
 	// player remains whose army is a bare king (it cannot mate anyone),
@@ -63,7 +63,7 @@ type RuleSet struct {
 	// player and the player who left each get DrawPoints (the leaver's
 	// count for its result), and the last live player gets
 	// LastPlayerBonus for every other zombie king (docs/rules.md section
-	// 13.3.12).
+	// 13.3.14).
 	LeaveInsufficientDraw bool
 	// PromotionLetter is the letter written after '=' for a promotion to a
 	// queen ('Q', or 'D' on the largest site). Both are always accepted.

@@ -155,7 +155,7 @@ func TestSec13RepetitionCountsPoints(t *testing.T) {
 // Green also gets 20 for Yellow's zombie king (the site's "Blue +30, Green
 // +10" in cc_game_0111). Under fourkingdoms Green is the last player
 // standing with 20 per zombie king. A last player with more than a king
-// is the last player standing under both.
+// is the last player standing under both (docs/rules.md section 13.3.14).
 func TestSec13InsufficientMaterialAfterLeave(t *testing.T) {
 	t.Parallel()
 	const header = "0,1,0,0-0,0,0,0-0,0,0,0-30,0,5,40-0"
