@@ -146,6 +146,8 @@ func TestReplayReportsMismatches(t *testing.T) {
 			`ply 0, token 1 "h2-h3+" (Red to move): marks "+", engine ""`},
 		{"capture the engine does not find", "a: 0 - b: 0 - c: 0 - d: 0", "Checkmate", "1. h2xh3",
 			`ply 0, token 1 "h2xh3" (Red to move): the record captures, the engine's move captures nothing`},
+		{"piece letter the engine does not find", "a: 0 - b: 0 - c: 0 - d: 0", "Checkmate", "1. Bj1-i3",
+			`ply 0, token 1 "Bj1-i3" (Red to move): the record moves a bishop, the engine a knight`},
 		{"illegal move", "a: 0 - b: 0 - c: 0 - d: 0", "Checkmate", "1. h2-h5",
 			`ply 0, token 1 "h2-h5" (Red to move): illegal move`},
 		{"unknown ending", "a: 0 - b: 0 - c: 0 - d: 0", "abandoned", "1. h2-h3",

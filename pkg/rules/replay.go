@@ -376,6 +376,11 @@ func replayToken(g *Game, tok string, prev Effects) (tokenEffects, error) {
 	}
 	te.marksRecord, te.marksEngine = marksOf(core), marksOf(am.Text)
 	te.marksWhy = fmt.Sprintf("checks %v, newly %v, out %v", am.Checks, am.MarkedChecks, am.Eliminated)
+	// The move is looked up by its squares; the piece letter must then
+	// name the piece the engine moves, or the boards have parted.
+	if k := movedInText(core); k != NoPiece && am.Move.Castle() == 0 && k != am.Move.Piece() {
+		diff("the record moves a %s, the engine a %s", k, am.Move.Piece())
+	}
 	if kind, ok := capturedInText(core); ok != (am.Captured != NoPiece) {
 		if ok {
 			diff("the record captures, the engine's move captures nothing")
@@ -413,6 +418,19 @@ func marksOf(text string) string {
 		i--
 	}
 	return text[i:]
+}
+
+// movedInText reads the moving piece of a long algebraic move text:
+// "Qg1xRh14" a queen, "h2-h3" a pawn; NoPiece for castling or text it
+// cannot read.
+func movedInText(text string) PieceKind {
+	switch {
+	case text == "" || strings.HasPrefix(text, "O-O") || strings.HasPrefix(text, "0-0"):
+		return NoPiece
+	case text[0] >= 'a' && text[0] <= 'n':
+		return Pawn
+	}
+	return kindFromLetter(text[0])
 }
 
 // capturedInText reads the captured piece of a long algebraic move text:
