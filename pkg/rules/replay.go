@@ -62,8 +62,9 @@ func (r *Report) OK() bool { return len(r.Mismatches) == 0 }
 // Replay reads a PGN4 record and replays it move by move, checking every
 // move and what the record says about it: the move must be legal, its
 // check and mate marks ("+" and "#", as the rule set writes them, see
-// RuleSet.SiteMarks) and its captured piece must be what the engine
-// finds, a lone "S"
+// RuleSet.SiteMarks), its piece letter and its captured piece must be
+// what the engine finds, a leave marked "#" ("R#") must be one that mates
+// at once (RuleSet.LeaveMate), a lone "S"
 // (the site's stalemate note) must be a seat the engine stalemated, and
 // resignations and time losses ("R", "T") must come from live players. At
 // the end the engine's result points must equal the Result tag and its
