@@ -46,6 +46,9 @@ var applySource string
 //go:embed history.lua
 var historySource string
 
+//go:embed backfill.lua
+var backfillSource string
+
 // ErrContention reports a match that lost the optimistic race on every
 // attempt; it stays unapplied and may be retried.
 var ErrContention = errors.New("store: too much contention")
@@ -153,6 +156,7 @@ type Store struct {
 	waitTimeout time.Duration
 	apply       *redisconn.Script
 	history     *redisconn.Script
+	backfill    *redisconn.Script
 }
 
 // New returns a store on rdb; cfg must be valid (see [Config.Validate]).
@@ -167,6 +171,7 @@ func New(rdb redis.UniversalClient, policy ladder.Policy, cfg Config) *Store {
 		waitTimeout: cfg.WaitTimeout,
 		apply:       applyLayout.Script(applySource),
 		history:     historyLayout.Script(historySource),
+		backfill:    backfillLayout.Script(backfillSource),
 	}
 }
 
@@ -428,6 +433,7 @@ func (s *Store) newCall(pool string, size int) *poolCall {
 	c.keys[applyKSeq] = k.seq()
 	c.keys[applyKLeaderboard] = k.leaderboard()
 	c.keys[applyKWatermark] = k.watermark()
+	c.keys[applyKProvisional] = k.provisional()
 	c.args[applyAMarkerRetention] = s.retention.Markers.Milliseconds()
 	c.args[applyAHistoryRetention] = s.retention.History.Milliseconds()
 	c.args[applyATouch] = min(s.wait, 1)
@@ -655,20 +661,51 @@ func (s *Store) appendMatch(c *poolCall, res *ladder.Result, prior [ladder.Seats
 	for p, ch := range changes {
 		after[p].raw = encoded[start:ends[p]]
 		start = ends[p]
-		action := ""
-		switch {
-		case s.Listed(ch.Bot, ch.After):
-			action = strconv.Itoa(ch.DisplayAfter())
-		case prior[p].player.Known && s.Listed(prior[p].player.Bot, prior[p].player.Standing):
-			action = "-"
+		var from byte = sectionNone
+		if prior[p].player.Known {
+			from = s.sectionOf(prior[p].player.Bot, prior[p].player.Standing)
 		}
-		c.args = append(c.args, ch.PlayerID, prior[p].raw, after[p].raw, action)
+		c.args = append(c.args, ch.PlayerID, prior[p].raw, after[p].raw, boardAction(s.sectionOf(ch.Bot, ch.After), from, ch.DisplayAfter()))
 	}
 	return after
+}
+
+// The sets a player is listed in, by the letters apply.lua knows them by.
+const (
+	sectionNone        = 'N' // bots
+	sectionRanked      = 'L' // the leaderboard
+	sectionProvisional = 'P' // its provisional section
+)
+
+// sectionOf returns the set a player with standing st belongs in.
+func (s *Store) sectionOf(bot bool, st ladder.Standing) byte {
+	switch {
+	case bot:
+		return sectionNone
+	case s.policy.Provisional(st):
+		return sectionProvisional
+	}
+	return sectionRanked
+}
+
+// boardAction is a player's leaderboard action for apply.lua: the set they
+// belong in after the match, the set they were in before (so the script
+// removes them from it, and only from it), and the display rating to list
+// them with; "" when they are in neither (a bot).
+func boardAction(dest, from byte, display int) string {
+	if dest == sectionNone && from == sectionNone {
+		return ""
+	}
+	b := make([]byte, 2, 6)
+	b[0], b[1] = dest, from
+	if dest != sectionNone {
+		b = strconv.AppendInt(b, int64(display), 10)
+	}
+	return string(b)
 }
 
 // Listed reports whether a player appears on the leaderboard: humans with a
 // non-provisional rating.
 func (s *Store) Listed(bot bool, st ladder.Standing) bool {
-	return !bot && !s.policy.Provisional(st)
+	return s.sectionOf(bot, st) == sectionRanked
 }
