@@ -626,10 +626,11 @@ func (s *Store) appendMatch(c *poolCall, res *ladder.Result, prior [ladder.Seats
 		c.buckets = append(c.buckets, d)
 	}
 	ref := recordRef(d, res.MatchID)
-	// The four standings and the record share one allocation.
+	// The four standings, the record and the leaderboard actions share one
+	// allocation.
 	size := 0
 	for p, ch := range changes {
-		size += 240 + 2*len(ch.Name) + 2*len(ch.PlayerID) + 2*len(ref) + len(prior[p].player.last) + len(res.MatchID)
+		size += 240 + 8 + 2*len(ch.Name) + 2*len(ch.PlayerID) + 2*len(ref) + len(prior[p].player.last) + len(res.MatchID)
 	}
 	buf := make([]byte, 0, size)
 	var ends [ladder.Seats]int
@@ -654,18 +655,25 @@ func (s *Store) appendMatch(c *poolCall, res *ladder.Result, prior [ladder.Seats
 		})
 		buf = append(append(strconv.AppendInt(buf, int64(len(entry)), 10), ':'), entry...)
 	}
-	encoded := string(buf)
-	c.newest = max(c.newest, res.FinishedAt.UnixMilli())
-	c.args = append(c.args, res.MatchID, bucket+1, res.FinishedAt.UnixMilli(), encoded[ends[ladder.Seats-1]:])
-	start := 0
+	recordEnd := len(buf)
+	var actionEnds [ladder.Seats]int
 	for p, ch := range changes {
-		after[p].raw = encoded[start:ends[p]]
-		start = ends[p]
 		var from byte = sectionNone
 		if prior[p].player.Known {
 			from = s.sectionOf(prior[p].player.Bot, prior[p].player.Standing)
 		}
-		c.args = append(c.args, ch.PlayerID, prior[p].raw, after[p].raw, boardAction(s.sectionOf(ch.Bot, ch.After), from, ch.DisplayAfter()))
+		buf = appendBoardAction(buf, s.sectionOf(ch.Bot, ch.After), from, ch.DisplayAfter())
+		actionEnds[p] = len(buf)
+	}
+	encoded := string(buf)
+	c.newest = max(c.newest, res.FinishedAt.UnixMilli())
+	c.args = append(c.args, res.MatchID, bucket+1, res.FinishedAt.UnixMilli(), encoded[ends[ladder.Seats-1]:recordEnd])
+	start, actionStart := 0, recordEnd
+	for p, ch := range changes {
+		after[p].raw = encoded[start:ends[p]]
+		start = ends[p]
+		c.args = append(c.args, ch.PlayerID, prior[p].raw, after[p].raw, encoded[actionStart:actionEnds[p]])
+		actionStart = actionEnds[p]
 	}
 	return after
 }
@@ -688,20 +696,19 @@ func (s *Store) sectionOf(bot bool, st ladder.Standing) byte {
 	return sectionRanked
 }
 
-// boardAction is a player's leaderboard action for apply.lua: the set they
-// belong in after the match, the set they were in before (so the script
-// removes them from it, and only from it), and the display rating to list
-// them with; "" when they are in neither (a bot).
-func boardAction(dest, from byte, display int) string {
+// appendBoardAction appends a player's leaderboard action for apply.lua:
+// the set they belong in after the match, the set they were in before (so
+// the script removes them from it, and only from it), and the display
+// rating to list them with; nothing when they are in neither (a bot).
+func appendBoardAction(b []byte, dest, from byte, display int) []byte {
 	if dest == sectionNone && from == sectionNone {
-		return ""
+		return b
 	}
-	b := make([]byte, 2, 6)
-	b[0], b[1] = dest, from
+	b = append(b, dest, from)
 	if dest != sectionNone {
 		b = strconv.AppendInt(b, int64(display), 10)
 	}
-	return string(b)
+	return b
 }
 
 // Listed reports whether a player appears on the leaderboard: humans with a
