@@ -84,15 +84,14 @@ func (s static) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer root.Close()
 	name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
-	if name == "" {
-		name = "index.html"
-	}
-	if serveFile(w, r, root, name) {
-		return
-	}
-	if path.Ext(name) != "" {
-		http.NotFound(w, r)
-		return
+	if name != "" && name != "index.html" {
+		if serveFile(w, r, root, name) {
+			return
+		}
+		if path.Ext(name) != "" {
+			http.NotFound(w, r)
+			return
+		}
 	}
 	if !serveFile(w, r, root, "index.html") {
 		notBuilt(w, s.dir)
