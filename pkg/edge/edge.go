@@ -243,6 +243,7 @@ func Serve(ctx context.Context, l net.Listener, h *Handler) error {
 			h.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute, // no limit on a call: streams last a whole game
 		Protocols:         new(http.Protocols),
 	}
 	// HTTP/1.1 for browsers, cleartext HTTP/2 with prior knowledge for

@@ -113,6 +113,10 @@ func (s *testService) StreamingOutputCall(_ *testpb.StreamingOutputCallRequest, 
 	return stream.Send(&testpb.StreamingOutputCallResponse{Payload: &testpb.Payload{Body: []byte("last")}})
 }
 
+// devServer is the origin the test service allows (a web app's
+// development server).
+const devServer = "http://localhost:5173"
+
 type harness struct {
 	edge  string // the edge's address
 	token string
@@ -130,6 +134,7 @@ func start(t *testing.T) *harness {
 	cfg := server.DefaultConfig("edgetest")
 	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile = "127.0.0.1:0", "127.0.0.1:0", keyFile
 	cfg.RateLimitRPS = 0
+	cfg.CORSAllowedOrigins = []string{devServer}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.New(ctx, cfg, slog.New(slog.DiscardHandler), server.Options{})
 	if err != nil {
@@ -318,6 +323,19 @@ func TestEdgeForwardsEveryProtocol(t *testing.T) {
 		}
 		if flags, p := readFrame(t, r); flags&0x02 == 0 || strings.Contains(string(p), "error") {
 			t.Errorf("end of stream: flags %#x %s, want a clean end", flags, p)
+		}
+	})
+	t.Run("CORS preflight passes", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodOptions, "http://"+h.edge+testPrefix+"UnaryCall", nil)
+		req.Header.Set("Origin", devServer)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != devServer {
+			t.Errorf("preflight through the edge: %d %v, want the service's permission", resp.StatusCode, resp.Header)
 		}
 	})
 	t.Run("gRPC-Web server stream", func(t *testing.T) {
