@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -200,4 +201,22 @@ func TestCORSOnServicePort(t *testing.T) {
 			t.Errorf("%s: CORS headers %v", tc.name, resp.Header)
 		}
 	}
+}
+
+// FuzzCORSOrigin: whatever the setting holds, an accepted entry is exactly
+// what a browser would send as Origin (scheme and host, nothing else), so
+// it can match; and validation never panics.
+func FuzzCORSOrigin(f *testing.F) {
+	for _, s := range []string{"https://play.example.com", "http://localhost:5173", "*", "https://x/", "HTTPS://X", "https://[::1]:8443", "http://a:80", "https://a?#"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, o string) {
+		if validateOrigin(o) != nil {
+			return
+		}
+		u, err := url.Parse(o)
+		if err != nil || u.Scheme+"://"+u.Host != o || u.Host != strings.ToLower(u.Host) || u.Path != "" {
+			t.Errorf("accepted %q, which no browser sends as an origin (%v)", o, err)
+		}
+	})
 }
