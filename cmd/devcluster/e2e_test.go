@@ -110,6 +110,7 @@ func TestMakeRunPlaysAFullGameAgainstBots(t *testing.T) {
 	l = l.restart(res)
 	l.playInteractive(true)
 	l.playInteractive(false)
+	l.checkEdge()
 	l.shutdown()
 }
 
@@ -490,7 +491,7 @@ func launchIn(t *testing.T, dir string, getenv func(string) string) *launched {
 	ready := make(chan cluster, 1)
 	go func() {
 		l.runErr <- run(runCtx, []string{
-			"-dir", filepath.Join(dir, "run"), "-base-port", "0",
+			"-dir", filepath.Join(dir, "run"), "-base-port", "0", "-web-port", "0",
 			"-queues", "fourkingdoms 1+0 bots=1s", "-bots", "3", "-bot-think", "0s", "-log-level", "warn",
 		}, getenv, l.out, func(c cluster) { ready <- c })
 	}()
