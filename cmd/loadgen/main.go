@@ -385,7 +385,7 @@ func (lg *loadgen) play(ctx context.Context, c matchv1.MatchServiceClient, rng *
 	}
 	id := created.GetMatch().GetMatchId()
 	version := created.GetMatch().GetVersion() // the last version acknowledged to the mover
-	var g *rules.Game // the local mirror, below
+	var g *rules.Game                          // the local mirror, below
 	if lg.checker != nil && (n-1)%int64(lg.o.checkSample) == 0 {
 		wait := lg.sample(ctx, id)
 		finished := false
