@@ -59,9 +59,10 @@ func (c *Checker) replayMove(v uint64, m *eventsv1.MoveApplied) error {
 	if err != nil {
 		return c.fail(v, "replay: %v's move %q is not legal in the replayed position (%s): %v", e.GetSeat(), e.GetMove(), c.g.FEN4(), err)
 	}
-	want := moveEffects(&eff.Moves[0], c.rs)
-	if d := cmp.Diff(want, e, protocmp.Transform()); d != "" {
-		return c.fail(v, "replay: effects of %q differ from the engine's (-engine +event):\n%s", e.GetMove(), d)
+	// proto.Equal first: cmp.Diff is the costly part of a follower's
+	// work per move, and only worth it for the message.
+	if want := moveEffects(&eff.Moves[0], c.rs); !proto.Equal(want, e) {
+		return c.fail(v, "replay: effects of %q differ from the engine's (-engine +event):\n%s", e.GetMove(), cmp.Diff(want, e, protocmp.Transform()))
 	}
 	next := gamev1.Seat_SEAT_UNSPECIFIED
 	if !c.g.Over() {
@@ -118,8 +119,8 @@ func (c *Checker) replayGameOver(v uint64, r *gamev1.Result) error {
 		return c.fail(v, "replay: GameOver, the engine expects %s", c.owedString())
 	}
 	c.owed = c.owed[1:]
-	if d := cmp.Diff(result(c.g), r, protocmp.Transform()); d != "" {
-		return c.fail(v, "replay: result differs from the engine's (-engine +event):\n%s", d)
+	if want := result(c.g); !proto.Equal(want, r) {
+		return c.fail(v, "replay: result differs from the engine's (-engine +event):\n%s", cmp.Diff(want, r, protocmp.Transform()))
 	}
 	return nil
 }
