@@ -193,23 +193,30 @@ func (f *follower) fromVersion1(ctx context.Context, upTo uint64) ([]*eventsv1.M
 	return out, true
 }
 
-// finalCheck runs when the match has ended (Check only, replaying): the
-// PGN4 export re-imports to the replayed game, and a stream from version 1
-// repeats every event the follower received, event for event.
+// finalCheck runs when the match has ended (Check only, replaying): a
+// stream from version 1 repeats every event the follower received, event
+// for event, and the PGN4 export re-imports to the replayed game. The
+// checker may still be behind the end (the folded state can come from a
+// reload): it gets the last events from that stream first.
 func (f *follower) finalCheck(ctx context.Context) error {
 	if !f.opts.Check || !f.check.Replaying() {
 		return nil
 	}
+	evs, ok := f.fromVersion1(ctx, 0)
+	if !ok {
+		return nil // best effort: trimmed, or the service is gone at the end of a run
+	}
+	for _, ev := range evs {
+		if err := f.checkEvent(ev); err != nil {
+			return err
+		}
+	}
 	exp, err := f.c.Match.ExportGame(ctx, &matchv1.ExportGameRequest{MatchId: f.id})
 	if err != nil {
-		return nil // best effort: the service may be gone at the end of a run
+		return nil
 	}
 	if err := f.check.Export(exp.GetPgn4()); err != nil {
 		return f.violation(err)
-	}
-	evs, ok := f.fromVersion1(ctx, 0)
-	if !ok {
-		return nil
 	}
 	for i, ev := range evs {
 		if ev.GetVersion() != uint64(i)+2 {
