@@ -76,6 +76,17 @@ func passOn(t *testing.T) []*eventsv1.MatchEvent {
 	return evs
 }
 
+// insufficient: under chesscom-ffa Blue, with a queen, resigns against
+// Red's bare king, the last opponent in play: a draw by insufficient
+// material, 10 each (docs/rules.md section 13.3.14).
+func insufficient(t *testing.T) []*eventsv1.MatchEvent {
+	evs, _ := streamOf(t, rules.ChesscomFFA(), fenBlueQueenRedBareKing, 1, "resign Blue")
+	return evs
+}
+
+// Yellow and Green out; Red has a bare king, Blue a queen.
+const fenBlueQueenRedBareKing = "R-0,0,1,1-0,0,0,0-0,0,0,0-0,0,0,0-0-6,yK,7/14/14/14/14/14/13,gK/14/1,bQ,12/bK,13/14/14/14/7,rK,6"
+
 func check(evs []*eventsv1.MatchEvent) error {
 	var c Checker
 	for _, ev := range evs {
@@ -90,7 +101,7 @@ func TestValidStreams(t *testing.T) {
 	t.Parallel()
 	for name, evs := range map[string][]*eventsv1.MatchEvent{
 		"opening": opening(t), "capture": capture(t), "mate": mate(t), "resigned": resigned(t), "timed out": timedOut(t),
-		"zombie king stalemate": zombieKingStalemate(t), "resigning passes the turn": passOn(t),
+		"zombie king stalemate": zombieKingStalemate(t), "resigning passes the turn": passOn(t), "insufficient": insufficient(t),
 	} {
 		var c Checker
 		for _, ev := range evs {
@@ -123,6 +134,7 @@ func TestScenarios(t *testing.T) {
 		{"capture", capture(t), "match_created move_applied move_applied"},
 		{"mate", mate(t), "match_created move_applied eliminated game_over"},
 		{"resigned", resigned(t), "match_created resigned game_over"},
+		{"insufficient", insufficient(t), "match_created resigned game_over"},
 		{"timed out", timedOut(t), "match_created timed_out move_applied"},
 		{"zombie king stalemate", zombieKingStalemate(t), "match_created move_applied eliminated"},
 		{"resigning passes the turn", passOn(t), "match_created move_applied resigned resigned"},
@@ -207,6 +219,15 @@ func TestViolations(t *testing.T) {
 		}},
 		{"a zombie left is not all opponents out", resigned, 3, "termination", func(e stream) stream {
 			e[2].GetGameOver().Result.Termination = gamev1.Termination_TERMINATION_ALL_OPPONENTS_OUT
+			return e
+		}},
+		{"insufficient material under fourkingdoms", insufficient, 3, "termination", func(e stream) stream {
+			e[0].GetMatchCreated().RuleSet = "fourkingdoms"
+			return e
+		}},
+		{"insufficient material without the leaver's draw points", insufficient, 3, "result points", func(e stream) stream {
+			e[2].GetGameOver().Result.Points = pts(10, 0, 0, 0)
+			e[2].GetGameOver().Result.Ranking = []gamev1.Seat{R, G, Y, B}
 			return e
 		}},
 		{"missing last-player bonus", resigned, 3, "result points", func(e stream) stream {

@@ -263,7 +263,7 @@ func (c *Checker) Export(pgn4 string) error {
 	got, want := g.History(), c.g.History()
 	for i := range max(len(got), len(want)) {
 		if i >= len(got) || i >= len(want) || got[i].Kind != want[i].Kind || got[i].Seat != want[i].Seat ||
-			got[i].Move != want[i].Move || got[i].Zombie != want[i].Zombie || got[i].Text != want[i].Text {
+			got[i].Move != want[i].Move || got[i].Zombie != want[i].Zombie || got[i].Text != want[i].Text || got[i].Mated != want[i].Mated {
 			return c.fail(v, "export: action %d of %d is %s, the match's (of %d) is %s", i+1, len(got), action(got, i), len(want), action(want, i))
 		}
 	}
