@@ -596,6 +596,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"zero games", []string{"-keys", keys, "-games", "0"}, "-games >= 1"},
 		{"negative games", []string{"-keys", keys, "-games", "-3"}, "-games >= 1"},
 		{"zero conns", []string{"-keys", keys, "-conns", "0"}, "-conns >= 1"},
+		{"negative check sample", []string{"-keys", keys, "-check-sample", "-1"}, "-check-sample >= 0"},
 		{"missing key file", []string{"-keys", filepath.Join(t.TempDir(), "absent.json")}, "absent.json"},
 		{"games not a number", []string{"-keys", keys, "-games", "many"}, "invalid value"},
 		{"bad duration", []string{"-keys", keys, "-duration", "soon"}, "invalid value"},
