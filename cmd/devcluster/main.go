@@ -4,7 +4,8 @@
 // It builds the three services with `go build` into <dir>/bin (the same
 // binaries production runs; `make run` builds them beforehand together with
 // the launcher and fk, and passes -build=false), generates a development signing key set on the
-// first run (<dir>/keys.json, never committed), starts an embedded
+// first run (<dir>/keys.json, never committed; matchmaking, which mints tokens, reads it, the
+// match and rating services read its public keys from <dir>/public-keys.json), starts an embedded
 // Redis-compatible store unless REDIS_ADDR or REDIS_CLUSTER_ADDRS names a
 // real one (its data is loaded from <dir>/store.snapshot and saved there
 // every 30 s and on stop; -fresh deletes it first), starts the rating, match and matchmaking services as separate
@@ -222,6 +223,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	// Only matchmaking mints tokens; the others refuse private keys.
+	publicKeysFile := filepath.Join(dir, "public-keys.json")
+	if err := keys.PublicOnly().WriteFile(publicKeysFile); err != nil {
+		return err
+	}
 
 	if cfg.Build {
 		fmt.Fprintln(stdout, "building the services ...")
@@ -270,9 +276,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}()
 	for _, name := range services {
 		env := append(os.Environ(), redisEnv...)
+		serviceKeys := publicKeysFile
+		if name == "matchmaking" {
+			serviceKeys = keysFile
+		}
+		// Plaintext is an explicit setting (TLS is the services' default):
+		// everything here talks over loopback.
 		env = append(env,
-			"GRPC_ADDR="+addr(name), "ADMIN_ADDR="+admin(name),
-			"AUTH_KEYS_FILE="+keysFile, "LOG_LEVEL="+cfg.LogLevel, "SERVICE_NAME="+name)
+			"GRPC_ADDR="+addr(name), "ADMIN_ADDR="+admin(name), "INTERNAL_PLAINTEXT=true",
+			"AUTH_KEYS_FILE="+serviceKeys, "LOG_LEVEL="+cfg.LogLevel, "SERVICE_NAME="+name)
 		if name == "match" {
 			// One match instance on one machine: its keeper (clock flags,
 			// outbox relay) scans every partition, so scan once a second
@@ -286,8 +298,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			}
 		}
 		if name == "matchmaking" {
-			env = append(env, "MATCH_ADDR="+addr("match"), "RATING_ADDR="+addr("rating"),
-				"INTERNAL_PLAINTEXT=true", "MM_QUEUES="+cfg.Queues)
+			env = append(env, "MATCH_ADDR="+addr("match"), "RATING_ADDR="+addr("rating"), "MM_QUEUES="+cfg.Queues)
 		}
 		p, err := start(name, filepath.Join(dir, "bin", name), env, addr(name), admin(name), filepath.Join(dir, "logs", name+".log"))
 		if err != nil {
