@@ -166,8 +166,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options, regist
 // GRPC returns the gRPC server to register services on, before Serve.
 func (s *Server) GRPC() *grpc.Server { return s.grpc }
 
-// Keys returns the loaded key set, for services that sign tokens or make
-// internal calls ([auth.ServiceCredentials]).
+// Keys returns the loaded key set, for the service that signs tokens and
+// makes internal calls ([auth.ServiceCredentials], Options.MintsTokens).
 func (s *Server) Keys() *auth.KeySet { return s.keys }
 
 // Logger returns the server's logger.
