@@ -26,8 +26,7 @@ type Config struct {
 	// token keys. Required. A service that only verifies tokens (match,
 	// rating) must be given the public keys only and refuses a set with a
 	// private key; the service that mints tokens (matchmaking, see
-	// [Options.MintsTokens]) needs the private signing key (docs/operations.md,
-	// "Token keys").
+	// [Options.MintsTokens]) needs the private signing key (docs/security.md).
 	AuthKeysFile string
 	// TLS secures the gRPC port (and the calls this service makes to the
 	// others): on by default, plaintext only with INTERNAL_PLAINTEXT=true.
