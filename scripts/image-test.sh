@@ -12,5 +12,7 @@ export CONTAINERS_CONF="$PWD/deploy/images/containers.conf"
 start=$SECONDS
 scripts/images.sh match matchmaking rating bots redis-test
 echo "images built in $((SECONDS - start))s"
-FK_IMAGE_TEST=1 go test -count=1 -timeout 10m -run '^TestImagesPlayAGame$' -v \
+# Static and trimmed like the images (scripts/images.sh) and the end-to-end test's services
+# (cmd/devcluster): the test binary reuses the packages they compiled.
+FK_IMAGE_TEST=1 CGO_ENABLED=0 GOFLAGS=-buildvcs=false go test -trimpath -count=1 -timeout 10m -run '^TestImagesPlayAGame$' -v \
   github.com/fourkingdoms/fourkingdoms/cmd/internal/imagetest
