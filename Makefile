@@ -58,6 +58,14 @@ gotest: ## go test -race over every module (integration tests start their own re
 bench: ## Benchmarks (compare runs with benchstat).
 	go test -run '^$$' -bench . -benchmem -count 6 $(PKGS)
 
+.PHONY: images
+images: ## OCI images of the three services and the bots: static binaries on an empty base (docs/images.md).
+	@scripts/images.sh
+
+.PHONY: image-test
+image-test: ## Build the images and play one game through them with podman, TLS on (needs root; .ci/run runs it).
+	@scripts/image-test.sh
+
 .PHONY: build
 build: ## Build every binary into bin/.
 	go build -o $(BIN)/ ./services/match/cmd/... ./services/matchmaking/cmd/... ./services/rating/cmd/... ./cmd/...
