@@ -23,6 +23,9 @@ export interface MoveRecord {
   text: string;
   zombie: boolean;
   points: number;
+  /** The squares the piece left and reached (the king's for castling). */
+  from: string;
+  to: string;
 }
 
 /** over reports whether m has ended (finished or aborted). */
@@ -158,7 +161,10 @@ export function moveRecord(ev: MatchEvent): MoveRecord | undefined {
   if (ev.event.case !== "moveApplied") return undefined;
   const fx = ev.event.value.effects;
   if (!fx) return undefined;
-  return { ply: ev.ply, seat: fx.seat, text: fx.move, zombie: fx.isZombieMove, points: fx.pointsGained };
+  return {
+    ply: ev.ply, seat: fx.seat, text: fx.move, zombie: fx.isZombieMove, points: fx.pointsGained,
+    from: fx.from?.name ?? "", to: fx.to?.name ?? "",
+  };
 }
 
 /**
