@@ -60,9 +60,10 @@ build() {
 
 check() {
 	deps
-	local tmp
-	tmp=$(mktemp -d)
-	trap 'rm -rf "$tmp"' EXIT
+	# Global, not local: the EXIT trap runs after this function returns.
+	check_tmp=$(mktemp -d)
+	trap 'rm -rf "$check_tmp"' EXIT
+	local tmp=$check_tmp
 	buf generate --template buf.gen.web.yaml --output "$tmp"
 	if ! diff -r web/src/gen "$tmp/web/src/gen"; then
 		echo "web/src/gen is out of date (lines marked > are what generation produces): run make web" >&2

@@ -200,7 +200,7 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
       const c = clockState(m.clocks.find((x) => x.seat === seat));
       const left = timeLeft(c, Date.now(), v.skewMs);
       const first = c.running && awaitingFirstMove(seat, m.ply) && m.status === MatchStatus.ACTIVE;
-      el.textContent = formatClock(left) + (first ? " · first move" : "");
+      replace(el, formatClock(left), first ? h("span", { class: "first-move" }, "first move: 30 s limit") : null);
       el.title = first ? "The first move must be made within 30 seconds" : "";
       el.classList.toggle("running", c.running);
       el.classList.toggle("low", c.running && left < 10_000);

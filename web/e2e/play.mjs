@@ -1,0 +1,194 @@
+// Browser test of the web client against a running cluster, driven by
+// cmd/devcluster's TestWebClient (or by hand: see docs/web.md):
+//
+//   BASE_URL=http://localhost:8080 QUEUE=fourkingdoms/1+0 ARTIFACTS=/tmp/fk node e2e/play.mjs
+//
+// It drives Debian's /usr/bin/chromium, headless, with playwright-core:
+//  - a guest signs in and plays one whole game against the bots by clicking
+//    on the board (a random one of the highlighted legal moves each turn);
+//  - a second browser context, phone-sized, watches the game by its link;
+//  - mid-game the player's context goes offline for several seconds right
+//    after a move is clicked, then comes back;
+//  - at the end the two move lists must be equal and gap-free, the move of
+//    the drop must be in them once, and the summary must show the ranking
+//    and a rating change.
+// It writes screenshots to ARTIFACTS and prints one JSON line (prefixed
+// "RESULT ") that the Go test checks against GetRating, plus the measured
+// first load time and move round trips.
+import { chromium } from "playwright-core";
+import { mkdirSync, readFileSync } from "node:fs";
+import { gzipSync } from "node:zlib";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const base = process.env.BASE_URL ?? "http://localhost:8080";
+const queue = process.env.QUEUE ?? "fourkingdoms/1+0";
+const artifacts = process.env.ARTIFACTS ?? join(dirname(fileURLToPath(import.meta.url)), "..", "test-artifacts");
+const offlineMs = Number(process.env.OFFLINE_MS ?? 5000);
+mkdirSync(artifacts, { recursive: true });
+
+const log = (...a) => console.log(new Date().toISOString().slice(11, 23), ...a);
+function fail(msg) {
+  throw new Error(msg);
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync"],
+});
+const errors = [];
+function watchErrors(page, who) {
+  page.on("pageerror", (e) => errors.push(`${who}: ${e.message}`));
+  page.on("console", (m) => { if (m.type() === "error") log(`${who} console:`, m.text()); });
+}
+
+// moveList reads a page's move list as "ply seat text" lines.
+async function moveList(page) {
+  return page.$$eval(".mv", (els) => els.map((e) => `${e.dataset.ply} ${e.dataset.seat} ${e.textContent}`));
+}
+
+function checkGapFree(list, who) {
+  list.forEach((line, i) => {
+    const ply = Number(line.split(" ")[0]);
+    if (ply !== i + 1) fail(`${who}: move list entry ${i} is ply ${ply}, want ${i + 1} (a gap or a duplicate): ${list.slice(Math.max(0, i - 2), i + 3).join(" | ")}`);
+  });
+}
+
+const screenshots = [];
+async function shot(page, name) {
+  const path = join(artifacts, name);
+  await page.screenshot({ path, fullPage: false });
+  screenshots.push(path);
+  log("screenshot", path);
+}
+
+try {
+  // --- the player, desktop size
+  const playerCtx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const player = await playerCtx.newPage();
+  watchErrors(player, "player");
+  const t0 = Date.now();
+  await player.goto(base + "/");
+  await player.waitForSelector("input[aria-label=name]");
+  const firstLoadMs = Date.now() - t0;
+  const nav = await player.evaluate(() => {
+    const n = performance.getEntriesByType("navigation")[0];
+    return { domContentLoaded: Math.round(n.domContentLoadedEventEnd), load: Math.round(n.loadEventEnd) };
+  });
+  log("first load", firstLoadMs, "ms", nav);
+  await player.fill("input[aria-label=name]", "Web Player");
+  await player.click("button.primary");
+  await player.waitForSelector(`[data-queue="${queue}"]`);
+  const playerId = await player.getAttribute("[data-player]", "data-player");
+  await shot(player, "queues-desktop.png");
+  await player.click(`[data-queue="${queue}"]`);
+  await player.waitForSelector(".searching");
+  await player.waitForFunction(() => location.pathname.startsWith("/play/"), null, { timeout: 60_000 });
+  const matchId = decodeURIComponent(new URL(player.url()).pathname.split("/")[2]);
+  log("match", matchId, "player", playerId);
+  await player.waitForSelector("svg.board rect[data-sq]");
+
+  // --- the spectator, phone size, by link
+  const watchCtx = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  const watcher = await watchCtx.newPage();
+  watchErrors(watcher, "watcher");
+  await watcher.goto(base + "/");
+  await watcher.click("button.primary");
+  await watcher.waitForSelector("[data-player]");
+  await watcher.goto(`${base}/watch/${encodeURIComponent(matchId)}`);
+  await watcher.waitForSelector("svg.board rect[data-sq]");
+
+  // --- play by clicking until the game ends or the seat leaves it
+  let myMoves = 0;
+  let dropped;
+  let shotTaken = false;
+  const deadline = Date.now() + 8 * 60_000;
+  for (;;) {
+    if (Date.now() > deadline) fail("the game did not end within 8 minutes");
+    const st = await player.evaluate(() => ({
+      over: !!document.querySelector("[data-testid=ranking]"),
+      myTurn: document.querySelector(".board-wrap")?.dataset.myTurn === "1",
+      live: document.querySelector(".player .tag.you")?.closest(".player")?.dataset.state === "live",
+      ply: Number(document.querySelector(".board-wrap")?.dataset.ply ?? 0),
+    }));
+    if (st.over) break;
+    if (!st.myTurn || !st.live) {
+      await player.waitForTimeout(50);
+      continue;
+    }
+    const sources = await player.$$eval("rect[data-source]", (els) => els.map((e) => e.dataset.sq));
+    if (sources.length === 0) { await player.waitForTimeout(50); continue; }
+    // Prefer moves that keep the game going: any source, random.
+    const from = sources[Math.floor(Math.random() * sources.length)];
+    await player.click(`rect[data-sq="${from}"]`);
+    const targets = await player.$$eval("rect[data-target]", (els) => els.map((e) => e.dataset.sq));
+    if (targets.length === 0) continue; // the turn passed meanwhile (clock)
+    const to = targets[Math.floor(Math.random() * targets.length)];
+    await player.click(`rect[data-sq="${to}"]`);
+    myMoves++;
+    if (myMoves === 3 && !dropped) {
+      // The drop: the move was just clicked; cut the network at once.
+      dropped = { ply: st.ply + 1, from, to };
+      await playerCtx.setOffline(true);
+      log(`offline after ${from}-${to} (ply ${dropped.ply})`);
+      await player.waitForTimeout(offlineMs / 2);
+      await shot(player, "game-offline-desktop.png");
+      await player.waitForTimeout(offlineMs / 2);
+      await playerCtx.setOffline(false);
+      log("online again");
+      await player.waitForFunction((ply) => [...document.querySelectorAll(".mv")].some((e) => Number(e.dataset.ply) === ply), dropped.ply, { timeout: 30_000 });
+    }
+    if (myMoves === 6 && !shotTaken) {
+      shotTaken = true;
+      await player.waitForTimeout(300);
+      await shot(player, "game-desktop.png");
+      await shot(watcher, "game-phone.png");
+    }
+  }
+  log(`game over after ${myMoves} moves by the player`);
+  await player.waitForSelector(".rating-change[data-change]", { timeout: 60_000 });
+  await shot(player, "summary-desktop.png");
+  await watcher.waitForSelector("[data-testid=ranking]", { timeout: 30_000 });
+  await shot(watcher, "summary-phone.png");
+
+  const ranking = await player.$$eval("[data-testid=ranking] li", (els) => els.map((e) => Number(e.dataset.seat)));
+  const rc = await player.$eval(".rating-change", (e) => ({ before: Number(e.dataset.before), after: Number(e.dataset.after), change: Number(e.dataset.change), text: e.textContent }));
+  const playerMoves = await moveList(player);
+  const watcherMoves = await moveList(watcher);
+  checkGapFree(playerMoves, "player");
+  checkGapFree(watcherMoves, "watcher");
+  if (playerMoves.join("\n") !== watcherMoves.join("\n")) {
+    fail(`the watcher's move list differs from the player's:\nplayer:  ${playerMoves.join(" | ")}\nwatcher: ${watcherMoves.join(" | ")}`);
+  }
+  if (dropped) {
+    const at = playerMoves.filter((l) => Number(l.split(" ")[0]) === dropped.ply);
+    if (at.length !== 1 || !at[0].includes(dropped.from) || !at[0].includes(dropped.to)) {
+      fail(`the move clicked before the drop (${dropped.from}-${dropped.to}, ply ${dropped.ply}) is in the list as ${JSON.stringify(at)}`);
+    }
+  } else if (myMoves >= 3) {
+    fail("no drop happened");
+  }
+  if (ranking.length !== 4) fail(`ranking ${ranking}`);
+  const stats = await player.evaluate(() => window.__fk ?? { moveRttMs: [], moveRetries: 0 });
+  const rtts = [...stats.moveRttMs].sort((a, b) => a - b);
+  const pct = (p) => (rtts.length ? Math.round(rtts[Math.min(rtts.length - 1, Math.floor(p * rtts.length))]) : 0);
+  const dist = join(dirname(fileURLToPath(import.meta.url)), "..", "dist");
+  const js = readFileSync(join(dist, "app.js")), css = readFileSync(join(dist, "app.css")), html = readFileSync(join(dist, "index.html"));
+  const result = {
+    matchId, playerId, plies: playerMoves.length, myMoves, dropped, ranking, rating: rc,
+    measured: {
+      firstLoadMs, navigation: nav,
+      bundleBytes: js.length + css.length + html.length,
+      bundleGzipBytes: gzipSync(js, { level: 9 }).length + gzipSync(css, { level: 9 }).length + gzipSync(html, { level: 9 }).length,
+      moveRoundTripMs: { n: rtts.length, p50: pct(0.5), p95: pct(0.95) }, moveRetries: stats.moveRetries,
+    },
+    screenshots,
+    errors,
+  };
+  if (errors.length) fail(`errors in the pages: ${errors.join("; ")}`);
+  console.log("RESULT " + JSON.stringify(result));
+} finally {
+  await browser.close();
+}
