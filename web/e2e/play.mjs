@@ -39,9 +39,10 @@ const browser = await chromium.launch({
     "--disable-component-update", "--disable-sync"],
 });
 const errors = [];
-function watchErrors(page, who) {
+async function watchErrors(page, who) {
   page.on("pageerror", (e) => errors.push(`${who}: ${e.message}`));
-  page.on("console", (m) => { if (m.type() === "error") log(`${who} console:`, m.text()); });
+  page.on("console", (m) => { if (m.type() === "error" || process.env.FK_DEBUG) log(`${who} console:`, m.text()); });
+  if (process.env.FK_DEBUG) await page.addInitScript(() => localStorage.setItem("fk.debug", "1"));
 }
 
 // moveList reads a page's move list as "ply seat text" lines.
@@ -68,7 +69,7 @@ try {
   // --- the player, desktop size
   const playerCtx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   const player = await playerCtx.newPage();
-  watchErrors(player, "player");
+  await watchErrors(player, "player");
   const t0 = Date.now();
   await player.goto(base + "/");
   await player.waitForSelector("input[aria-label=name]");
@@ -93,7 +94,7 @@ try {
   // --- the spectator, phone size, by link
   const watchCtx = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
   const watcher = await watchCtx.newPage();
-  watchErrors(watcher, "watcher");
+  await watchErrors(watcher, "watcher");
   await watcher.goto(base + "/");
   await watcher.click("button.primary");
   await watcher.waitForSelector("[data-player]");
@@ -103,6 +104,7 @@ try {
   // --- play by clicking until the game ends or the seat leaves it
   let myMoves = 0;
   let dropped;
+  let droppedBefore;
   let shotTaken = false;
   const deadline = Date.now() + 8 * 60_000;
   for (;;) {
@@ -122,12 +124,27 @@ try {
     if (sources.length === 0) { await player.waitForTimeout(50); continue; }
     // Prefer moves that keep the game going: any source, random.
     const from = sources[Math.floor(Math.random() * sources.length)];
+    // The second drop: the network is already gone when the move is made,
+    // so the page must send it again (same client move id) once back.
+    const duringDrop = myMoves === 5 && !droppedBefore;
+    if (duringDrop) {
+      await playerCtx.setOffline(true);
+      log("offline before the move");
+    }
     await player.click(`rect[data-sq="${from}"]`);
     const targets = await player.$$eval("rect[data-target]", (els) => els.map((e) => e.dataset.sq));
     if (targets.length === 0) continue; // the turn passed meanwhile (clock)
     const to = targets[Math.floor(Math.random() * targets.length)];
     await player.click(`rect[data-sq="${to}"]`);
     myMoves++;
+    if (duringDrop) {
+      droppedBefore = { ply: st.ply + 1, from, to };
+      log(`move ${from}-${to} (ply ${droppedBefore.ply}) made offline`);
+      await player.waitForTimeout(offlineMs);
+      await playerCtx.setOffline(false);
+      log("online again");
+      await player.waitForFunction((ply) => [...document.querySelectorAll(".mv")].some((e) => Number(e.dataset.ply) === ply), droppedBefore.ply, { timeout: 30_000 });
+    }
     if (myMoves === 3 && !dropped) {
       // The drop: the move was just clicked; cut the network at once.
       dropped = { ply: st.ply + 1, from, to };
@@ -162,22 +179,23 @@ try {
   if (playerMoves.join("\n") !== watcherMoves.join("\n")) {
     fail(`the watcher's move list differs from the player's:\nplayer:  ${playerMoves.join(" | ")}\nwatcher: ${watcherMoves.join(" | ")}`);
   }
-  if (dropped) {
-    const at = playerMoves.filter((l) => Number(l.split(" ")[0]) === dropped.ply);
-    if (at.length !== 1 || !at[0].includes(dropped.from) || !at[0].includes(dropped.to)) {
-      fail(`the move clicked before the drop (${dropped.from}-${dropped.to}, ply ${dropped.ply}) is in the list as ${JSON.stringify(at)}`);
+  for (const [what, d] of [["right before the drop", dropped], ["during the drop", droppedBefore]]) {
+    if (!d) continue;
+    const at = playerMoves.filter((l) => Number(l.split(" ")[0]) === d.ply);
+    if (at.length !== 1 || !at[0].includes(d.from) || !at[0].includes(d.to)) {
+      fail(`the move made ${what} (${d.from}-${d.to}, ply ${d.ply}) is in the list as ${JSON.stringify(at)}`);
     }
-  } else if (myMoves >= 3) {
-    fail("no drop happened");
   }
+  if (myMoves >= 3 && !dropped) fail("no drop happened");
   if (ranking.length !== 4) fail(`ranking ${ranking}`);
   const stats = await player.evaluate(() => window.__fk ?? { moveRttMs: [], moveRetries: 0 });
+  if (droppedBefore && stats.moveRetries < 1) fail("the move made offline was not sent again");
   const rtts = [...stats.moveRttMs].sort((a, b) => a - b);
   const pct = (p) => (rtts.length ? Math.round(rtts[Math.min(rtts.length - 1, Math.floor(p * rtts.length))]) : 0);
   const dist = join(dirname(fileURLToPath(import.meta.url)), "..", "dist");
   const js = readFileSync(join(dist, "app.js")), css = readFileSync(join(dist, "app.css")), html = readFileSync(join(dist, "index.html"));
   const result = {
-    matchId, playerId, plies: playerMoves.length, myMoves, dropped, ranking, rating: rc,
+    matchId, playerId, plies: playerMoves.length, myMoves, dropped, droppedBefore, ranking, rating: rc,
     measured: {
       firstLoadMs, navigation: nav,
       bundleBytes: js.length + css.length + html.length,

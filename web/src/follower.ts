@@ -16,6 +16,7 @@ import type { Match, WatchMatchResponse } from "./gen/fourkingdoms/match/v1/matc
 import { describe, retryable } from "./errors";
 import { copy, fold, moveRecord, over, type MoveRecord } from "./match";
 import { Backoff } from "./backoff";
+import { debug } from "./game";
 
 /** The connection as the player sees it. */
 export type ConnState = "connecting" | "live" | "reconnecting" | "offline" | "ended" | "failed";
@@ -179,6 +180,7 @@ export class Follower {
       this.abort = abort;
       let err: unknown;
       try {
+        debug(`watch from version ${this.version}`);
         const stream = this.api.match.watchMatch({ matchId: this.matchId, fromVersion: this.version }, { signal: abort.signal });
         let first = true;
         for await (const item of stream) {
@@ -199,6 +201,7 @@ export class Follower {
       } catch (e) {
         err = e;
       }
+      debug(`watch ended: ${String(err)}`);
       if (this.stopped) return;
       if (this.m && over(this.m)) return;
       if (err instanceof ConnectError && err.code === Code.OutOfRange) {

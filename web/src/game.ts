@@ -23,6 +23,11 @@ export interface Stats {
   moveRetries: number;
 }
 
+/** debug logs to the console when localStorage "fk.debug" is set. */
+export function debug(msg: string): void {
+  if (localStorage.getItem("fk.debug")) console.log(`[fk ${new Date().toISOString().slice(11, 23)}] ${msg}`);
+}
+
 export function stats(): Stats {
   const w = window as unknown as { __fk?: Stats };
   return (w.__fk ??= { moveRttMs: [], moveRetries: 0 });
@@ -310,8 +315,10 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
     try {
       for (;;) {
         attempts++;
+        debug(`move ${text} attempt ${attempts} ply ${ply}`);
         try {
           const r = await api.match.makeMove({ matchId, move: text, clientMoveId: id, expectedPly: ply }, { timeoutMs: 8_000 });
+          debug(`move ${text} done in ${Math.round(performance.now() - started)} ms`);
           if (attempts === 1) stats().moveRttMs.push(performance.now() - started);
           else stats().moveRetries += attempts - 1;
           sending = false;
@@ -319,6 +326,7 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
           render();
           return true;
         } catch (err) {
+          debug(`move ${text} failed: ${String(err)}`);
           const give = performance.now() - started > 90_000 || (v && v.match.status !== MatchStatus.ACTIVE);
           if (retryable(err) && !give) {
             notice = navigator.onLine ? "Sending your move again…" : "You are offline: your move will be sent when the connection is back.";
