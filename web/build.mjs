@@ -1,18 +1,17 @@
 // Builds the web client with esbuild.
 //
-//   node build.mjs            web/dist: index.html, app.js, app.css (minified, deterministic)
+//   node build.mjs            web/dist: index.html, assets/app-HASH.js, assets/style-HASH.css
 //   node build.mjs --check    fail if web/dist differs from a fresh build
 //   node build.mjs --watch    rebuild web/dist on every change (development)
 //   node build.mjs --tests    compile test/*.test.ts for `node --test` into .test-out
 //
-// The file names are fixed; index.html asks for them with a content hash
-// (?v=...) so a new build is never served from a stale cache. The same
+// The assets are named by their content's hash, so the edge lets browsers
+// cache them for good (pkg/edge) and a new build has new names. The same
 // sources and esbuild version give the same bytes, which `make test` checks.
 import { build, context } from "esbuild";
-import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = dirname(fileURLToPath(import.meta.url));
@@ -20,7 +19,8 @@ const arg = process.argv[2] ?? "";
 
 const appOptions = (outdir) => ({
   absWorkingDir: root,
-  entryPoints: { app: "src/main.ts" },
+  entryPoints: { app: "src/main.ts", style: "src/style.css" },
+  entryNames: "assets/[name]-[hash]",
   bundle: true,
   minify: true,
   format: "esm",
@@ -28,23 +28,31 @@ const appOptions = (outdir) => ({
   outdir,
   legalComments: "none",
   sourcemap: false,
+  metafile: true,
   logLevel: "warning",
 });
 
 async function buildApp(outdir) {
   rmSync(outdir, { recursive: true, force: true });
   mkdirSync(outdir, { recursive: true });
-  await build(appOptions(outdir));
-  await build({ absWorkingDir: root, entryPoints: { app: "src/style.css" }, bundle: true, minify: true, outdir, logLevel: "warning" });
-  writeIndex(outdir);
+  const r = await build(appOptions(outdir));
+  writeIndex(outdir, r.metafile);
 }
 
-function writeIndex(outdir) {
-  const hash = (f) => createHash("sha256").update(readFileSync(join(outdir, f))).digest("hex").slice(0, 12);
+// writeIndex writes index.html naming the built script and style sheet.
+function writeIndex(outdir, metafile) {
+  const out = Object.keys(metafile.outputs).map((f) => relative(outdir, join(root, f)).split("\\").join("/"));
+  const js = out.find((f) => f.endsWith(".js"));
+  const css = out.find((f) => f.endsWith(".css"));
   const html = readFileSync(join(root, "src/index.html"), "utf8")
-    .replace("JS_HASH", hash("app.js"))
-    .replace("CSS_HASH", hash("app.css"));
+    .replace("APP_JS", "/" + js)
+    .replace("APP_CSS", "/" + css);
   writeFileSync(join(outdir, "index.html"), html);
+}
+
+function listFiles(dir, prefix = "") {
+  return readdirSync(join(dir, prefix), { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? listFiles(dir, join(prefix, e.name)) : [join(prefix, e.name)]).sort();
 }
 
 if (arg === "" || arg === "--build") {
@@ -53,8 +61,9 @@ if (arg === "" || arg === "--build") {
   const tmp = mkdtempSync(join(tmpdir(), "fk-web-"));
   try {
     await buildApp(tmp);
-    const want = readdirSync(tmp).sort();
-    const have = readdirSync(join(root, "dist")).sort();
+    const want = listFiles(tmp);
+    const have = listFiles(join(root, "dist"));
+    if (want.join() !== have.join()) console.error(`web/dist holds ${have.join(", ")}; a fresh build gives ${want.join(", ")}`);
     let drift = want.join() !== have.join();
     for (const f of want) {
       if (drift) break;
@@ -70,16 +79,18 @@ if (arg === "" || arg === "--build") {
     rmSync(tmp, { recursive: true, force: true });
   }
 } else if (arg === "--watch") {
+  // Fixed names outside assets/ (which the edge lets browsers cache for a
+  // year): a reload always gets the latest build.
   const outdir = join(root, "dist");
+  rmSync(outdir, { recursive: true, force: true });
   const ctx = await context({
     ...appOptions(outdir),
-    entryPoints: { app: "src/main.ts" },
+    entryNames: "[name]",
     minify: false,
     sourcemap: "inline",
-    plugins: [{ name: "index", setup(b) { b.onEnd(() => writeIndex(outdir)); } }],
+    plugins: [{ name: "index", setup(b) { b.onEnd((r) => { if (r.metafile) writeIndex(outdir, r.metafile); }); } }],
   });
-  const css = await context({ absWorkingDir: root, entryPoints: { app: "src/style.css" }, bundle: true, outdir });
-  await Promise.all([ctx.watch(), css.watch()]);
+  await ctx.watch();
   console.log("watching web/src; web/dist is rebuilt on every change (Ctrl-C to stop; run `make web` before committing)");
 } else if (arg === "--tests") {
   const out = join(root, ".test-out");

@@ -16,7 +16,7 @@
 // "RESULT ") that the Go test checks against GetRating, plus the measured
 // first load time and move round trips.
 import { chromium } from "playwright-core";
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -193,13 +193,13 @@ try {
   const rtts = [...stats.moveRttMs].sort((a, b) => a - b);
   const pct = (p) => (rtts.length ? Math.round(rtts[Math.min(rtts.length - 1, Math.floor(p * rtts.length))]) : 0);
   const dist = join(dirname(fileURLToPath(import.meta.url)), "..", "dist");
-  const js = readFileSync(join(dist, "app.js")), css = readFileSync(join(dist, "app.css")), html = readFileSync(join(dist, "index.html"));
+  const files = ["index.html", ...readdirSync(join(dist, "assets")).map((f) => join("assets", f))].map((f) => readFileSync(join(dist, f)));
   const result = {
     matchId, playerId, plies: playerMoves.length, myMoves, dropped, droppedBefore, ranking, rating: rc,
     measured: {
       firstLoadMs, navigation: nav,
-      bundleBytes: js.length + css.length + html.length,
-      bundleGzipBytes: gzipSync(js, { level: 9 }).length + gzipSync(css, { level: 9 }).length + gzipSync(html, { level: 9 }).length,
+      bundleBytes: files.reduce((n, b) => n + b.length, 0),
+      bundleGzipBytes: files.reduce((n, b) => n + gzipSync(b, { level: 9 }).length, 0),
       moveRoundTripMs: { n: rtts.length, p50: pct(0.5), p95: pct(0.95) }, moveRetries: stats.moveRetries,
     },
     screenshots,
