@@ -106,9 +106,9 @@ try {
   let dropped;
   let droppedBefore;
   let shotTaken = false;
-  const deadline = Date.now() + 8 * 60_000;
+  const deadline = Date.now() + 3 * 60_000;
   for (;;) {
-    if (Date.now() > deadline) fail("the game did not end within 8 minutes");
+    if (Date.now() > deadline) fail("the game did not end within 3 minutes");
     const st = await player.evaluate(() => ({
       over: !!document.querySelector("[data-testid=ranking]"),
       myTurn: document.querySelector(".board-wrap")?.dataset.myTurn === "1",

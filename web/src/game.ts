@@ -132,7 +132,22 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
     return edgeOf(v?.match.ruleSet ?? "", viewSeat || 1);
   }
 
+  // render draws at most once per frame: bots can play dozens of moves a
+  // second (zombies too), and drawing each would starve the page.
+  let pending = false;
   function render(): void {
+    if (pending) return;
+    pending = true;
+    const run = (): void => {
+      if (!pending) return;
+      pending = false;
+      draw();
+    };
+    requestAnimationFrame(run);
+    setTimeout(run, 100); // hidden tabs get no animation frames
+  }
+
+  function draw(): void {
     if (!v) return;
     const m = v.match;
     status.textContent = connText[v.conn] ?? v.conn;
