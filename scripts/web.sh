@@ -55,7 +55,9 @@ generate() {
 build() {
 	generate
 	(cd web && node build.mjs)
-	echo "web/dist built ($(wc -c <web/dist/app.js) bytes of JavaScript, $(gzip -9c web/dist/app.js | wc -c) gzipped)"
+	local js
+	js=$(echo web/dist/assets/app-*.js)
+	echo "web/dist built: $js, $(wc -c <"$js") bytes, $(gzip -9c "$js" | wc -c) gzipped"
 }
 
 check() {

@@ -3,7 +3,6 @@
 // connection state and, at the end, the summary with the rating change.
 // Players and spectators share it; a spectator picks the side to view from.
 
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { Api } from "./api";
 import { edgeOf, type Edge } from "./board";
 import { BoardView, seatClass, seatName } from "./boardview";
@@ -16,6 +15,7 @@ import { MatchStatus } from "./gen/fourkingdoms/match/v1/match_pb";
 import { checkedSeats, clockState, rounds, seatState } from "./match";
 import { LegalMoves } from "./notation";
 import { Backoff } from "./backoff";
+import { sendMove } from "./mover";
 
 /** Browser-side measurements the tests read (window.__fk). */
 export interface Stats {
@@ -51,12 +51,6 @@ const connText: Record<string, string> = {
   connecting: "Connecting…", live: "Live", reconnecting: "Reconnecting…",
   offline: "Offline — will catch up when the connection is back", ended: "Game over", failed: "Disconnected",
 };
-
-function randomId(): string {
-  const b = new Uint8Array(12);
-  crypto.getRandomValues(b);
-  return [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
-}
 
 /** mountGame shows match id in root; it returns a function that stops it. */
 export function mountGame(root: HTMLElement, api: Api, matchId: string, spectator: boolean): () => void {
@@ -320,40 +314,34 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
     sending = true;
     notice = "";
     render();
-    const id = randomId();
-    const ply = v.match.ply;
     const bo = new Backoff();
     const onOnline = (): void => bo.wake();
     addEventListener("online", onOnline);
-    const started = performance.now();
-    let attempts = 0;
+    debug(`move ${text} at ply ${v.match.ply}`);
     try {
-      for (;;) {
-        attempts++;
-        debug(`move ${text} attempt ${attempts} ply ${ply}`);
-        try {
-          const r = await api.match.makeMove({ matchId, move: text, clientMoveId: id, expectedPly: ply }, { timeoutMs: 8_000 });
-          debug(`move ${text} done in ${Math.round(performance.now() - started)} ms`);
-          if (attempts === 1) stats().moveRttMs.push(performance.now() - started);
-          else stats().moveRetries += attempts - 1;
-          sending = false;
-          follower.applyEvents(r.events);
+      const out = await sendMove({
+        makeMove: (req, opts) => api.match.makeMove(req, opts),
+        stillWanted: () => v?.match.status === MatchStatus.ACTIVE,
+        retrying: (err) => {
+          debug(`move ${text} failed, retrying: ${String(err)}`);
+          notice = navigator.onLine ? "Sending your move again…" : "You are offline: your move will be sent when the connection is back.";
           render();
-          return true;
-        } catch (err) {
-          debug(`move ${text} failed: ${String(err)}`);
-          const give = performance.now() - started > 90_000 || (v && v.match.status !== MatchStatus.ACTIVE);
-          if (retryable(err) && !give) {
-            notice = navigator.onLine ? "Sending your move again…" : "You are offline: your move will be sent when the connection is back.";
-            render();
-            await bo.wait();
-            continue;
-          }
-          notice = describe(err);
-          if (reason(err) === "PLY_MISMATCH" || (err instanceof ConnectError && err.code === Code.Aborted)) follower.refresh();
-          return false;
-        }
+        },
+        backoff: bo,
+      }, matchId, text, v.match.ply);
+      if (!out.ok) {
+        debug(`move ${text} failed: ${String(out.error)}`);
+        notice = describe(out.error);
+        if (out.refresh) follower.refresh();
+        return false;
       }
+      debug(`move ${text} done in ${Math.round(out.ms)} ms after ${out.attempts} attempt(s)`);
+      if (out.attempts === 1) stats().moveRttMs.push(out.ms);
+      else stats().moveRetries += out.attempts - 1;
+      notice = "";
+      sending = false;
+      follower.applyEvents(out.response.events);
+      return true;
     } finally {
       removeEventListener("online", onOnline);
       sending = false;
