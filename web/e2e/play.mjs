@@ -95,9 +95,21 @@ try {
   const watchCtx = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
   const watcher = await watchCtx.newPage();
   await watchErrors(watcher, "watcher");
+  // Its kept guest session has expired: the page starts a new one and says so.
+  await watcher.addInitScript(() => {
+    if (sessionStorage.getItem("seeded")) return;
+    sessionStorage.setItem("seeded", "1");
+    localStorage.setItem("fk.session", JSON.stringify({ token: "expired", playerId: "g-old", displayName: "Old", expiresAt: Date.now() - 60_000 }));
+  });
   await watcher.goto(base + "/");
-  await watcher.click("button.primary");
   await watcher.waitForSelector("[data-player]");
+  const flash = await watcher.textContent(".flash");
+  if (!/expired/.test(flash ?? "") || (await watcher.getAttribute("[data-player]", "data-player")) === "g-old") {
+    fail(`an expired session: the page said ${JSON.stringify(flash)}`);
+  }
+  // A link to a match that does not exist says so in a sentence.
+  await watcher.goto(`${base}/watch/no-such-match`);
+  await watcher.waitForFunction(() => document.querySelector(".notice")?.textContent === "There is no game with that id.", null, { timeout: 15_000 });
   await watcher.goto(`${base}/watch/${encodeURIComponent(matchId)}`);
   await watcher.waitForSelector("svg.board rect[data-sq]");
 

@@ -12,7 +12,8 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Api } from "./api";
 import type { MatchEvent } from "./gen/fourkingdoms/events/v1/events_pb";
-import type { Match, WatchMatchResponse } from "./gen/fourkingdoms/match/v1/match_pb";
+import { create } from "@bufbuild/protobuf";
+import { MatchSchema, type Match, type WatchMatchResponse } from "./gen/fourkingdoms/match/v1/match_pb";
 import { describe, retryable } from "./errors";
 import { copy, fold, moveRecord, over, type MoveRecord } from "./match";
 import { Backoff } from "./backoff";
@@ -224,7 +225,7 @@ export class Follower {
 
   private failedView(): FollowView {
     return {
-      match: { matchId: this.matchId } as Match, moves: [], historyComplete: false, legal: [],
+      match: create(MatchSchema, { matchId: this.matchId }), moves: [], historyComplete: false, legal: [],
       conn: "failed", reconnects: this.reconnects, skewMs: 0, problem: this.problem,
     };
   }
