@@ -5,7 +5,8 @@
 //
 // It drives Debian's /usr/bin/chromium, headless, with playwright-core:
 //  - a guest signs in and plays one whole game against the bots by clicking
-//    on the board (a random one of the highlighted legal moves each turn);
+//    on the board (a random one of the highlighted legal moves each turn;
+//    the second move by drag, the third typed);
 //  - a second browser context, phone-sized, watches the game by its link;
 //  - mid-game the player's context goes offline for several seconds right
 //    after a move is clicked, then comes back;
@@ -147,7 +148,25 @@ try {
     const targets = await player.$$eval("rect[data-target]", (els) => els.map((e) => e.dataset.sq));
     if (targets.length === 0) continue; // the turn passed meanwhile (clock)
     const to = targets[Math.floor(Math.random() * targets.length)];
-    await player.click(`rect[data-sq="${to}"]`);
+    if (myMoves === 1) {
+      // By drag: press on the piece, move, release on the target.
+      const a = await player.locator(`rect[data-sq="${from}"]`).boundingBox();
+      const b = await player.locator(`rect[data-sq="${to}"]`).boundingBox();
+      await player.mouse.move(a.x + a.width / 2, a.y + a.height / 2);
+      await player.mouse.down();
+      await player.mouse.move(b.x + b.width / 2, b.y + b.height / 2, { steps: 5 });
+      await player.mouse.up();
+    } else if (myMoves === 2) {
+      // By keyboard: the squares typed in long algebraic form.
+      await player.fill("input.move-input", `${from}${to}`);
+      await player.press("input.move-input", "Enter");
+    } else {
+      await player.click(`rect[data-sq="${to}"]`);
+    }
+    if (myMoves <= 2) {
+      await player.waitForFunction((ply) => [...document.querySelectorAll(".mv")].some((e) => Number(e.dataset.ply) === ply), st.ply + 1, { timeout: 15_000 })
+        .catch(() => fail(`move ${myMoves + 1} (${myMoves === 1 ? "drag" : "typed"} ${from}-${to}) did not appear in the move list`));
+    }
     myMoves++;
     if (duringDrop) {
       droppedBefore = { ply: st.ply + 1, from, to };
@@ -182,6 +201,13 @@ try {
   await watcher.waitForSelector("[data-testid=ranking]", { timeout: 30_000 });
   await shot(watcher, "summary-phone.png");
 
+  // The spectator downloads the game record.
+  const [download] = await Promise.all([watcher.waitForEvent("download"), watcher.click("text=Download PGN4")]);
+  const pgnPath = join(artifacts, "game.pgn4");
+  await download.saveAs(pgnPath);
+  const pgn = readFileSync(pgnPath, "utf8");
+  if (!pgn.includes(`[MatchId "${matchId}"]`) || !/\n1\. /.test(pgn)) fail(`the downloaded PGN4 is not this game's:\n${pgn.slice(0, 400)}`);
+
   const ranking = await player.$$eval("[data-testid=ranking] li", (els) => els.map((e) => Number(e.dataset.seat)));
   const rc = await player.$eval(".rating-change", (e) => ({ before: Number(e.dataset.before), after: Number(e.dataset.after), change: Number(e.dataset.change), text: e.textContent }));
   const playerMoves = await moveList(player);
@@ -214,7 +240,7 @@ try {
       bundleGzipBytes: files.reduce((n, b) => n + gzipSync(b, { level: 9 }).length, 0),
       moveRoundTripMs: { n: rtts.length, p50: pct(0.5), p95: pct(0.95) }, moveRetries: stats.moveRetries,
     },
-    screenshots,
+    screenshots, pgn: pgnPath,
     errors,
   };
   if (errors.length) fail(`errors in the pages: ${errors.join("; ")}`);
