@@ -60,7 +60,11 @@ type Checker struct {
 	// that pays the live seats for it: the engine adds that bonus without an
 	// event, so the next reported points may exceed the tracked ones.
 	unexplained bool
-	err         error
+	// left is 1 + the index of the seat whose resignation or time loss
+	// was the last event, 0 after any other: a draw by insufficient
+	// material after a leave (RuleSet.LeaveInsufficientDraw) pays it too.
+	left int
+	err  error
 }
 
 // Snapshot (re)starts the checker from a match state, as WatchMatch sends
@@ -121,6 +125,8 @@ func (c *Checker) Event(ev *eventsv1.MatchEvent) error {
 		return c.fail(v, "ply %d, want %d", ev.GetPly(), wantPly)
 	}
 	c.ply = wantPly
+	left := c.left
+	c.left = 0
 	switch x := ev.GetEvent().(type) {
 	case *eventsv1.MatchEvent_MoveApplied:
 		return c.move(v, x.MoveApplied)
@@ -132,7 +138,7 @@ func (c *Checker) Event(ev *eventsv1.MatchEvent) error {
 		return c.eliminated(v, x.PlayerEliminated)
 	case *eventsv1.MatchEvent_GameOver:
 		c.ended = true
-		return c.gameOver(v, x.GameOver.GetResult())
+		return c.gameOver(v, x.GameOver.GetResult(), left)
 	case *eventsv1.MatchEvent_MatchAborted:
 		c.ended = true
 	}
@@ -225,6 +231,7 @@ func (c *Checker) leave(v uint64, s gamev1.Seat, frozen int32) error {
 		return c.fail(v, "%v left with frozen points %d, running points %d", s, frozen, c.points[i])
 	}
 	c.status[i], c.result[i] = zombie, frozen
+	c.left = i + 1
 	// The seat to move stays the same: if it was the leaver, the server's
 	// zombie move for it follows at once.
 	return nil
@@ -304,7 +311,8 @@ func (c *Checker) checkPoints(v uint64, ps []*gamev1.SeatPoints) error {
 	return nil
 }
 
-func (c *Checker) gameOver(v uint64, r *gamev1.Result) error {
+// gameOver checks the result; left is Checker.left before this event.
+func (c *Checker) gameOver(v uint64, r *gamev1.Result, left int) error {
 	if len(c.pending) > 0 {
 		return c.fail(v, "game over before PlayerEliminated for %v", c.pending[0].GetSeat())
 	}
@@ -330,6 +338,14 @@ func (c *Checker) gameOver(v uint64, r *gamev1.Result) error {
 		if term != gamev1.Termination_TERMINATION_ALL_OPPONENTS_OUT {
 			return c.fail(v, "termination %v with one live seat and the others out", term)
 		}
+	case nLive == 1 && term == gamev1.Termination_TERMINATION_INSUFFICIENT_MATERIAL &&
+		c.rs.LeaveInsufficientDraw && left > 0 && c.status[left-1] == zombie:
+		// A leave against a last player with a bare king (docs/rules.md
+		// 13.3.14): the draw's points to both, the other zombie kings to
+		// the last player. The checker does not see the board, so it
+		// takes the bare king on trust.
+		bonus[last] = int32(c.rs.DrawPoints) + int32(c.rs.LastPlayerBonus)*(nZombie-1)
+		c.result[left-1] += int32(c.rs.DrawPoints)
 	case nLive == 1:
 		if term != gamev1.Termination_TERMINATION_LAST_PLAYER_STANDING {
 			return c.fail(v, "termination %v with one live seat and %d zombies", term, nZombie)

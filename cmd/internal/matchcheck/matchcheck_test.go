@@ -70,6 +70,22 @@ func resigned() []*eventsv1.MatchEvent {
 	}
 }
 
+// insufficient is a valid chesscom-ffa stream: Blue, with a queen, resigns
+// against Red's bare king, the last opponent in play: a draw by
+// insufficient material, 10 each (docs/rules.md section 13.3.14).
+func insufficient() []*eventsv1.MatchEvent {
+	return []*eventsv1.MatchEvent{
+		{Version: 1, Event: &eventsv1.MatchEvent_MatchCreated{MatchCreated: &eventsv1.MatchCreated{
+			RuleSet: "chesscom-ffa", Fen4: fenBlueQueenRedBareKing, ToMove: R}}},
+		{Version: 2, Event: &eventsv1.MatchEvent_PlayerResigned{PlayerResigned: &eventsv1.PlayerResigned{Seat: B}}},
+		{Version: 3, Event: &eventsv1.MatchEvent_GameOver{GameOver: &eventsv1.GameOver{Result: &gamev1.Result{
+			Points: pts(10, 10, 0, 0), Ranking: []gamev1.Seat{B, R, G, Y}, Termination: gamev1.Termination_TERMINATION_INSUFFICIENT_MATERIAL}}}},
+	}
+}
+
+// Yellow and Green out; Red has a bare king, Blue a queen.
+const fenBlueQueenRedBareKing = "R-0,0,1,1-0,0,0,0-0,0,0,0-0,0,0,0-0-6,yK,7/14/14/14/14/14/13,gK/14/1,bQ,12/bK,13/14/14/14/7,rK,6"
+
 func check(evs []*eventsv1.MatchEvent) error {
 	var c Checker
 	for _, ev := range evs {
@@ -82,7 +98,7 @@ func check(evs []*eventsv1.MatchEvent) error {
 
 func TestValidStreams(t *testing.T) {
 	t.Parallel()
-	for name, evs := range map[string][]*eventsv1.MatchEvent{"opening": opening(), "mate": mate(), "resigned": resigned()} {
+	for name, evs := range map[string][]*eventsv1.MatchEvent{"opening": opening(), "mate": mate(), "resigned": resigned(), "insufficient": insufficient()} {
 		if err := check(evs); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -161,6 +177,15 @@ func TestViolations(t *testing.T) {
 		}},
 		{"a zombie left is not all opponents out", resigned, 3, func(e []*eventsv1.MatchEvent) []*eventsv1.MatchEvent {
 			e[2].GetGameOver().Result.Termination = gamev1.Termination_TERMINATION_ALL_OPPONENTS_OUT
+			return e
+		}},
+		{"insufficient material under fourkingdoms", insufficient, 3, func(e []*eventsv1.MatchEvent) []*eventsv1.MatchEvent {
+			e[0].GetMatchCreated().RuleSet = "fourkingdoms"
+			return e
+		}},
+		{"insufficient material without the leaver's draw points", insufficient, 3, func(e []*eventsv1.MatchEvent) []*eventsv1.MatchEvent {
+			e[2].GetGameOver().Result.Points = pts(10, 0, 0, 0)
+			e[2].GetGameOver().Result.Ranking = []gamev1.Seat{R, G, Y, B}
 			return e
 		}},
 		{"missing last-player bonus", resigned, 3, func(e []*eventsv1.MatchEvent) []*eventsv1.MatchEvent {
