@@ -853,7 +853,10 @@ export enum Termination {
 
   /**
    * No live player had anything but a bare king; every live player received
-   * +10.
+   * +10. Under chesscom-ffa also: a resignation or time loss left one live
+   * player, with a bare king; that player and the one who left received +10
+   * each, and the live player +20 per other zombie king (docs/rules.md
+   * section 13.3.14).
    *
    * @generated from enum value: TERMINATION_INSUFFICIENT_MATERIAL = 6;
    */
