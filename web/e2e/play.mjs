@@ -137,18 +137,25 @@ try {
     if (sources.length === 0) { await player.waitForTimeout(50); continue; }
     // Prefer moves that keep the game going: any source, random.
     const from = sources[Math.floor(Math.random() * sources.length)];
-    // The second drop: the network is already gone when the move is made,
-    // so the page must send it again (same client move id) once back.
-    const duringDrop = myMoves === 5 && !droppedBefore;
-    if (duringDrop) {
+    const n = myMoves + 1; // this move's number
+    const appeared = (ply, what) => player.waitForFunction(
+      (p) => [...document.querySelectorAll(".mv")].some((e) => Number(e.dataset.ply) === p), ply, { timeout: 30_000 })
+      .catch(() => fail(`${what} (ply ${ply}) did not appear in the move list`));
+    // Move 6 is made while the network is already gone: the page must send
+    // it again (same client move id) once back.
+    if (n === 6) {
       await playerCtx.setOffline(true);
       log("offline before the move");
     }
     await player.click(`rect[data-sq="${from}"]`);
     const targets = await player.$$eval("rect[data-target]", (els) => els.map((e) => e.dataset.sq));
-    if (targets.length === 0) continue; // the turn passed meanwhile (clock)
+    if (targets.length === 0) { // the turn passed meanwhile (clock)
+      if (n === 6) await playerCtx.setOffline(false);
+      continue;
+    }
     const to = targets[Math.floor(Math.random() * targets.length)];
-    if (myMoves === 1) {
+    const ply = st.ply + 1; // the ply this move will be
+    if (n === 2) {
       // By drag: press on the piece, move, release on the target.
       const a = await player.locator(`rect[data-sq="${from}"]`).boundingBox();
       const b = await player.locator(`rect[data-sq="${to}"]`).boundingBox();
@@ -156,39 +163,39 @@ try {
       await player.mouse.down();
       await player.mouse.move(b.x + b.width / 2, b.y + b.height / 2, { steps: 5 });
       await player.mouse.up();
-    } else if (myMoves === 2) {
+    } else if (n === 3) {
       // By keyboard: the squares typed in long algebraic form.
       await player.fill("input.move-input", `${from}${to}`);
       await player.press("input.move-input", "Enter");
     } else {
       await player.click(`rect[data-sq="${to}"]`);
     }
-    if (myMoves <= 2) {
-      await player.waitForFunction((ply) => [...document.querySelectorAll(".mv")].some((e) => Number(e.dataset.ply) === ply), st.ply + 1, { timeout: 15_000 })
-        .catch(() => fail(`move ${myMoves + 1} (${myMoves === 1 ? "drag" : "typed"} ${from}-${to}) did not appear in the move list`));
-    }
     myMoves++;
-    if (duringDrop) {
-      droppedBefore = { ply: st.ply + 1, from, to };
-      log(`move ${from}-${to} (ply ${droppedBefore.ply}) made offline`);
-      await player.waitForTimeout(offlineMs);
-      await playerCtx.setOffline(false);
-      log("online again");
-      await player.waitForFunction((ply) => [...document.querySelectorAll(".mv")].some((e) => Number(e.dataset.ply) === ply), droppedBefore.ply, { timeout: 30_000 });
-    }
-    if (myMoves === 3 && !dropped) {
-      // The drop: the move was just clicked; cut the network at once.
-      dropped = { ply: st.ply + 1, from, to };
+    if (n === 4) {
+      // Move 4 is clicked right before the drop: cut the network at once.
+      dropped = { ply, from, to };
       await playerCtx.setOffline(true);
-      log(`offline after ${from}-${to} (ply ${dropped.ply})`);
+      log(`offline after ${from}-${to} (ply ${ply})`);
       await player.waitForTimeout(offlineMs / 2);
       await shot(player, "game-offline-desktop.png");
       await player.waitForTimeout(offlineMs / 2);
       await playerCtx.setOffline(false);
       log("online again");
-      await player.waitForFunction((ply) => [...document.querySelectorAll(".mv")].some((e) => Number(e.dataset.ply) === ply), dropped.ply, { timeout: 30_000 });
+    } else if (n === 6) {
+      droppedBefore = { ply, from, to };
+      log(`move ${from}-${to} (ply ${ply}) made offline`);
+      await player.waitForTimeout(offlineMs);
+      await playerCtx.setOffline(false);
+      log("online again");
     }
-    if (myMoves === 6 && !shotTaken) {
+    if ([2, 3, 4, 6].includes(n)) await appeared(ply, `move ${n} (${from}-${to})`);
+    else {
+      // Wait until the board is past this move (or the game is over), so
+      // the next turn is read from a board that has it.
+      await player.waitForFunction((p) => Number(document.querySelector(".board-wrap")?.dataset.ply ?? 0) >= p || !!document.querySelector("[data-testid=ranking]"), ply, { timeout: 30_000 })
+        .catch(() => {});
+    }
+    if (myMoves === 7 && !shotTaken) {
       shotTaken = true;
       await player.waitForTimeout(300);
       await shot(player, "game-desktop.png");
@@ -224,7 +231,7 @@ try {
       fail(`the move made ${what} (${d.from}-${d.to}, ply ${d.ply}) is in the list as ${JSON.stringify(at)}`);
     }
   }
-  if (myMoves >= 3 && !dropped) fail("no drop happened");
+  if (myMoves >= 4 && !dropped) fail("no drop happened");
   if (ranking.length !== 4) fail(`ranking ${ranking}`);
   const stats = await player.evaluate(() => window.__fk ?? { moveRttMs: [], moveRetries: 0 });
   if (droppedBefore && stats.moveRetries < 1) fail("the move made offline was not sent again");

@@ -313,7 +313,7 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
     if (!v || sending) return false;
     sending = true;
     notice = "";
-    render();
+    draw(); // at once: the board takes no second move meanwhile
     const bo = new Backoff();
     const onOnline = (): void => bo.wake();
     addEventListener("online", onOnline);
