@@ -9,6 +9,7 @@ import { h, replace } from "./dom";
 import { describe, reason, retryable, sessionReasons } from "./errors";
 import { mountGame } from "./game";
 import type { Queue } from "./gen/fourkingdoms/matchmaking/v1/matchmaking_pb";
+import { LeaderboardSection } from "./gen/fourkingdoms/rating/v1/rating_pb";
 import { Backoff } from "./backoff";
 
 const { expired } = loadSession(localStorage);
@@ -271,16 +272,23 @@ function ratingScreen(): () => void {
 function leaderboardScreen(): () => void {
   const body = h("div", {}, h("p", { class: "muted" }, "Loading…"));
   const sel = h("select", { "aria-label": "rule set" });
-  replace(main, h("section", { class: "card" }, h("h1", {}, "Leaderboard"), sel, body));
+  const sectionSel = h("select", { "aria-label": "section" },
+    h("option", { value: String(LeaderboardSection.RANKED) }, "Ranked players"),
+    h("option", { value: String(LeaderboardSection.PROVISIONAL) }, "Provisional players"));
+  replace(main, h("section", { class: "card" }, h("h1", {}, "Leaderboard"), h("div", { class: "row" }, sel, sectionSel), body));
   let token = "";
   const tokens: string[] = [];
   const load = async (pageToken: string): Promise<void> => {
     try {
-      const r = await guard(api.rating.getLeaderboard({ ruleSet: sel.value || "fourkingdoms", pageSize: 25, pageToken }));
+      const section = Number(sectionSel.value) as LeaderboardSection;
+      const r = await guard(api.rating.getLeaderboard({ ruleSet: sel.value || "fourkingdoms", pageSize: 25, pageToken, section }));
       token = r.nextPageToken;
       const me = api.session()?.playerId;
       replace(body,
-        r.entries.length === 0 ? h("p", {}, "Nobody is established in this pool yet (provisional players are not listed).") : null,
+        h("p", { class: "muted" }, section === LeaderboardSection.PROVISIONAL
+          ? `${r.sectionSize} players whose rating is still settling; a player joins the ranked list with the game that establishes their rating.`
+          : `${r.sectionSize} ranked players.`),
+        r.entries.length === 0 ? h("p", {}, "Nobody here yet.") : null,
         h("table", { class: "grid" },
           h("thead", {}, h("tr", {}, h("th", {}, "#"), h("th", {}, "Player"), h("th", {}, "Rating"), h("th", {}, "Games"))),
           h("tbody", {}, ...r.entries.map((e) => h("tr", { class: e.player?.playerId === me ? "me" : "" },
@@ -296,6 +304,7 @@ function leaderboardScreen(): () => void {
   void pools(api).then((ps) => {
     replace(sel, ...ps.map((p) => h("option", { value: p }, p)));
     sel.onchange = () => { tokens.length = 0; void load(""); };
+    sectionSel.onchange = () => { tokens.length = 0; void load(""); };
     void load("");
   });
   return () => {};

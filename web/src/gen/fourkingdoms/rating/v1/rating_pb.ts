@@ -8,8 +8,8 @@
 // events.v1.MatchFinished records. Every RPC needs
 // "authorization: Bearer <token>" metadata; see fourkingdoms.auth.v1.
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Player } from "../../game/v1/game_pb";
 import { file_fourkingdoms_game_v1_game } from "../../game/v1/game_pb";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
@@ -20,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fourkingdoms/rating/v1/rating.proto.
  */
 export const file_fourkingdoms_rating_v1_rating: GenFile = /*@__PURE__*/
-  fileDesc("CiNmb3Vya2luZ2RvbXMvcmF0aW5nL3YxL3JhdGluZy5wcm90bxIWZm91cmtpbmdkb21zLnJhdGluZy52MSKBAgoGUmF0aW5nEhEKCXBsYXllcl9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRIKCgJtdRgDIAEoARINCgVzaWdtYRgEIAEoARIWCg5kaXNwbGF5X3JhdGluZxgFIAEoBRIUCgxnYW1lc19wbGF5ZWQYBiABKA0SEwoLcHJvdmlzaW9uYWwYByABKAgSLgoKdXBkYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKaXNfZGVmYXVsdBgJIAEoCBIUCgxkaXNwbGF5X25hbWUYCiABKAkSGgoSZ2FtZXNfdG9fZXN0YWJsaXNoGAsgASgNIjcKEEdldFJhdGluZ1JlcXVlc3QSEQoJcGxheWVyX2lkGAEgASgJEhAKCHJ1bGVfc2V0GAIgASgJIkMKEUdldFJhdGluZ1Jlc3BvbnNlEi4KBnJhdGluZxgBIAEoCzIeLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuUmF0aW5nIj4KFkJhdGNoR2V0UmF0aW5nc1JlcXVlc3QSEgoKcGxheWVyX2lkcxgBIAMoCRIQCghydWxlX3NldBgCIAEoCSJKChdCYXRjaEdldFJhdGluZ3NSZXNwb25zZRIvCgdyYXRpbmdzGAEgAygLMh4uZm91cmtpbmdkb21zLnJhdGluZy52MS5SYXRpbmciUAoVR2V0TGVhZGVyYm9hcmRSZXF1ZXN0EhAKCHJ1bGVfc2V0GAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImwKFkdldExlYWRlcmJvYXJkUmVzcG9uc2USOQoHZW50cmllcxgBIAMoCzIoLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuTGVhZGVyYm9hcmRFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkilwEKEExlYWRlcmJvYXJkRW50cnkSDAoEcmFuaxgBIAEoDRIsCgZwbGF5ZXIYAiABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5QbGF5ZXISFgoOZGlzcGxheV9yYXRpbmcYAyABKAUSCgoCbXUYBCABKAESDQoFc2lnbWEYBSABKAESFAoMZ2FtZXNfcGxheWVkGAYgASgNImUKF0dldFJhdGluZ0hpc3RvcnlSZXF1ZXN0EhEKCXBsYXllcl9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJwChhHZXRSYXRpbmdIaXN0b3J5UmVzcG9uc2USOwoHZW50cmllcxgBIAMoCzIqLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuUmF0aW5nSGlzdG9yeUVudHJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLJAQoSUmF0aW5nSGlzdG9yeUVudHJ5EhAKCG1hdGNoX2lkGAEgASgJEi8KC2ZpbmlzaGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRyYW5rGAMgASgNEhUKDXJhdGluZ19iZWZvcmUYBCABKAUSFAoMcmF0aW5nX2FmdGVyGAUgASgFEg4KBmNoYW5nZRgGIAEoBRIQCghtdV9hZnRlchgHIAEoARITCgtzaWdtYV9hZnRlchgIIAEoATLNAwoNUmF0aW5nU2VydmljZRJgCglHZXRSYXRpbmcSKC5mb3Vya2luZ2RvbXMucmF0aW5nLnYxLkdldFJhdGluZ1JlcXVlc3QaKS5mb3Vya2luZ2RvbXMucmF0aW5nLnYxLkdldFJhdGluZ1Jlc3BvbnNlEnIKD0JhdGNoR2V0UmF0aW5ncxIuLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuQmF0Y2hHZXRSYXRpbmdzUmVxdWVzdBovLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuQmF0Y2hHZXRSYXRpbmdzUmVzcG9uc2USbwoOR2V0TGVhZGVyYm9hcmQSLS5mb3Vya2luZ2RvbXMucmF0aW5nLnYxLkdldExlYWRlcmJvYXJkUmVxdWVzdBouLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuR2V0TGVhZGVyYm9hcmRSZXNwb25zZRJ1ChBHZXRSYXRpbmdIaXN0b3J5Ei8uZm91cmtpbmdkb21zLnJhdGluZy52MS5HZXRSYXRpbmdIaXN0b3J5UmVxdWVzdBowLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuR2V0UmF0aW5nSGlzdG9yeVJlc3BvbnNlYgZwcm90bzM", [file_fourkingdoms_game_v1_game, file_google_protobuf_timestamp]);
+  fileDesc("CiNmb3Vya2luZ2RvbXMvcmF0aW5nL3YxL3JhdGluZy5wcm90bxIWZm91cmtpbmdkb21zLnJhdGluZy52MSKBAgoGUmF0aW5nEhEKCXBsYXllcl9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRIKCgJtdRgDIAEoARINCgVzaWdtYRgEIAEoARIWCg5kaXNwbGF5X3JhdGluZxgFIAEoBRIUCgxnYW1lc19wbGF5ZWQYBiABKA0SEwoLcHJvdmlzaW9uYWwYByABKAgSLgoKdXBkYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKaXNfZGVmYXVsdBgJIAEoCBIUCgxkaXNwbGF5X25hbWUYCiABKAkSGgoSZ2FtZXNfdG9fZXN0YWJsaXNoGAsgASgNIjcKEEdldFJhdGluZ1JlcXVlc3QSEQoJcGxheWVyX2lkGAEgASgJEhAKCHJ1bGVfc2V0GAIgASgJIkMKEUdldFJhdGluZ1Jlc3BvbnNlEi4KBnJhdGluZxgBIAEoCzIeLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuUmF0aW5nIj4KFkJhdGNoR2V0UmF0aW5nc1JlcXVlc3QSEgoKcGxheWVyX2lkcxgBIAMoCRIQCghydWxlX3NldBgCIAEoCSJKChdCYXRjaEdldFJhdGluZ3NSZXNwb25zZRIvCgdyYXRpbmdzGAEgAygLMh4uZm91cmtpbmdkb21zLnJhdGluZy52MS5SYXRpbmcijQEKFUdldExlYWRlcmJvYXJkUmVxdWVzdBIQCghydWxlX3NldBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRI7CgdzZWN0aW9uGAQgASgOMiouZm91cmtpbmdkb21zLnJhdGluZy52MS5MZWFkZXJib2FyZFNlY3Rpb24ivwEKFkdldExlYWRlcmJvYXJkUmVzcG9uc2USOQoHZW50cmllcxgBIAMoCzIoLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuTGVhZGVyYm9hcmRFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSOwoHc2VjdGlvbhgDIAEoDjIqLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuTGVhZGVyYm9hcmRTZWN0aW9uEhQKDHNlY3Rpb25fc2l6ZRgEIAEoDSLIAQoQTGVhZGVyYm9hcmRFbnRyeRIMCgRyYW5rGAEgASgNEiwKBnBsYXllchgCIAEoCzIcLmZvdXJraW5nZG9tcy5nYW1lLnYxLlBsYXllchIWCg5kaXNwbGF5X3JhdGluZxgDIAEoBRIKCgJtdRgEIAEoARINCgVzaWdtYRgFIAEoARIUCgxnYW1lc19wbGF5ZWQYBiABKA0SEwoLcHJvdmlzaW9uYWwYByABKAgSGgoSZ2FtZXNfdG9fZXN0YWJsaXNoGAggASgNImUKF0dldFJhdGluZ0hpc3RvcnlSZXF1ZXN0EhEKCXBsYXllcl9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJwChhHZXRSYXRpbmdIaXN0b3J5UmVzcG9uc2USOwoHZW50cmllcxgBIAMoCzIqLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuUmF0aW5nSGlzdG9yeUVudHJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLJAQoSUmF0aW5nSGlzdG9yeUVudHJ5EhAKCG1hdGNoX2lkGAEgASgJEi8KC2ZpbmlzaGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRyYW5rGAMgASgNEhUKDXJhdGluZ19iZWZvcmUYBCABKAUSFAoMcmF0aW5nX2FmdGVyGAUgASgFEg4KBmNoYW5nZRgGIAEoBRIQCghtdV9hZnRlchgHIAEoARITCgtzaWdtYV9hZnRlchgIIAEoASp+ChJMZWFkZXJib2FyZFNlY3Rpb24SIwofTEVBREVSQk9BUkRfU0VDVElPTl9VTlNQRUNJRklFRBAAEh4KGkxFQURFUkJPQVJEX1NFQ1RJT05fUkFOS0VEEAESIwofTEVBREVSQk9BUkRfU0VDVElPTl9QUk9WSVNJT05BTBACMs0DCg1SYXRpbmdTZXJ2aWNlEmAKCUdldFJhdGluZxIoLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuR2V0UmF0aW5nUmVxdWVzdBopLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuR2V0UmF0aW5nUmVzcG9uc2UScgoPQmF0Y2hHZXRSYXRpbmdzEi4uZm91cmtpbmdkb21zLnJhdGluZy52MS5CYXRjaEdldFJhdGluZ3NSZXF1ZXN0Gi8uZm91cmtpbmdkb21zLnJhdGluZy52MS5CYXRjaEdldFJhdGluZ3NSZXNwb25zZRJvCg5HZXRMZWFkZXJib2FyZBItLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuR2V0TGVhZGVyYm9hcmRSZXF1ZXN0Gi4uZm91cmtpbmdkb21zLnJhdGluZy52MS5HZXRMZWFkZXJib2FyZFJlc3BvbnNlEnUKEEdldFJhdGluZ0hpc3RvcnkSLy5mb3Vya2luZ2RvbXMucmF0aW5nLnYxLkdldFJhdGluZ0hpc3RvcnlSZXF1ZXN0GjAuZm91cmtpbmdkb21zLnJhdGluZy52MS5HZXRSYXRpbmdIaXN0b3J5UmVzcG9uc2ViBnByb3RvMw", [file_fourkingdoms_game_v1_game, file_google_protobuf_timestamp]);
 
 /**
  * Rating is a player's skill estimate in one pool. The model keeps a mean
@@ -75,7 +75,8 @@ export type Rating = Message<"fourkingdoms.rating.v1.Rating"> & {
 
   /**
    * True while the rating is still settling (too few games or sigma too
-   * high); provisional players are not on the leaderboard.
+   * high); provisional players are listed in the leaderboard's provisional
+   * section, not among the ranked players.
    *
    * @generated from field: bool provisional = 7;
    */
@@ -243,11 +244,19 @@ export type GetLeaderboardRequest = Message<"fourkingdoms.rating.v1.GetLeaderboa
   pageSize: number;
 
   /**
-   * next_page_token of the previous page; empty for the first page.
+   * next_page_token of the previous page of the same section; empty for
+   * the first page.
    *
    * @generated from field: string page_token = 3;
    */
   pageToken: string;
+
+  /**
+   * The section to list; unspecified means LEADERBOARD_SECTION_RANKED.
+   *
+   * @generated from field: fourkingdoms.rating.v1.LeaderboardSection section = 4;
+   */
+  section: LeaderboardSection;
 };
 
 /**
@@ -258,7 +267,7 @@ export const GetLeaderboardRequestSchema: GenMessage<GetLeaderboardRequest> = /*
   messageDesc(file_fourkingdoms_rating_v1_rating, 5);
 
 /**
- * GetLeaderboardResponse is one page of a leaderboard.
+ * GetLeaderboardResponse is one page of a leaderboard section.
  *
  * @generated from message fourkingdoms.rating.v1.GetLeaderboardResponse
  */
@@ -276,6 +285,20 @@ export type GetLeaderboardResponse = Message<"fourkingdoms.rating.v1.GetLeaderbo
    * @generated from field: string next_page_token = 2;
    */
   nextPageToken: string;
+
+  /**
+   * The section listed (never unspecified).
+   *
+   * @generated from field: fourkingdoms.rating.v1.LeaderboardSection section = 3;
+   */
+  section: LeaderboardSection;
+
+  /**
+   * The number of players in the section.
+   *
+   * @generated from field: uint32 section_size = 4;
+   */
+  sectionSize: number;
 };
 
 /**
@@ -292,8 +315,9 @@ export const GetLeaderboardResponseSchema: GenMessage<GetLeaderboardResponse> = 
  */
 export type LeaderboardEntry = Message<"fourkingdoms.rating.v1.LeaderboardEntry"> & {
   /**
-   * Position on the leaderboard, from 1. Players with equal display ratings
-   * get consecutive ranks in a stable order.
+   * Position in the leaderboard section, from 1. Players with equal display
+   * ratings get consecutive ranks in a stable order: the one whose rating
+   * last changed earlier first.
    *
    * @generated from field: uint32 rank = 1;
    */
@@ -333,6 +357,21 @@ export type LeaderboardEntry = Message<"fourkingdoms.rating.v1.LeaderboardEntry"
    * @generated from field: uint32 games_played = 6;
    */
   gamesPlayed: number;
+
+  /**
+   * True in the provisional section.
+   *
+   * @generated from field: bool provisional = 7;
+   */
+  provisional: boolean;
+
+  /**
+   * While provisional: the estimate of the rated games still needed to be
+   * established, as in Rating.games_to_establish. 0 when not provisional.
+   *
+   * @generated from field: uint32 games_to_establish = 8;
+   */
+  gamesToEstablish: number;
 };
 
 /**
@@ -483,6 +522,43 @@ export const RatingHistoryEntrySchema: GenMessage<RatingHistoryEntry> = /*@__PUR
   messageDesc(file_fourkingdoms_rating_v1_rating, 10);
 
 /**
+ * LeaderboardSection is a part of a pool's leaderboard. Every human player
+ * with a rated match in the pool is in exactly one section; bots in none.
+ *
+ * @generated from enum fourkingdoms.rating.v1.LeaderboardSection
+ */
+export enum LeaderboardSection {
+  /**
+   * The ranked section.
+   *
+   * @generated from enum value: LEADERBOARD_SECTION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Players with an established rating: the leaderboard proper.
+   *
+   * @generated from enum value: LEADERBOARD_SECTION_RANKED = 1;
+   */
+  RANKED = 1,
+
+  /**
+   * Players whose rating is still provisional (too few games or sigma too
+   * high). A player moves to the ranked section with the match that
+   * establishes their rating.
+   *
+   * @generated from enum value: LEADERBOARD_SECTION_PROVISIONAL = 2;
+   */
+  PROVISIONAL = 2,
+}
+
+/**
+ * Describes the enum fourkingdoms.rating.v1.LeaderboardSection.
+ */
+export const LeaderboardSectionSchema: GenEnum<LeaderboardSection> = /*@__PURE__*/
+  enumDesc(file_fourkingdoms_rating_v1_rating, 0);
+
+/**
  * RatingService serves ratings, leaderboards and rating histories. All RPCs
  * are reads and any signed-in caller may use them.
  *
@@ -526,9 +602,11 @@ export const RatingService: GenService<{
     output: typeof BatchGetRatingsResponseSchema;
   },
   /**
-   * GetLeaderboard lists a pool's players by display rating, highest first.
-   * Provisional players are left out (see Rating.games_to_establish for
-   * how long a player stays provisional).
+   * GetLeaderboard lists a pool's players by display rating, highest first,
+   * one section at a time: the ranked players (the default), or with
+   * section LEADERBOARD_SECTION_PROVISIONAL the players whose rating is
+   * still provisional, in the same order (see Rating.games_to_establish for
+   * how long a player stays provisional). Bots are rated but never listed.
    *
    * Errors: only the common ones.
    *
