@@ -58,6 +58,28 @@ function checkGapFree(list, who) {
   });
 }
 
+// A watchdog: the Go test's context ends the whole run after a few
+// minutes; before that, say where the pages were and save what they show.
+const limitMs = Number(process.env.LIMIT_MS ?? 200_000);
+const pages = {};
+const watchdog = setTimeout(async () => {
+  log(`the browser test is still running after ${limitMs / 1000} s; the pages:`);
+  for (const [who, page] of Object.entries(pages)) {
+    try {
+      const state = await page.evaluate(() => ({
+        url: location.pathname, conn: document.querySelector(".conn")?.textContent, notice: document.querySelector(".notice")?.textContent,
+        turn: document.querySelector(".turn")?.textContent, ply: document.querySelector(".board-wrap")?.dataset.ply,
+      }));
+      log(who, JSON.stringify(state));
+      await page.screenshot({ path: join(artifacts, `stuck-${who}.png`) });
+    } catch (e) {
+      log(who, "unreadable:", e.message);
+    }
+  }
+  process.exit(1);
+}, limitMs);
+watchdog.unref();
+
 const screenshots = [];
 async function shot(page, name) {
   const path = join(artifacts, name);
@@ -71,6 +93,7 @@ try {
   const playerCtx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   const player = await playerCtx.newPage();
   await watchErrors(player, "player");
+  pages.player = player;
   const t0 = Date.now();
   await player.goto(base + "/");
   await player.waitForSelector("input[aria-label=name]");
@@ -96,6 +119,7 @@ try {
   const watchCtx = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
   const watcher = await watchCtx.newPage();
   await watchErrors(watcher, "watcher");
+  pages.watcher = watcher;
   // Its kept guest session has expired: the page starts a new one and says so.
   await watcher.addInitScript(() => {
     if (sessionStorage.getItem("seeded")) return;
@@ -119,9 +143,9 @@ try {
   let dropped;
   let droppedBefore;
   let shotTaken = false;
-  const deadline = Date.now() + 3 * 60_000;
+  const deadline = Date.now() + 150_000;
   for (;;) {
-    if (Date.now() > deadline) fail("the game did not end within 3 minutes");
+    if (Date.now() > deadline) fail("the game did not end within 150 s");
     const st = await player.evaluate(() => ({
       over: !!document.querySelector("[data-testid=ranking]"),
       myTurn: document.querySelector(".board-wrap")?.dataset.myTurn === "1",
