@@ -219,7 +219,7 @@ try {
       await player.waitForFunction((p) => Number(document.querySelector(".board-wrap")?.dataset.ply ?? 0) >= p || !!document.querySelector("[data-testid=ranking]"), ply, { timeout: 30_000 })
         .catch(() => {});
     }
-    if (myMoves === 7 && !shotTaken) {
+    if (myMoves === 3 && !shotTaken) {
       shotTaken = true;
       await player.waitForTimeout(300);
       await shot(player, "game-desktop.png");
@@ -227,6 +227,10 @@ try {
     }
   }
   log(`game over after ${myMoves} moves by the player`);
+  if (!shotTaken) {
+    await shot(player, "game-desktop.png");
+    await shot(watcher, "game-phone.png");
+  }
   await player.waitForSelector(".rating-change[data-change]", { timeout: 60_000 });
   await shot(player, "summary-desktop.png");
   await watcher.waitForSelector("[data-testid=ranking]", { timeout: 30_000 });
