@@ -22,7 +22,7 @@ run-fresh: ## `make run` with an empty embedded store: deletes .run/store.snapsh
 	@scripts/run.sh -fresh
 
 .PHONY: test
-test: redis proto-check vet staticcheck gotest ## Every check and every test (installs redis-server if it can).
+test: redis chromium proto-check web-check vet staticcheck gotest ## Every check and every test (installs redis-server and chromium if it can).
 
 .PHONY: redis
 redis: ## Install redis-server/redis-cli with apt-get when missing (as root), else say how.
@@ -37,6 +37,18 @@ proto-check: ## Fail when generated code drifts from proto/, lint the contracts,
 	@scripts/proto.sh check
 	@scripts/proto.sh lint
 	@scripts/proto.sh breaking
+
+.PHONY: web
+web: ## Regenerate web/src/gen and rebuild the committed bundle web/dist (needs node; see docs/web.md).
+	@scripts/web.sh build
+
+.PHONY: web-check
+web-check: ## Fail when web/src/gen or web/dist drift from the sources; typecheck and unit-test the web client.
+	@scripts/web.sh check
+
+.PHONY: chromium
+chromium: ## Install Debian's chromium for the browser tests when missing (as root), else say how.
+	@scripts/web.sh chromium
 
 .PHONY: vet
 vet: ## go vet and gofmt over every module.
@@ -57,6 +69,14 @@ gotest: ## go test -race over every module (integration tests start their own re
 .PHONY: bench
 bench: ## Benchmarks (compare runs with benchstat).
 	go test -run '^$$' -bench . -benchmem -count 6 $(PKGS)
+
+.PHONY: images
+images: ## OCI images of the three services and the bots: static binaries on an empty base (docs/images.md).
+	@scripts/images.sh
+
+.PHONY: image-test
+image-test: ## Build the images and play one game through them with podman, TLS on (needs root; .ci/run runs it).
+	@scripts/image-test.sh
 
 .PHONY: build
 build: ## Build every binary into bin/.

@@ -50,7 +50,7 @@ for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break;
 
 start_service() {
 	redis-cli -p "$REDIS_PORT" flushall >/dev/null
-	AUTH_KEYS_FILE="$work/keys.json" REDIS_ADDR="127.0.0.1:$REDIS_PORT" GRPC_ADDR="127.0.0.1:$GRPC_PORT" \
+	AUTH_KEYS_FILE="$work/keys.public.json" INTERNAL_PLAINTEXT=true REDIS_ADDR="127.0.0.1:$REDIS_PORT" GRPC_ADDR="127.0.0.1:$GRPC_PORT" \
 		ADMIN_ADDR="127.0.0.1:$ADMIN_PORT" RATE_LIMIT_RPS=0 LOG_LEVEL=warn GOGC="$SERVICE_GOGC" \
 		"$work/match" >"$work/match.log" 2>&1 &
 	svc_pid=$!

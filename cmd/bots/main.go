@@ -8,9 +8,13 @@
 // holds) the pool mints them; without it the bots sign in as guests and are
 // matched like people.
 //
+// Like the services, the bots dial with TLS unless INTERNAL_PLAINTEXT=true
+// (--internal-plaintext): against `make run`, or any cluster on loopback,
+// set it; in a deployment, TLS_CA_FILE names the services' authority.
+//
 // Usage:
 //
-//	bots [--size 6] [--level greedy] [--queues fourkingdoms/5+5,...] [--keys-file FILE] [--games N]
+//	bots [--size 6] [--level greedy] [--queues fourkingdoms/5+5,...] [--keys-file FILE] [--games N] [--internal-plaintext | --tls-ca-file FILE]
 package main
 
 import (
@@ -29,6 +33,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
+	"github.com/fourkingdoms/fourkingdoms/pkg/servicetls"
 )
 
 func main() {
@@ -49,6 +54,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 		Think:     300 * time.Millisecond,
 	}
 	var keysFile, level string
+	var transport servicetls.Config
 	level = string(cfg.Level)
 	fs := flag.NewFlagSet("bots", flag.ContinueOnError)
 	b := envflag.New(fs, getenv)
@@ -61,12 +67,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 	b.Duration(&cfg.Think, "think", "BOTS_THINK", "least time per move")
 	b.Int(&cfg.Games, "games", "BOTS_GAMES", "games per bot before it stops (0: no limit)")
 	b.String(&keysFile, "keys-file", "AUTH_KEYS_FILE", "signing key set to mint bot identities (empty: guest logins)")
+	b.String(&transport.CAFile, "tls-ca-file", "TLS_CA_FILE", "PEM authorities of the services' certificates (empty: system roots)")
+	b.Bool(&transport.Plaintext, "internal-plaintext", "INTERNAL_PLAINTEXT", "dial the services without TLS (loopback only)")
 	if err := b.Err(); err != nil {
 		return err
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	tlsCfg, err := transport.ClientConfig()
+	if err != nil {
+		return err
+	}
+	cfg.Endpoints.TLS = tlsCfg
 	cfg.Level = brain.Level(level)
 	cfg.Tokens = botpool.GuestTokens()
 	if keysFile != "" {

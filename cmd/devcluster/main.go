@@ -4,7 +4,8 @@
 // It builds the three services with `go build` into <dir>/bin (the same
 // binaries production runs; `make run` builds them beforehand together with
 // the launcher and fk, and passes -build=false), generates a development signing key set on the
-// first run (<dir>/keys.json, never committed), starts an embedded
+// first run (<dir>/keys.json, never committed; matchmaking, which mints tokens, reads it, the
+// match and rating services read its public keys from <dir>/public-keys.json), starts an embedded
 // Redis-compatible store unless REDIS_ADDR or REDIS_CLUSTER_ADDRS names a
 // real one (its data is loaded from <dir>/store.snapshot and saved there
 // every 30 s and on stop; -fresh deletes it first), starts the rating, match and matchmaking services as separate
@@ -244,6 +245,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	// Only matchmaking mints tokens; the others refuse private keys.
+	publicKeysFile := filepath.Join(dir, "public-keys.json")
+	if err := keys.PublicOnly().WriteFile(publicKeysFile); err != nil {
+		return err
+	}
 
 	if cfg.Build {
 		fmt.Fprintln(stdout, "building the services ...")
@@ -310,9 +316,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}()
 	for _, name := range services {
 		env := append(os.Environ(), redisEnv...)
+		serviceKeys := publicKeysFile
+		if name == "matchmaking" {
+			serviceKeys = keysFile
+		}
+		// Plaintext is an explicit setting (TLS is the services' default):
+		// everything here talks over loopback.
 		env = append(env,
-			"GRPC_ADDR="+addr(name), "ADMIN_ADDR="+admin(name),
-			"AUTH_KEYS_FILE="+keysFile, "LOG_LEVEL="+cfg.LogLevel, "SERVICE_NAME="+name)
+			"GRPC_ADDR="+addr(name), "ADMIN_ADDR="+admin(name), "INTERNAL_PLAINTEXT=true",
+			"AUTH_KEYS_FILE="+serviceKeys, "LOG_LEVEL="+cfg.LogLevel, "SERVICE_NAME="+name)
 		if name == "match" {
 			// One match instance on one machine: its keeper (clock flags,
 			// outbox relay) scans every partition, so scan once a second
@@ -326,8 +338,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			}
 		}
 		if name == "matchmaking" {
-			env = append(env, "MATCH_ADDR="+addr("match"), "RATING_ADDR="+addr("rating"),
-				"INTERNAL_PLAINTEXT=true", "MM_QUEUES="+cfg.Queues)
+			env = append(env, "MATCH_ADDR="+addr("match"), "RATING_ADDR="+addr("rating"), "MM_QUEUES="+cfg.Queues)
 		}
 		p, err := start(name, filepath.Join(dir, "bin", name), env, addr(name), admin(name), filepath.Join(dir, "logs", name+".log"))
 		if err != nil {
@@ -505,9 +516,13 @@ func devKeys(path string) (*auth.KeySet, error) {
 	return ks, nil
 }
 
-// build compiles the services into bin, from the repository's workspace.
+// build compiles the services into bin, from the repository's workspace,
+// as the container images hold them (scripts/images.sh): static
+// (CGO_ENABLED=0) and with -trimpath. Besides running what production runs,
+// that lets `make image-test` reuse the packages the end-to-end test
+// compiled here instead of compiling them all again.
 func build(ctx context.Context, repo, bin string) error {
-	args := []string{"build", "-o", bin + string(filepath.Separator)}
+	args := []string{"build", "-trimpath", "-o", bin + string(filepath.Separator)}
 	for _, name := range services {
 		pkg := "./services/" + name + "/cmd/" + name
 		if _, err := os.Stat(filepath.Join(repo, pkg)); err != nil {
@@ -517,6 +532,7 @@ func build(ctx context.Context, repo, bin string) error {
 	}
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("go build: %w\n%s", err, out)

@@ -33,7 +33,7 @@
 // version 1 compared with the live one. loadgen reports how many sampled
 // games passed and fails the run on any violation.
 //
-//	loadgen -write-keys /tmp/keys.json   # then start the service with AUTH_KEYS_FILE=/tmp/keys.json
+//	loadgen -write-keys /tmp/keys.json   # also /tmp/keys.public.json: start the service with AUTH_KEYS_FILE=/tmp/keys.public.json
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 50 -duration 30s -redis 127.0.0.1:6379
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 1000 -think 1s -duration 30s
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 200 -think 1s -duration 30s -watch
@@ -117,7 +117,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&o.grpcBase, "grpc-baseline", false, "also measure a bare unary gRPC call (health Check, in-process server) from 50 callers")
 	fs.BoolVar(&o.watch, "watch", false, "also watch every game from each seat and report the move-to-watcher delay")
 	fs.IntVar(&o.checkSample, "check-sample", 0, "follow every Nth game through the event-contract checker and fail on a violation (0: none)")
-	writeKeys := fs.String("write-keys", "", "write a fresh key set to this file for the service and exit")
+	writeKeys := fs.String("write-keys", "", "write a fresh signing key set to this file (for -keys) and its public keys to <file>.public.json (the service's AUTH_KEYS_FILE), and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write the load tool's own CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -127,7 +127,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return ks.WriteFile(*writeKeys)
+		if err := ks.WriteFile(*writeKeys); err != nil {
+			return err
+		}
+		// The match service verifies tokens only: it refuses private keys.
+		return ks.PublicOnly().WriteFile(PublicKeysFile(*writeKeys))
 	}
 	if o.keys == "" || o.games < 1 || o.conns < 1 || o.checkSample < 0 {
 		return errors.New("need -keys, -games >= 1, -conns >= 1 and -check-sample >= 0")
@@ -742,4 +746,10 @@ func baseline(ctx context.Context, o options) (rate, error) {
 	return measure(ctx, func(ctx context.Context, i int) error {
 		return script.Run(ctx, rdb, keys[i]).Err()
 	}), nil
+}
+
+// PublicKeysFile is where -write-keys puts the public keys of the set it
+// writes to signing: the same name with .public.json for .json.
+func PublicKeysFile(signing string) string {
+	return strings.TrimSuffix(signing, ".json") + ".public.json"
 }

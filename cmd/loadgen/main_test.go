@@ -54,7 +54,7 @@ func TestRunAgainstMatchService(t *testing.T) {
 		t.Fatalf("write keys: %v", err)
 	}
 	addr := startMatchService(ctx, t, dir, []string{
-		"AUTH_KEYS_FILE=" + keys,
+		"AUTH_KEYS_FILE=" + PublicKeysFile(keys), "INTERNAL_PLAINTEXT=true",
 		"REDIS_ADDR=" + redisAddr,
 		"REDIS_CLUSTER_ADDRS=",
 		"MATCH_KEY_PREFIX=" + redistest.Prefix(t),

@@ -94,6 +94,33 @@ func (ks *KeySet) PublicOnly() *KeySet {
 	return pub
 }
 
+// Merge returns one set with the keys of sets, in order: the signing key
+// of the result is the first key with a private key. A key present in
+// several sets must be the same key each time; its private part is kept if
+// any set has it. A key rotation builds each stage's sets with it (see
+// docs/operations.md, "Token keys").
+func Merge(sets ...*KeySet) (*KeySet, error) {
+	var keys []Key
+	at := map[string]int{}
+	for _, ks := range sets {
+		for _, k := range ks.keys {
+			i, seen := at[k.ID]
+			if !seen {
+				at[k.ID] = len(keys)
+				keys = append(keys, k)
+				continue
+			}
+			if !keys[i].Public.Equal(k.Public) {
+				return nil, fmt.Errorf("merge key sets: two different keys have kid %q", k.ID)
+			}
+			if keys[i].Private == nil {
+				keys[i].Private = k.Private
+			}
+		}
+	}
+	return NewKeySet(keys...)
+}
+
 func (ks *KeySet) lookup(kid string) (Key, bool) {
 	i, ok := ks.byID[kid]
 	if !ok {

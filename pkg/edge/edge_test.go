@@ -130,10 +130,11 @@ type harness struct {
 // it, and a second route to a port where nothing listens.
 func start(t *testing.T) *harness {
 	t.Helper()
-	keys, keyFile := authtest.KeyFile(t)
+	keys, keyFile := authtest.PublicKeyFile(t)
 	cfg := server.DefaultConfig("edgetest")
 	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile = "127.0.0.1:0", "127.0.0.1:0", keyFile
 	cfg.RateLimitRPS = 0
+	cfg.TLS.Plaintext = true // the edge runs in the local launcher, which serves plaintext on loopback
 	cfg.CORSAllowedOrigins = []string{devServer}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.New(ctx, cfg, slog.New(slog.DiscardHandler), server.Options{})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
+	"github.com/fourkingdoms/fourkingdoms/pkg/servicetls"
 )
 
 // Config is the part of a service's configuration owned by the bootstrap.
@@ -21,9 +22,15 @@ type Config struct {
 	AdminAddr string
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
-	// AuthKeysFile is the path of the JSON key set used to verify (and, if it
-	// holds a private key, sign) tokens. Required.
+	// AuthKeysFile is the path of the JSON key set of the deployment's
+	// token keys. Required. A service that only verifies tokens (match,
+	// rating) must be given the public keys only and refuses a set with a
+	// private key; the service that mints tokens (matchmaking, see
+	// [Options.MintsTokens]) needs the private signing key (docs/security.md).
 	AuthKeysFile string
+	// TLS secures the gRPC port (and the calls this service makes to the
+	// others): on by default, plaintext only with INTERNAL_PLAINTEXT=true.
+	TLS servicetls.Config
 	// RateLimitRPS is the sustained calls per second allowed per caller
 	// (token subject, or peer IP when unauthenticated). 0 disables limiting.
 	RateLimitRPS float64
@@ -98,7 +105,7 @@ func (c *Config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.String(&c.GRPCAddr, "grpc-addr", "GRPC_ADDR", "listen address for gRPC, gRPC-Web and Connect")
 	b.String(&c.AdminAddr, "admin-addr", "ADMIN_ADDR", "listen address for /metrics, /healthz, /readyz, pprof")
 	b.String(&c.LogLevel, "log-level", "LOG_LEVEL", "log level: debug, info, warn, error")
-	b.String(&c.AuthKeysFile, "auth-keys-file", "AUTH_KEYS_FILE", "path of the JSON token key set")
+	b.String(&c.AuthKeysFile, "auth-keys-file", "AUTH_KEYS_FILE", "path of the JSON token key set (public keys only, except for the service that mints tokens)")
 	b.Float64(&c.RateLimitRPS, "rate-limit-rps", "RATE_LIMIT_RPS", "calls per second per caller (0 disables)")
 	b.Int(&c.RateLimitBurst, "rate-limit-burst", "RATE_LIMIT_BURST", "burst size per caller")
 	b.Int(&c.RateLimitCallers, "rate-limit-callers", "RATE_LIMIT_CALLERS", "max callers tracked by the rate limiter")
@@ -112,7 +119,7 @@ func (c *Config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Float64(&c.TraceSampleRatio, "trace-sample-ratio", "TRACE_SAMPLE_RATIO", "share of new traces recorded when exporting (0 to 1)")
 	b.Bool(&c.Pprof, "pprof", "PPROF", "serve /debug/pprof on the admin listener")
 	b.StringList(&c.CORSAllowedOrigins, "cors-allowed-origins", "CORS_ALLOWED_ORIGINS", "comma-separated exact origins of web apps on other origins that may call from a browser (empty: none)")
-	return b.Err()
+	return errors.Join(b.Err(), c.TLS.Bind(fs, getenv))
 }
 
 // Validate reports every invalid setting.
@@ -140,6 +147,9 @@ func (c Config) Validate() error {
 	check(c.HealthCheckInterval > 0, "health check interval must be positive, got %v", c.HealthCheckInterval)
 	check(c.HealthCheckTimeout > 0, "health check timeout must be positive, got %v", c.HealthCheckTimeout)
 	if err := validateOrigins(c.CORSAllowedOrigins); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.TLS.ValidateServer(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -4,10 +4,16 @@
 // HTTP listener and graceful shutdown.
 //
 // One port serves native gRPC and, through connectrpc.com/vanguard, the
-// gRPC-Web and Connect protocols that browsers use; web apps served from
-// another origin may call it from the exact origins listed in
-// Config.CORSAllowedOrigins (see cors.go). A second port serves
-// /metrics, /healthz, /readyz and optionally pprof.
+// gRPC-Web and Connect protocols that browsers use, over TLS unless
+// plaintext is asked for explicitly (Config.TLS, pkg/servicetls); web apps
+// served from another origin may call it from the exact origins listed in
+// Config.CORSAllowedOrigins (see cors.go). A second port serves /metrics,
+// /healthz, /readyz and optionally pprof, in plain HTTP for probes and
+// scrapers.
+//
+// Token keys: a service verifies with the key set of Config.AuthKeysFile.
+// Only the service that mints tokens (Options.MintsTokens) may be given a
+// private key, and it must be; [New] refuses the other combinations.
 //
 // Readiness: the server is ready (gRPC health SERVING, /readyz 200) while
 // every registered gRPC service is SERVING ([Server.SetServing]) and no

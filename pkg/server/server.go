@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +31,12 @@ type Options struct {
 	// A public call with a valid token still gets its Identity; an invalid
 	// token on a public call is ignored.
 	PublicMethods []string
+	// MintsTokens marks the one service that signs tokens (guest logins,
+	// its own calls to the other services): its key set must hold a
+	// private key. Every other service must be given public keys only and
+	// refuses to start with a private key, so a signing key mounted in the
+	// wrong pod is caught at its first start rather than leaked quietly.
+	MintsTokens bool
 	// Listening, if set, is called by [Run] once both listeners are bound
 	// and before serving starts: tests that configure port 0 learn the
 	// addresses from it.
@@ -42,6 +49,7 @@ type Server struct {
 	cfg  Config
 	log  *slog.Logger
 	keys *auth.KeySet
+	tls  *tls.Config // nil: plaintext (Config.TLS.Plaintext)
 	tel  *telemetry
 	grpc *grpc.Server
 	hs   *health.Server
@@ -75,6 +83,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts Options) (*Serv
 	if err != nil {
 		return nil, err
 	}
+	if err := checkKeyRole(keys, cfg, opts.MintsTokens); err != nil {
+		return nil, err
+	}
+	tlsCfg, err := cfg.TLS.ServerConfig()
+	if err != nil {
+		return nil, err
+	}
 	tel, err := newTelemetry(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -83,6 +98,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts Options) (*Serv
 		cfg:       cfg,
 		log:       log,
 		keys:      keys,
+		tls:       tlsCfg,
 		tel:       tel,
 		hs:        health.NewServer(),
 		watchStop: make(chan struct{}),
@@ -150,8 +166,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, opts Options, regist
 // GRPC returns the gRPC server to register services on, before Serve.
 func (s *Server) GRPC() *grpc.Server { return s.grpc }
 
-// Keys returns the loaded key set, for services that sign tokens or make
-// internal calls ([auth.ServiceCredentials]).
+// Keys returns the loaded key set, for the service that signs tokens and
+// makes internal calls ([auth.ServiceCredentials], Options.MintsTokens).
 func (s *Server) Keys() *auth.KeySet { return s.keys }
 
 // Logger returns the server's logger.
@@ -316,6 +332,11 @@ func (s *Server) Listen() error {
 		g.Close()
 		return fmt.Errorf("listen admin: %w", err)
 	}
+	if s.tls != nil {
+		// TLS ends here, before the split by first bytes: gRPC (h2 by
+		// ALPN) and browsers' HTTP/1.1 share the port as in plaintext.
+		g = tls.NewListener(g, s.tls)
+	}
 	s.grpcLis, s.adminLis = g, a
 	return nil
 }
@@ -476,6 +497,18 @@ func (s *Server) Serve(ctx context.Context) error {
 	serving.Wait()
 	s.log.Info("stopped", "forced", forced)
 	return result
+}
+
+// checkKeyRole enforces the split of token keys (Options.MintsTokens).
+func checkKeyRole(keys *auth.KeySet, cfg Config, mints bool) error {
+	switch {
+	case mints && !keys.CanSign():
+		return fmt.Errorf("%s mints tokens: AUTH_KEYS_FILE %s holds no private key; give it the signing key set (fkkeys new)", cfg.ServiceName, cfg.AuthKeysFile)
+	case !mints && keys.CanSign():
+		return fmt.Errorf("%s only verifies tokens: AUTH_KEYS_FILE %s holds private keys, which must stay with the service that mints tokens; "+
+			"give it the public key set instead (fkkeys public)", cfg.ServiceName, cfg.AuthKeysFile)
+	}
+	return nil
 }
 
 func isReflection(svc string) bool {

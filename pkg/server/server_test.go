@@ -106,9 +106,10 @@ func (b *syncBuffer) String() string {
 
 func start(t *testing.T, mod func(*Config)) *harness {
 	t.Helper()
-	keys, keyFile := authtest.KeyFile(t)
+	keys, keyFile := authtest.PublicKeyFile(t)
 	cfg := DefaultConfig("test")
 	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile = "127.0.0.1:0", "127.0.0.1:0", keyFile
+	cfg.TLS.Plaintext = true
 	cfg.ShutdownTimeout = 10 * time.Second
 	if mod != nil {
 		mod(&cfg)
@@ -543,7 +544,8 @@ func TestHardStopAfterTimeout(t *testing.T) {
 
 func TestConfigBindAndValidate(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"GRPC_ADDR": ":7000", "RATE_LIMIT_RPS": "5", "SHUTDOWN_TIMEOUT": "3s", "AUTH_KEYS_FILE": "/k.json"}
+	env := map[string]string{"GRPC_ADDR": ":7000", "RATE_LIMIT_RPS": "5", "SHUTDOWN_TIMEOUT": "3s", "AUTH_KEYS_FILE": "/k.json",
+		"TLS_CERT_FILE": "/tls/tls.crt", "TLS_KEY_FILE": "/tls/tls.key"}
 	cfg := DefaultConfig("match")
 	fs := flag.NewFlagSet("match", flag.ContinueOnError)
 	if err := cfg.Bind(fs, func(k string) string { return env[k] }); err != nil {
@@ -552,7 +554,7 @@ func TestConfigBindAndValidate(t *testing.T) {
 	if err := fs.Parse([]string{"-log-level=debug"}); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.GRPCAddr != ":7000" || cfg.RateLimitRPS != 5 || cfg.ShutdownTimeout != 3*time.Second || cfg.LogLevel != "debug" {
+	if cfg.GRPCAddr != ":7000" || cfg.TLS.CertFile != "/tls/tls.crt" || cfg.RateLimitRPS != 5 || cfg.ShutdownTimeout != 3*time.Second || cfg.LogLevel != "debug" {
 		t.Errorf("bound config = %+v", cfg)
 	}
 	if err := cfg.Validate(); err != nil {
@@ -562,7 +564,7 @@ func TestConfigBindAndValidate(t *testing.T) {
 	bad := DefaultConfig("")
 	bad.LogLevel, bad.ShutdownTimeout, bad.RateLimitBurst, bad.TraceSampleRatio = "loud", 0, 0, 1.5
 	err := bad.Validate()
-	for _, want := range []string{"service name", "log level", "AUTH_KEYS_FILE", "shutdown timeout", "burst", "trace sample ratio"} {
+	for _, want := range []string{"service name", "log level", "AUTH_KEYS_FILE", "shutdown timeout", "burst", "trace sample ratio", "TLS_CERT_FILE"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate error %v does not mention %q", err, want)
 		}
@@ -580,10 +582,11 @@ func TestConfigBindAndValidate(t *testing.T) {
 // nowhere; with one there is.
 func TestTracerProviderOnlyWhenExporting(t *testing.T) {
 	t.Parallel()
-	_, keyFile := authtest.KeyFile(t)
+	_, keyFile := authtest.PublicKeyFile(t)
 	for _, endpoint := range []string{"", "http://127.0.0.1:1"} {
 		cfg := DefaultConfig("tracing")
 		cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile, cfg.OTLPEndpoint = "127.0.0.1:0", "127.0.0.1:0", keyFile, endpoint
+		cfg.TLS.Plaintext = true
 		s, err := New(t.Context(), cfg, NewLogger(io.Discard, slog.LevelInfo, "tracing"), Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -621,9 +624,10 @@ func TestTraceContextPropagatesWithoutExporter(t *testing.T) {
 
 func TestWorkers(t *testing.T) {
 	t.Parallel()
-	_, keyFile := authtest.KeyFile(t)
+	_, keyFile := authtest.PublicKeyFile(t)
 	cfg := DefaultConfig("workers")
 	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile = "127.0.0.1:0", "127.0.0.1:0", keyFile
+	cfg.TLS.Plaintext = true
 	log := NewLogger(io.Discard, slog.LevelInfo, "workers")
 
 	t.Run("cancelled at shutdown", func(t *testing.T) {
@@ -725,9 +729,10 @@ func TestReportFollowsComponents(t *testing.T) {
 
 func TestCheckRunsPeriodically(t *testing.T) {
 	t.Parallel()
-	_, keyFile := authtest.KeyFile(t)
+	_, keyFile := authtest.PublicKeyFile(t)
 	cfg := DefaultConfig("check")
 	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile = "127.0.0.1:0", "127.0.0.1:0", keyFile
+	cfg.TLS.Plaintext = true
 	cfg.HealthCheckInterval, cfg.HealthCheckTimeout = 10*time.Millisecond, 20*time.Millisecond
 	log := NewLogger(io.Discard, slog.LevelInfo, "check")
 	var mu sync.Mutex

@@ -10,6 +10,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -27,7 +29,8 @@ import (
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 )
 
-// Endpoints are the gRPC addresses of the services (host:port).
+// Endpoints are the gRPC addresses of the services (host:port) and how to
+// reach them.
 type Endpoints struct {
 	// Matchmaking serves AuthService and MatchmakingService.
 	Matchmaking string
@@ -35,6 +38,9 @@ type Endpoints struct {
 	Match string
 	// Rating serves RatingService.
 	Rating string
+	// TLS, when set, secures the connections (the services' default, see
+	// pkg/servicetls); nil dials plaintext, as `make run` serves on loopback.
+	TLS *tls.Config
 }
 
 // Validate reports a missing address.
@@ -47,8 +53,8 @@ func (e Endpoints) Validate() error {
 
 // Client holds one connection per service. Calls carry the token set with
 // SetToken (none before: only GuestLogin works then). The connections are
-// plaintext: the local cluster listens on loopback (a deployment puts TLS in
-// front).
+// plaintext unless Endpoints.TLS is set: the local cluster listens on
+// loopback.
 type Client struct {
 	Auth        authv1.AuthServiceClient
 	Matchmaking matchmakingv1.MatchmakingServiceClient
@@ -66,9 +72,13 @@ func Dial(ep Endpoints) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{creds: &tokenCreds{}}
+	transport := insecure.NewCredentials()
+	if ep.TLS != nil {
+		transport = credentials.NewTLS(ep.TLS)
+	}
 	dial := func(service, addr string) (*grpc.ClientConn, error) {
 		opts := append([]grpc.DialOption{
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithTransportCredentials(transport),
 			grpc.WithPerRPCCredentials(c.creds),
 		}, markUnreachable(service, addr)...)
 		cc, err := grpc.NewClient(addr, opts...)

@@ -16,10 +16,10 @@ import (
 func TestHealthFollowsRedis(t *testing.T) {
 	t.Parallel()
 	rs := redistest.NewRestartable(t)
-	_, keyFile := authtest.KeyFile(t)
+	_, keyFile := authtest.PublicKeyFile(t)
 	env := map[string]string{
 		"REDIS_ADDR": rs.Addr(), "GRPC_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0",
-		"AUTH_KEYS_FILE": keyFile, "LOG_LEVEL": "error",
+		"AUTH_KEYS_FILE": keyFile, "INTERNAL_PLAINTEXT": "true", "LOG_LEVEL": "error",
 		"HEALTH_CHECK_INTERVAL": "100ms", "HEALTH_CHECK_TIMEOUT": "500ms",
 		"MATCH_KEEPER_INTERVAL": "50ms", "MATCH_KEEPER_LEASE_TTL": "500ms",
 	}

@@ -41,7 +41,7 @@ var prefixSeq atomic.Int64
 
 func newEnv(t testing.TB, b backend) *env {
 	t.Helper()
-	ks, file := authtest.KeyFile(t)
+	ks, file := authtest.PublicKeyFile(t)
 	prefix := redistest.Prefix(t)
 	return &env{t: t, backend: b, keys: ks, keyFile: file, prefix: prefix}
 }
@@ -52,6 +52,7 @@ func (e *env) baseEnv() map[string]string {
 		"GRPC_ADDR":              "127.0.0.1:0",
 		"ADMIN_ADDR":             "127.0.0.1:0",
 		"AUTH_KEYS_FILE":         e.keyFile,
+		"INTERNAL_PLAINTEXT":     "true",
 		"RATE_LIMIT_RPS":         "0",
 		"MATCH_KEY_PREFIX":       e.prefix,
 		"LOG_LEVEL":              "warn",

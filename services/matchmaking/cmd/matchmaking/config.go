@@ -32,9 +32,6 @@ type config struct {
 	MatchAddr string
 	// RatingAddr is the rating service's gRPC address (BatchGetRatings).
 	RatingAddr string
-	// Plaintext dials the match and rating services without TLS (loopback,
-	// or a private network / service mesh that provides transport security).
-	Plaintext bool
 	// KeyPrefix is prepended to every Redis key.
 	KeyPrefix string
 
@@ -89,7 +86,6 @@ func defaultConfig() config {
 		Queues:                  "fourkingdoms 5+5;fourkingdoms 1|15 d",
 		MatchAddr:               "localhost:8081",
 		RatingAddr:              "localhost:8083",
-		Plaintext:               true,
 		KeyPrefix:               "",
 		Interval:                time.Second,
 		TicketTTL:               10 * time.Minute,
@@ -123,7 +119,6 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.String(&c.Queues, "queues", "MM_QUEUES", `queues, ";"-separated: "<rule set> <time control>[ bots=<wait>]"`)
 	b.String(&c.MatchAddr, "match-addr", "MATCH_ADDR", "match service gRPC address")
 	b.String(&c.RatingAddr, "rating-addr", "RATING_ADDR", "rating service gRPC address")
-	b.Bool(&c.Plaintext, "internal-plaintext", "INTERNAL_PLAINTEXT", "dial the match and rating services without TLS")
 	b.String(&c.KeyPrefix, "redis-key-prefix", "MM_REDIS_KEY_PREFIX", "prefix of every Redis key")
 	b.Duration(&c.Interval, "round-interval", "MM_ROUND_INTERVAL", "time between formation rounds")
 	b.Duration(&c.TicketTTL, "ticket-ttl", "MM_TICKET_TTL", "how long a ticket may search")

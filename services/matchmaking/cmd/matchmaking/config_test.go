@@ -16,6 +16,7 @@ func TestDefaultValidates(t *testing.T) {
 	t.Parallel()
 	c := defaultConfig()
 	c.Server.AuthKeysFile = "keys.json" // the one setting without a default
+	c.Server.TLS.Plaintext = true       // or certificate files
 	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
 	}
@@ -49,7 +50,7 @@ func TestBind(t *testing.T) {
 			c := defaultConfig()
 			fs := flag.NewFlagSet("t", flag.ContinueOnError)
 			fs.SetOutput(io.Discard)
-			env := map[string]string{"AUTH_KEYS_FILE": "keys.json"}
+			env := map[string]string{"AUTH_KEYS_FILE": "keys.json", "INTERNAL_PLAINTEXT": "true"}
 			maps.Copy(env, tt.env)
 			if err := c.Bind(fs, func(k string) string { return env[k] }); err != nil {
 				t.Fatal(err)
@@ -107,7 +108,7 @@ func TestRunFailsCleanly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			env := map[string]string{"AUTH_KEYS_FILE": keyFile, "GRPC_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0"}
+			env := map[string]string{"AUTH_KEYS_FILE": keyFile, "INTERNAL_PLAINTEXT": "true", "GRPC_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0"}
 			for k, v := range tt.env {
 				env[k] = v
 			}

@@ -18,7 +18,7 @@ func TestHealthFollowsRedis(t *testing.T) {
 	_, keyFile := authtest.KeyFile(t)
 	env := map[string]string{
 		"REDIS_ADDR": rs.Addr(), "GRPC_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0",
-		"AUTH_KEYS_FILE": keyFile, "LOG_LEVEL": "error",
+		"AUTH_KEYS_FILE": keyFile, "INTERNAL_PLAINTEXT": "true", "LOG_LEVEL": "error",
 		"HEALTH_CHECK_INTERVAL": "100ms", "HEALTH_CHECK_TIMEOUT": "500ms",
 		"MATCH_ADDR": "127.0.0.1:1", "RATING_ADDR": "127.0.0.1:1", "MM_ROUND_INTERVAL": "100ms",
 	}

@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"os"
@@ -17,8 +16,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
@@ -72,15 +69,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			c.Close()
 		}
 	}()
-	opts := server.Options{PublicMethods: []string{authv1.AuthService_GuestLogin_FullMethodName}, Listening: listening}
+	// Matchmaking is the one service that mints tokens: guest logins and
+	// its own calls to the match and rating services.
+	opts := server.Options{PublicMethods: []string{authv1.AuthService_GuestLogin_FullMethodName}, MintsTokens: true, Listening: listening}
 	return server.Run(ctx, cfg.Server, log, opts, func(s *server.Server) error {
-		creds, err := auth.ServiceCredentials(s.Keys(), cfg.Server.ServiceName, cfg.ServiceTokenTTL, cfg.Plaintext, time.Now)
+		creds, err := auth.ServiceCredentials(s.Keys(), cfg.Server.ServiceName, cfg.ServiceTokenTTL, cfg.Server.TLS.Plaintext, time.Now)
 		if err != nil {
 			return err
 		}
-		transport := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
-		if cfg.Plaintext {
-			transport = insecure.NewCredentials()
+		// The same TLS settings as the server's own port: TLS verified
+		// against TLS_CA_FILE unless INTERNAL_PLAINTEXT=true.
+		transport, err := cfg.Server.TLS.ClientCredentials()
+		if err != nil {
+			return err
 		}
 		matchConn, err := grpc.NewClient(cfg.MatchAddr, grpc.WithTransportCredentials(transport), grpc.WithPerRPCCredentials(creds))
 		if err != nil {

@@ -208,7 +208,7 @@ func baseEnv(t *testing.T, keys *auth.KeySet, backend string) map[string]string 
 		t.Fatal(err)
 	}
 	return map[string]string{
-		"GRPC_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0", "AUTH_KEYS_FILE": keyFile,
+		"GRPC_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0", "AUTH_KEYS_FILE": keyFile, "INTERNAL_PLAINTEXT": "true",
 		"RATE_LIMIT_RPS": "0", "MATCH_ADDR": backend, "RATING_ADDR": backend,
 		"MM_REDIS_KEY_PREFIX": redistest.Prefix(t), "MM_ROUND_INTERVAL": "50ms", "MM_WATCH_POLL": "20ms",
 		"SHUTDOWN_TIMEOUT": "5s",

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
@@ -41,7 +42,7 @@ func startRealMatchService(t *testing.T, keyFile string) string {
 	_, redisAddr := redistest.Standalone(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(),
-		"GRPC_ADDR=127.0.0.1:0", "ADMIN_ADDR=127.0.0.1:0", "AUTH_KEYS_FILE="+keyFile,
+		"GRPC_ADDR=127.0.0.1:0", "ADMIN_ADDR=127.0.0.1:0", "AUTH_KEYS_FILE="+keyFile, "INTERNAL_PLAINTEXT=true",
 		"REDIS_ADDR="+redisAddr, "RATE_LIMIT_RPS=0", "MATCH_KEY_PREFIX="+redistest.Prefix(t))
 	// Its own process group, killed with the test binary if that dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -100,7 +101,8 @@ func TestEndToEndRealMatchService(t *testing.T) {
 	}
 	ratingAddr, _, _ := startBackends(t, keys) // the rating service stays a fake
 	env := baseEnv(t, keys, ratingAddr)
-	matchAddr := startRealMatchService(t, env["AUTH_KEYS_FILE"])
+	_, public := authtest.Files(t, keys) // the match service verifies only
+	matchAddr := startRealMatchService(t, public)
 	env["MATCH_ADDR"] = matchAddr
 	_, redisAddr := redistest.Standalone(t)
 	env["REDIS_ADDR"] = redisAddr

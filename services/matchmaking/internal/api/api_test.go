@@ -70,8 +70,9 @@ func newHarness(t *testing.T, kind redistest.Kind, set Settings) *harness {
 	keys, keyFile := authtest.KeyFile(t)
 	cfg := server.DefaultConfig("matchmaking")
 	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile, cfg.RateLimitRPS = "127.0.0.1:0", "127.0.0.1:0", keyFile, 0
+	cfg.TLS.Plaintext = true
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := server.New(t.Context(), cfg, log, server.Options{PublicMethods: []string{authv1.AuthService_GuestLogin_FullMethodName}})
+	srv, err := server.New(t.Context(), cfg, log, server.Options{PublicMethods: []string{authv1.AuthService_GuestLogin_FullMethodName}, MintsTokens: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestDefaultPorts(t *testing.T) {
 // TestMain's goleak check finds anything such a path leaves running.
 func TestRunFailsCleanly(t *testing.T) {
 	t.Parallel()
-	_, keyFile := authtest.KeyFile(t)
+	_, keyFile := authtest.PublicKeyFile(t)
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -37,7 +37,7 @@ func TestRunFailsCleanly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			env := map[string]string{"AUTH_KEYS_FILE": keyFile, "GRPC_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0"}
+			env := map[string]string{"AUTH_KEYS_FILE": keyFile, "INTERNAL_PLAINTEXT": "true", "GRPC_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0"}
 			for k, v := range tt.env {
 				env[k] = v
 			}

@@ -42,7 +42,7 @@ func TestInstancesShareTheStream(t *testing.T) {
 	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	_, keyFile := authtest.KeyFile(t)
+	_, keyFile := authtest.PublicKeyFile(t)
 	for _, kind := range redistest.Kinds() {
 		t.Run(kind.Name, func(t *testing.T) {
 			t.Parallel()
@@ -55,7 +55,7 @@ func TestInstancesShareTheStream(t *testing.T) {
 				cmd := exec.Command(bin)
 				cmd.Env = append(os.Environ(),
 					name+"="+value,
-					"AUTH_KEYS_FILE="+keyFile,
+					"AUTH_KEYS_FILE="+keyFile, "INTERNAL_PLAINTEXT=true",
 					"GRPC_ADDR="+redistest.FreeAddr(t), "ADMIN_ADDR="+redistest.FreeAddr(t),
 					"RATING_STREAM="+stream, "RATING_DEAD_LETTER_STREAM="+dead, "RATING_KEY_PREFIX="+prefix,
 					"RATING_CONSUMER="+consumerName, "RATING_BATCH=64", "RATING_BLOCK=100ms",

@@ -34,11 +34,12 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 func TestRunServesAndConsumes(t *testing.T) {
 	rdb, addr := redistest.Standalone(t)
 	prefix := redistest.Prefix(t)
-	keys, keyFile := authtest.KeyFile(t)
+	keys, keyFile := authtest.PublicKeyFile(t)
 	grpcAddr, adminAddr := redistest.FreeAddr(t), redistest.FreeAddr(t)
 	env := map[string]string{
 		"REDIS_ADDR":                addr,
 		"AUTH_KEYS_FILE":            keyFile,
+		"INTERNAL_PLAINTEXT":        "true",
 		"GRPC_ADDR":                 grpcAddr,
 		"ADMIN_ADDR":                adminAddr,
 		"RATING_STREAM":             prefix + "events",
@@ -172,7 +173,7 @@ func TestRunServesAndConsumes(t *testing.T) {
 }
 
 func TestRunBadConfig(t *testing.T) {
-	env := map[string]string{"RATING_WORKERS": "0", "AUTH_KEYS_FILE": "x"}
+	env := map[string]string{"RATING_WORKERS": "0", "AUTH_KEYS_FILE": "x", "INTERNAL_PLAINTEXT": "true"}
 	var out strings.Builder
 	err := run(t.Context(), nil, func(k string) string { return env[k] }, &out, nil)
 	if err == nil || !strings.Contains(err.Error(), "workers") {

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/workspace"
+	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
+	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
+)
+
+// webResult is what web/e2e/play.mjs prints on its RESULT line.
+type webResult struct {
+	MatchID  string `json:"matchId"`
+	PlayerID string `json:"playerId"`
+	Plies    uint32 `json:"plies"`
+	MyMoves  int    `json:"myMoves"`
+	Ranking  []int  `json:"ranking"`
+	Rating   struct {
+		Before int32  `json:"before"`
+		After  int32  `json:"after"`
+		Change int32  `json:"change"`
+		Text   string `json:"text"`
+	} `json:"rating"`
+	Measured    json.RawMessage `json:"measured"`
+	Screenshots []string        `json:"screenshots"`
+}
+
+// TestWebClientPlaysWatchesAndSurvivesADrop is the web client's end-to-end
+// test (issue 16): `make run`'s processes on free ports, and headless
+// Chromium (Debian's /usr/bin/chromium, driven by playwright-core in
+// web/e2e/play.mjs) opening the edge's URL. A guest plays a whole game
+// against three bots by clicking on the board, a phone-sized second
+// context watches it by link, and the player's context goes offline twice
+// (right after a move, and before one); the script checks the move lists
+// (equal, gap-free, the moves of the drops once each) and the summary.
+// Here the result is checked against the services: the game the page
+// showed is the match's whole game, and the rating change it showed is
+// the one the rating service recorded. Screenshots and measurements go to
+// web/test-artifacts (git-ignored).
+func TestWebClientPlaysWatchesAndSurvivesADrop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the cluster and a browser")
+	}
+	repo, err := workspace.Root(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := filepath.Join(repo, "web")
+	for _, need := range []struct{ path, how string }{
+		{"/usr/bin/chromium", "make chromium (Debian: apt-get install -y chromium)"},
+		{filepath.Join(web, "node_modules", "playwright-core"), "scripts/web.sh deps (npm ci in web/)"},
+		{filepath.Join(web, "dist", "index.html"), "make web"},
+	} {
+		if _, err := os.Stat(need.path); err != nil {
+			// make test installs both first; only a bare `go test` lacks them.
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is missing: %s", need.path, need.how)
+			}
+			t.Skipf("%s is missing: %s (make test does it)", need.path, need.how)
+		}
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is needed for the browser test: %v", err)
+	}
+
+	l := launch(t, func(string) string { return "" })
+	if l.cl.Web == "" {
+		t.Fatal("the launcher reports no web address")
+	}
+	artifacts := filepath.Join(web, "test-artifacts")
+	cmd := exec.CommandContext(l.ctx, node, "e2e/play.mjs")
+	cmd.Dir = web
+	cmd.Env = append(os.Environ(), "BASE_URL="+l.cl.Web, "QUEUE=fourkingdoms/1+0", "ARTIFACTS="+artifacts)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("browser test: %v\n%s%s\nlauncher:\n%s", err, out, stderr.String(), l.out.String())
+	}
+	var res webResult
+	found := false
+	for sc := bufio.NewScanner(bytes.NewReader(out)); sc.Scan(); {
+		if line, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
+			if err := json.Unmarshal([]byte(line), &res); err != nil {
+				t.Fatalf("RESULT line %q: %v", line, err)
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("the browser test printed no RESULT line:\n%s%s", out, stderr.String())
+	}
+	t.Logf("browser test:\n%s", out)
+
+	keys, err := auth.LoadFile(l.cl.KeysFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Dial(l.cl.Endpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tok, _, err := keys.Sign(auth.Identity{Subject: "web-e2e", Role: auth.RolePlayer}, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetToken(tok)
+
+	// The page's move list is the whole game: as many moves as plies.
+	m, err := c.Match.GetMatch(l.ctx, &matchv1.GetMatchRequest{MatchId: res.MatchID})
+	if err != nil {
+		t.Fatalf("get match %s: %v", res.MatchID, err)
+	}
+	if m.GetMatch().GetStatus() != matchv1.MatchStatus_MATCH_STATUS_FINISHED {
+		t.Errorf("match %s is %v, want finished", res.MatchID, m.GetMatch().GetStatus())
+	}
+	if got := m.GetMatch().GetPly(); got != res.Plies {
+		t.Errorf("the page listed %d moves; the match has %d plies", res.Plies, got)
+	}
+	var ranking []int
+	for _, s := range m.GetMatch().GetResult().GetRanking() {
+		ranking = append(ranking, int(s))
+	}
+	if !slices.Equal(ranking, res.Ranking) {
+		t.Errorf("the page's ranking (seats) %v, the match's %v", res.Ranking, ranking)
+	}
+
+	// The rating change the summary showed is the rating service's.
+	r := l.getRating(res.PlayerID)
+	if r.GetDisplayRating() != res.Rating.After || r.GetGamesPlayed() != 1 {
+		t.Errorf("GetRating: %d after %d games; the page showed %q", r.GetDisplayRating(), r.GetGamesPlayed(), res.Rating.Text)
+	}
+	hist, err := l.rating.GetRatingHistory(l.ctx, &ratingv1.GetRatingHistoryRequest{RuleSet: ruleSet, PlayerId: res.PlayerID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := hist.GetEntries(); len(e) != 1 || e[0].GetMatchId() != res.MatchID || e[0].GetChange() != res.Rating.Change || e[0].GetRatingBefore() != res.Rating.Before {
+		t.Errorf("rating history %v; the page showed %q for match %s", e, res.Rating.Text, res.MatchID)
+	}
+
+	report, _ := json.MarshalIndent(res, "", "  ")
+	if err := os.WriteFile(filepath.Join(artifacts, "report.json"), report, 0o644); err != nil {
+		t.Error(err)
+	}
+	t.Logf("measured (not asserted): %s", res.Measured)
+	t.Logf("screenshots: %s", strings.Join(res.Screenshots, ", "))
+}

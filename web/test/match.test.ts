@@ -1,0 +1,71 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { create } from "@bufbuild/protobuf";
+import { MatchEventSchema } from "../src/gen/fourkingdoms/events/v1/events_pb";
+import { CastlingSide, PieceKind, SeatStatus } from "../src/gen/fourkingdoms/game/v1/game_pb";
+import { MatchSchema, MatchStatus } from "../src/gen/fourkingdoms/match/v1/match_pb";
+import { fold, moveRecord, rounds, type MoveRecord } from "../src/match";
+import { decodeErrorInfo } from "../src/errors";
+
+function match() {
+  return create(MatchSchema, {
+    status: MatchStatus.ACTIVE, ruleSet: "fourkingdoms", version: 5n, ply: 3,
+    seats: [1, 2, 3, 4].map((seat) => ({ seat, status: SeatStatus.LIVE })),
+    pieces: [
+      { square: "h1", seat: 1, kind: PieceKind.KING }, { square: "k1", seat: 1, kind: PieceKind.ROOK },
+      { square: "e2", seat: 1, kind: PieceKind.PAWN }, { square: "f3", seat: 2, kind: PieceKind.KNIGHT },
+      { square: "n8", seat: 2, kind: PieceKind.KING },
+    ],
+  });
+}
+
+function move(version: bigint, ply: number, seat: number, from: string, to: string, extra: object = {}) {
+  return create(MatchEventSchema, {
+    version, ply,
+    event: { case: "moveApplied", value: { effects: { seat, move: `${from}-${to}`, from: { name: from }, to: { name: to }, ...extra }, toMove: seat % 4 + 1 } },
+  });
+}
+
+test("a capture removes the captured piece and moves the mover", () => {
+  const m = match();
+  fold(m, move(6n, 4, 1, "e2", "f3", { captured: { kind: PieceKind.KNIGHT, owner: 2 } }));
+  assert.equal(m.version, 6n);
+  assert.equal(m.ply, 4);
+  assert.equal(m.toMove, 2);
+  assert.deepEqual(m.pieces.filter((p) => p.square === "f3").map((p) => p.seat), [1]);
+  assert.equal(m.pieces.length, 4);
+});
+
+test("castling moves the rook over the king", () => {
+  const m = match();
+  fold(m, move(6n, 4, 1, "h1", "j1", { castling: CastlingSide.SHORT, piece: PieceKind.KING }));
+  assert.equal(m.pieces.find((p) => p.kind === PieceKind.ROOK)?.square, "i1");
+  assert.equal(m.pieces.find((p) => p.kind === PieceKind.KING && p.seat === 1)?.square, "j1");
+});
+
+test("a resignation makes a zombie; an elimination kills the army", () => {
+  const m = match();
+  fold(m, create(MatchEventSchema, { version: 6n, ply: 3, event: { case: "playerResigned", value: { seat: 2, frozenPoints: 7 } } }));
+  assert.equal(m.seats[1]!.status, SeatStatus.ZOMBIE);
+  assert.equal(m.seats[1]!.resultPoints, 7);
+  assert.ok(m.pieces.filter((p) => p.seat === 2).every((p) => p.zombie));
+  fold(m, create(MatchEventSchema, { version: 7n, ply: 3, event: { case: "playerEliminated", value: { elimination: { seat: 2 }, resultPoints: 7 } } }));
+  assert.equal(m.seats[1]!.status, SeatStatus.OUT);
+  assert.ok(m.pieces.filter((p) => p.seat === 2).every((p) => p.dead && !p.zombie));
+});
+
+test("rounds start anew when the seat order wraps, skipping seats that are out", () => {
+  const mv = (ply: number, seat: number): MoveRecord => ({ ply, seat, text: "", zombie: false, points: 0, from: "", to: "" });
+  const r = rounds([mv(1, 1), mv(2, 2), mv(3, 3), mv(4, 4), mv(5, 1), mv(6, 3), mv(7, 1)]);
+  assert.deepEqual(r.map((x) => [...x.keys()]), [[1, 2, 3, 4], [1, 3], [1]]);
+  assert.equal(moveRecord(move(9n, 7, 2, "a4", "a5"))?.ply, 7);
+});
+
+test("decodeErrorInfo reads reason, domain and metadata", () => {
+  // ErrorInfo{reason: "PLY_MISMATCH", domain: "d", metadata: {current_ply: "12"}}
+  const enc = new TextEncoder();
+  const str = (field: number, s: string) => { const b = enc.encode(s); return [field << 3 | 2, b.length, ...b]; };
+  const entry = [...str(1, "current_ply"), ...str(2, "12")];
+  const bytes = new Uint8Array([...str(1, "PLY_MISMATCH"), ...str(2, "d"), 3 << 3 | 2, entry.length, ...entry]);
+  assert.deepEqual(decodeErrorInfo(bytes), { reason: "PLY_MISMATCH", domain: "d", metadata: { current_ply: "12" } });
+});
