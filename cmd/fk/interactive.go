@@ -18,7 +18,9 @@ import (
 )
 
 const help = `type a move in long algebraic form (h2-h4, e1-f3, O-O, k7-k8=Q),
-"moves" to list your legal moves, "resign" to resign, "quit" to leave (the game goes on).`
+"moves" to list your legal moves, "resign" to resign, "claim" to claim the win when you lead
+the last other live player by more than 20 (where the rule set allows it), "quit" to leave (the
+game goes on).`
 
 // errLeft is returned when the player leaves with "quit" or Ctrl-C: a
 // normal end of the command.
@@ -94,6 +96,9 @@ func (a *app) draw(m *matchv1.Match, sc *screen) {
 	render(a.stdout, m, view{Color: !a.Plain, Me: sc.seat, Now: time.Now(), Fixed: sc.fixed, Moves: sc.moves.moves})
 	if sc.msg != "" {
 		fmt.Fprintln(a.stdout, "\n"+sc.msg)
+	}
+	if claimRefusal(m, sc.seat) == "" {
+		fmt.Fprintln(a.stdout, "\nyou may claim the win: type \"claim\"")
 	}
 	if client.SeatLive(m, sc.seat) && m.GetToMove() == sc.seat {
 		fmt.Fprint(a.stdout, "\nyour move> ")
@@ -184,6 +189,14 @@ func (a *app) command(ctx context.Context, c *client.Client, found client.Found,
 		return "", false
 	case "help", "?":
 		return help, false
+	case "claim":
+		if why := claimRefusal(m, found.Seat); why != "" {
+			return "you cannot claim the win: " + why, false
+		}
+		if _, err := c.Match.ClaimWin(ctx, &matchv1.ClaimWinRequest{MatchId: found.MatchID}); err != nil {
+			return "claim refused: " + explain(err), false
+		}
+		return "you claimed the win: the game is over", false
 	case "resign", "yes":
 		if line == "yes" && !confirm {
 			break
@@ -228,6 +241,40 @@ func (a *app) command(ctx context.Context, c *client.Client, found client.Found,
 		return fmt.Sprintf("move %s refused: %s (%s)", move, explain(err), client.Reason(err)), false
 	}
 	return "", false
+}
+
+// claimRefusal says why seat may not claim the win in m now, "" when it
+// may (docs/rules.md 8.3: the rule set allows claims, exactly two live
+// players, seat leads the other by more than a king's worth). The server
+// judges again; this only decides what fk offers.
+func claimRefusal(m *matchv1.Match, seat gamev1.Seat) string {
+	rs, ok := rules.RuleSetByName(cmpOr(m.GetRuleSet(), "fourkingdoms"))
+	switch {
+	case m == nil || !client.SeatLive(m, seat):
+		return "you are not playing any more"
+	case !ok || !rs.ClaimWin:
+		return "the rule set " + m.GetRuleSet() + " has no claim win"
+	}
+	var mine, other int32
+	live := 0
+	for _, st := range m.GetSeats() {
+		if st.GetStatus() != gamev1.SeatStatus_SEAT_STATUS_LIVE {
+			continue
+		}
+		live++
+		if st.GetSeat() == seat {
+			mine = st.GetPoints()
+		} else {
+			other = st.GetPoints()
+		}
+	}
+	if live != 2 {
+		return fmt.Sprintf("%d players are live, a claim needs exactly 2", live)
+	}
+	if lead := mine - other; lead <= int32(rs.KingCapturePoints) {
+		return fmt.Sprintf("you lead by %d, a claim needs more than %d", lead, rs.KingCapturePoints)
+	}
+	return ""
 }
 
 // checkMove reads text as a move in m (the caller's turn) and returns the

@@ -13,8 +13,10 @@
 // the ending, when the moves alone replay to the record's points and
 // ending; "TAG-END" with the same, when they agree only after the engine
 // applied what the record's Termination tag says and its moves leave out
-// (the site omits the last resignation of a claimed win or a declared
-// draw, or a final mating move), followed by what was applied; "MISMATCH"
+// (the site writes no token for a claimed win, which the engine applies as
+// a claim where its rule allows one and otherwise as the other live
+// players leaving, and omits the last resignation of a declared draw or a
+// final mating move), followed by what was applied; "MISMATCH"
 // with the ply, the move and what differs (-v lists every difference, not
 // only the first); or "ERROR" for a file it cannot read. With more than
 // one file a summary line follows. The exit status is 1 when any file

@@ -22,6 +22,9 @@ import (
 //	n actions            uvarint each: 0-3 resignation of seat 0-3, 4-7
 //	                     time loss of seat 0-3, 8+i the i-th move of the
 //	                     sorted legal moves of the seat to move
+//	[claimer]            uvarint seat, when flags has 16: the game
+//	                     ended by that seat's claim (Game.ClaimWin), after
+//	                     the n actions
 //
 // Zombie moves drawn from the seed are not stored: decoding replays the
 // game and draws them again. Legal move lists are short, so a move takes
@@ -34,6 +37,7 @@ const (
 	binFlagZombies = 2
 	binFlagAborted = 4
 	binFlagKeep    = 8
+	binFlagClaim   = 16
 	binMoveBase    = 8
 	// binMoveBaseKeep is the first move code under binFlagKeep: 8-11
 	// resignation and 12-15 time loss keeping the turn.
@@ -67,6 +71,11 @@ func (g *Game) MarshalBinary() ([]byte, error) {
 		flags |= binFlagKeep
 		moveBase = binMoveBaseKeep
 	}
+	claimer := -1
+	if last := len(g.history) - 1; last >= 0 && g.history[last].Kind == ActionClaim {
+		claimer = int(g.history[last].Seat)
+		flags |= binFlagClaim
+	}
 	buf = append(buf, flags)
 	buf = binary.AppendUvarint(buf, g.seed)
 	if g.startFEN != "" {
@@ -75,7 +84,7 @@ func (g *Game) MarshalBinary() ([]byte, error) {
 	}
 	n := 0
 	for _, a := range g.history {
-		if !(a.Kind == ActionMove && a.Zombie && !g.manualZombies) {
+		if a.Kind != ActionClaim && !(a.Kind == ActionMove && a.Zombie && !g.manualZombies) {
 			n++
 		}
 	}
@@ -97,6 +106,9 @@ func (g *Game) MarshalBinary() ([]byte, error) {
 			}
 			buf = binary.AppendUvarint(buf, uint64(moveBase+a.index))
 		}
+	}
+	if claimer >= 0 {
+		buf = binary.AppendUvarint(buf, uint64(claimer))
 	}
 	return buf, nil
 }
@@ -180,6 +192,18 @@ func (g *Game) UnmarshalBinary(data []byte) error {
 		}
 		if err != nil {
 			return bad("action %d: %v", i, err)
+		}
+	}
+	if flags&binFlagClaim != 0 {
+		v, err := next()
+		if err != nil {
+			return err
+		}
+		if v >= NumSeats {
+			return bad("claim by seat %d", v)
+		}
+		if _, err := ng.ClaimWin(Seat(v)); err != nil {
+			return bad("claim: %v", err)
 		}
 	}
 	if len(rest) != 0 {

@@ -118,8 +118,9 @@ func assertSamePosition(t *testing.T, want, got *Position, m Move) {
 	}
 }
 
-// FuzzRandomGame applies random legal sequences with resignations and time
-// losses: nothing panics and the bookkeeping stays consistent.
+// FuzzRandomGame applies random legal sequences with resignations, time
+// losses and claims (the auto-claim on for odd seeds): nothing panics and
+// the bookkeeping stays consistent.
 func FuzzRandomGame(f *testing.F) {
 	f.Add(uint64(1), false)
 	f.Add(uint64(9), true)
@@ -128,6 +129,7 @@ func FuzzRandomGame(f *testing.F) {
 		if chesscom {
 			rs = ChesscomFFA()
 		}
+		rs.AutoClaimWin = seed%2 == 1
 		g, err := NewGame(rs, seed, "")
 		if err != nil {
 			t.Fatal(err)
@@ -140,6 +142,22 @@ func FuzzRandomGame(f *testing.F) {
 				continue
 			case 1:
 				_, _ = g.TimeOut(Seat(r.IntN(4)))
+				continue
+			case 2:
+				s := Seat(r.IntN(4))
+				allowed := g.CanClaimWin(s) == nil
+				before := g.Points()
+				if _, err := g.ClaimWin(s); (err == nil) != allowed {
+					t.Fatalf("ClaimWin(%s) = %v, CanClaimWin said %v", s, err, allowed)
+				}
+				if allowed {
+					res := g.ResultPoints()
+					for o := range Seat(NumSeats) {
+						if o != s && g.Status(o) == Live && res[s]-res[o] <= rs.KingCapturePoints {
+							t.Fatalf("%s claimed with %v against live %s (%v)", s, before, o, res)
+						}
+					}
+				}
 				continue
 			}
 			ms := g.LegalMoves(g.ToMove())

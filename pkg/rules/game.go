@@ -19,6 +19,9 @@ var (
 	ErrBadRecord    = errors.New("bad game record")
 	ErrBadEncoding  = errors.New("bad binary game encoding")
 	ErrUnknownRules = errors.New("unknown rule set")
+	// ErrClaimNotAllowed: the seat may not claim the win now
+	// (RuleSet.ClaimWin, Game.ClaimWin).
+	ErrClaimNotAllowed = errors.New("claim win not allowed")
 )
 
 // Termination says how a game ended.
@@ -39,9 +42,13 @@ const (
 	BareKings
 	// Aborted: an operator aborted the game; it has no result.
 	Aborted
+	// ClaimedWin: with two live players left, the leader claimed the win,
+	// or the server claimed it because the other could no longer catch up
+	// (RuleSet.ClaimWin, RuleSet.AutoClaimWin).
+	ClaimedWin
 )
 
-var terminationNames = [...]string{"not over", "last player standing", "no live players", "no progress", "repetition", "bare kings", "aborted"}
+var terminationNames = [...]string{"not over", "last player standing", "no live players", "no progress", "repetition", "bare kings", "aborted", "claimed win"}
 
 // String returns a short English description.
 func (t Termination) String() string {
@@ -72,6 +79,10 @@ const (
 	EventBonus
 	// EventGameOver: the game ended with Reason.
 	EventGameOver
+	// EventClaimedWin: Seat, the leader of the last two live players, won
+	// by a claim (Auto: the server claimed because the other could no
+	// longer catch up); EventGameOver with Reason ClaimedWin follows.
+	EventClaimedWin
 )
 
 // Event is something that happened besides a move: a resignation, a
@@ -85,6 +96,8 @@ type Event struct {
 	Reason Termination
 	// Ply is the number of moves applied when the event happened.
 	Ply int
+	// Auto marks an EventClaimedWin the server made, not the player.
+	Auto bool
 }
 
 // AppliedMove describes one applied move and all its consequences.
@@ -159,6 +172,8 @@ const (
 	ActionResign
 	// ActionTimeOut: Seat ran out of time.
 	ActionTimeOut
+	// ActionClaim: Seat claimed the win (Game.ClaimWin); it ends the game.
+	ActionClaim
 )
 
 // Action is one entry of a game's history: a move (by a player or for a
@@ -518,6 +533,147 @@ func (g *Game) leave(s Seat, kind ActionKind, keepTurn bool) (Effects, error) {
 	return eff, nil
 }
 
+// ClaimWin ends the game by seat s's claim (RuleSet.ClaimWin): with
+// exactly two live players left, s leading the other by more than
+// KingCapturePoints (a king's worth). The points stand as they are, and s
+// gets the last player's LastPlayerBonus for every other king on the
+// board, the other live player's included, as the largest site pays a
+// claim (docs/rules.md section 8.3). The claim may be made at any time,
+// not only on s's turn. It fails with ErrGameOver, ErrBadSeat or
+// ErrClaimNotAllowed (saying why) and then changes nothing.
+func (g *Game) ClaimWin(s Seat) (Effects, error) {
+	other, err := g.claimable(s)
+	if err != nil {
+		return Effects{}, err
+	}
+	var eff Effects
+	g.history = append(g.history, Action{Kind: ActionClaim, Seat: s})
+	g.endByClaim(s, other, false, &eff)
+	return eff, nil
+}
+
+// CanClaimWin reports whether seat s may claim the win now: nil, or the
+// error ClaimWin would return.
+func (g *Game) CanClaimWin(s Seat) error {
+	_, err := g.claimable(s)
+	return err
+}
+
+// claimable checks seat s's claim and returns the other live player.
+func (g *Game) claimable(s Seat) (Seat, error) {
+	if s >= NumSeats {
+		return 0, ErrBadSeat
+	}
+	if g.over {
+		return 0, ErrGameOver
+	}
+	if !g.rules.ClaimWin {
+		return 0, fmt.Errorf("%w: rule set %s has no claim win", ErrClaimNotAllowed, g.rules.Name)
+	}
+	if g.pos.status[s] != Live {
+		return 0, fmt.Errorf("%w: %s is not a live player", ErrClaimNotAllowed, s)
+	}
+	other, n := s, 0
+	for o := Seat(0); o < NumSeats; o++ {
+		if g.pos.status[o] == Live {
+			n++
+			if o != s {
+				other = o
+			}
+		}
+	}
+	if n != 2 {
+		return 0, fmt.Errorf("%w: %d live players, a claim needs exactly 2", ErrClaimNotAllowed, n)
+	}
+	lead := g.pos.points[s] - g.pos.points[other]
+	if lead <= g.rules.KingCapturePoints {
+		return 0, fmt.Errorf("%w: %s leads %s by %d, a claim needs more than %d", ErrClaimNotAllowed, s, other, lead, g.rules.KingCapturePoints)
+	}
+	return other, nil
+}
+
+// endByClaim ends the game won by leader's claim (auto: the server's):
+// leader gets LastPlayerBonus for every zombie king and for the other
+// live player's king.
+func (g *Game) endByClaim(leader, other Seat, auto bool, eff *Effects) {
+	p := g.pos
+	kings := 1 // the other live player's
+	for o := Seat(0); o < NumSeats; o++ {
+		if p.status[o] == Zombie {
+			kings++
+		}
+	}
+	eff.Events = append(eff.Events, Event{Kind: EventClaimedWin, Seat: leader, Ply: g.ply, Auto: auto})
+	if bonus := g.rules.LastPlayerBonus * kings; bonus != 0 {
+		p.points[leader] += bonus
+		eff.Events = append(eff.Events, Event{Kind: EventBonus, Seat: leader, Points: bonus, Reason: ClaimedWin, Ply: g.ply})
+	}
+	g.over, g.term = true, ClaimedWin
+	eff.GameOver = true
+	eff.Events = append(eff.Events, Event{Kind: EventGameOver, Reason: ClaimedWin, Ply: g.ply})
+}
+
+// MaxReachablePoints is an upper bound of the points live seat s can still
+// end the game with, whatever anyone plays, once at most two live players
+// remain (so no move checks two live kings and no check bonus is
+// possible): its points, plus the capture value of every piece of every
+// other seat still in the game as its owner's status stands now (statuses
+// only go from live to zombie to out, and captures never score more
+// later), counting each king at the most any ending pays for it (capture,
+// mate, the last player's bonus, a walking king's stalemate), plus the
+// stalemate points s would get if stalemated instead of taking a king.
+// Draw points and draw shares are left out: a draw pays both live players
+// the same, so they never change who is ahead. The auto-claim
+// (RuleSet.AutoClaimWin) compares it with the leader's points.
+func (g *Game) MaxReachablePoints(s Seat) int {
+	p := g.pos
+	rs := &g.rules
+	kingValue := max(rs.KingCapturePoints, rs.MatePoints, rs.LastPlayerBonus, 2*rs.ZombieKingStalemateDrawPoints)
+	total := p.points[s] + max(0, rs.StalematePoints-kingValue)
+	for o := Seat(0); o < NumSeats; o++ {
+		if o == s || p.status[o] == Out {
+			continue
+		}
+		for _, q := range p.list[o][:p.count[o]] {
+			pc := p.board[q]
+			if pieceKind(pc) == King {
+				total += kingValue
+				continue
+			}
+			v := rs.captureValue(pc, p.status[o])
+			if pieceKind(pc) == Pawn && v > 0 {
+				v = max(v, rs.PromotedQueen) // it may promote first
+			}
+			total += v
+		}
+	}
+	return total
+}
+
+// autoClaim finds the leader whose win the server claims: exactly two
+// live players, and the other cannot end ranked above the leader even
+// with MaxReachablePoints (on equal points the tie-break decides).
+func (g *Game) autoClaim() (leader, other Seat, ok bool) {
+	var live []Seat
+	for o := Seat(0); o < NumSeats; o++ {
+		if g.pos.status[o] == Live {
+			live = append(live, o)
+		}
+	}
+	if len(live) != 2 {
+		return 0, 0, false
+	}
+	for i, l := range live {
+		t := live[1-i]
+		reach, lp := g.MaxReachablePoints(t), g.pos.points[l]
+		laterWins := g.rules.TieBreakLaterSeatFirst == (l > t)
+		if reach < lp || (reach == lp && laterWins) {
+			return l, t, true
+		}
+	}
+	return 0, 0, false
+}
+
 // noLeaver is Game.leaver when no leave is being settled.
 const noLeaver Seat = NumSeats
 
@@ -808,14 +964,15 @@ func (g *Game) checkEnd(eff *Effects) bool {
 			p.points[last] += bonus
 			eff.Events = append(eff.Events, Event{Kind: EventBonus, Seat: last, Points: bonus, Reason: term, Ply: g.ply})
 		}
-	case rs.NoProgressPlies > 0 && p.halfmove >= rs.NoProgressPlies:
-		term = NoProgress
-	case rs.NoProgressLiveMoves > 0 && g.quiet >= rs.NoProgressLiveMoves && p.status[p.toMove] == Live:
-		term = NoProgress
-	case rs.RepetitionCount > 0 && g.reps[g.repKey()] >= rs.RepetitionCount:
-		term = Repetition
-	case rs.BareKingsDraw && g.bareKings():
-		term = BareKings
+	case rs.AutoClaimWin && live == 2:
+		// The decided win comes before any draw judged on the same move.
+		if l, t, ok := g.autoClaim(); ok {
+			g.endByClaim(l, t, true, eff)
+			return true
+		}
+		term = g.drawTerm()
+	default:
+		term = g.drawTerm()
 	}
 	if term == NotOver {
 		return false
@@ -838,6 +995,23 @@ func (g *Game) checkEnd(eff *Effects) bool {
 	eff.GameOver = true
 	eff.Events = append(eff.Events, Event{Kind: EventGameOver, Reason: term, Ply: g.ply})
 	return true
+}
+
+// drawTerm returns the draw ending that holds now (NotOver: none).
+func (g *Game) drawTerm() Termination {
+	p := g.pos
+	rs := &g.rules
+	switch {
+	case rs.NoProgressPlies > 0 && p.halfmove >= rs.NoProgressPlies:
+		return NoProgress
+	case rs.NoProgressLiveMoves > 0 && g.quiet >= rs.NoProgressLiveMoves && p.status[p.toMove] == Live:
+		return NoProgress
+	case rs.RepetitionCount > 0 && g.reps[g.repKey()] >= rs.RepetitionCount:
+		return Repetition
+	case rs.BareKingsDraw && g.bareKings():
+		return BareKings
+	}
+	return NotOver
 }
 
 func (g *Game) bareKings() bool {

@@ -64,6 +64,9 @@ func namedStart(tag string) (string, bool) {
 // zombie in the same turn (the largest site's "Ke2-f1T", see
 // Action.KeepTurn); any other one is written "R" or "T" followed by the
 // seat letter ("Rb": Blue resigned now). ParsePGN4 reads all three.
+// A claimed win (Game.ClaimWin) is written the same way with "C": a lone
+// "C" by the seat to move, "Cy" by Yellow when another seat is to move.
+// The largest site writes no token for a claim (docs/rules.md 13.4).
 func (g *Game) PGN4(tags []Tag) string {
 	var b strings.Builder
 	own := map[string]bool{"Variant": true, "RuleSet": true, "StartFen4": true, "Seed": true, "Result": true, "Termination": true}
@@ -112,8 +115,11 @@ func (g *Game) PGN4(tags []Tag) string {
 	turns := g.turnsOfHistory()
 	for i, a := range g.history {
 		letter := "R"
-		if a.Kind == ActionTimeOut {
+		switch a.Kind {
+		case ActionTimeOut:
 			letter = "T"
+		case ActionClaim:
+			letter = "C"
 		}
 		mate := ""
 		if a.Mated {
@@ -193,6 +199,8 @@ func (g *Game) replayAction(a Action) error {
 		_, err = g.Play(a.Seat, a.Move)
 	case ActionResign, ActionTimeOut:
 		_, err = g.leave(a.Seat, a.Kind, a.KeepTurn)
+	case ActionClaim:
+		_, err = g.ClaimWin(a.Seat)
 	default:
 		err = fmt.Errorf("%w: unknown action kind %d", ErrBadRecord, a.Kind)
 	}
@@ -347,6 +355,10 @@ func applyToken(g *Game, tok string) error {
 	if tok == "" {
 		return nil
 	}
+	if s, ok := claimToken(g, tok); ok {
+		_, err := g.ClaimWin(s)
+		return err
+	}
 	if s, kind, _, ok := leaveToken(g, tok); ok {
 		// A "#" after the leave ("R#") is the engine's to judge
 		// (RuleSet.LeaveMate); Replay compares it.
@@ -381,6 +393,18 @@ func leaveToken(g *Game, tok string) (s Seat, kind byte, mated bool, ok bool) {
 		return Seat(strings.IndexByte("rbyg", core[1])), core[0], mated, true
 	}
 	return 0, 0, false, false
+}
+
+// claimToken reads a claimed-win token: "C" (the seat to move) or "Cr",
+// "Cb", "Cy", "Cg" (the seat named by its letter).
+func claimToken(g *Game, tok string) (Seat, bool) {
+	switch {
+	case tok == "C":
+		return g.ToMove(), true
+	case len(tok) == 2 && tok[0] == 'C' && strings.IndexByte("rbyg", tok[1]) >= 0:
+		return Seat(strings.IndexByte("rbyg", tok[1])), true
+	}
+	return 0, false
 }
 
 // leaveMark splits a move token "Ke2-f1T" into the move and the kind of

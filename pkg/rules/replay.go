@@ -161,6 +161,16 @@ func siteEnding(g *Game, end siteEnd, mis func(string, ...any)) ([]Event, string
 			mis("the record's winner %s is not a live player", end.winner)
 			return nil, ""
 		}
+		// Two live players and a lead the rule set lets the winner claim:
+		// the site's claimed win (section 13.4), which writes no token.
+		if g.CanClaimWin(end.winner) == nil {
+			eff, err := g.ClaimWin(end.winner)
+			if err != nil {
+				mis("%s cannot claim: %v", end.winner, err)
+				return nil, ""
+			}
+			return eff.Events, fmt.Sprintf("%s claimed the win (not in the moves)", end.winner)
+		}
 		var left []string
 		for s := Seat(0); s < NumSeats && !g.Over(); s++ {
 			if s != end.winner && g.Status(s) == Live {
@@ -255,7 +265,7 @@ func endDiffers(g *Game, end siteEnd, events []Event) string {
 	case siteEndWinner:
 		var want [NumSeats]int
 		want[end.winner] = end.bonus
-		if term != LastPlayerStanding || bonus != want {
+		if (term != LastPlayerStanding && term != ClaimedWin) || bonus != want {
 			return fmt.Sprintf("the record ends with %s +%d, the engine: %s, end bonus %v", end.winner, end.bonus, term, bonus)
 		}
 	case siteEndInsufficient:
@@ -326,6 +336,11 @@ func replayToken(g *Game, tok string, prev Effects) (tokenEffects, error) {
 			diff("the record notes a stalemate, the engine has none")
 		}
 		return te, nil
+	}
+	if s, ok := claimToken(g, tok); ok {
+		eff, err := g.ClaimWin(s)
+		collect(eff)
+		return te, err
 	}
 	if s, kind, mated, ok := leaveToken(g, tok); ok {
 		err := leave(s, kind)

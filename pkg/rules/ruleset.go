@@ -131,6 +131,17 @@ type RuleSet struct {
 	// rule sheet lists none).
 	CheckBonus2 [2]int
 	CheckBonus3 [2]int
+	// ClaimWin: with exactly two live players left, the one leading the
+	// other by more than KingCapturePoints may claim the win
+	// (Game.ClaimWin) (docs/rules.md section 8.3). On in chesscom-ffa, as
+	// the largest site plays; off by default.
+	ClaimWin bool
+	// AutoClaimWin: with exactly two live players left, the game ends as
+	// won by the leader's claim as soon as the other can no longer end
+	// ranked above the leader (Game.MaxReachablePoints). Off in both rule
+	// sets: the largest site's records play on past that point (section
+	// 8.3); an option.
+	AutoClaimWin bool
 	// TieBreakLaterSeatFirst ranks, on equal result points, the player who
 	// moves later in the turn order higher (Green, Yellow, Blue, Red).
 	TieBreakLaterSeatFirst bool
@@ -179,6 +190,7 @@ func ChesscomFFA() RuleSet {
 	rs.ZombieKingStalemateSplit = true
 	rs.DrawSharesZombieKings = true
 	rs.NoProgressPlies = 0
+	rs.ClaimWin = true
 	rs.NoProgressLiveMoves = 100
 	rs.ZombieKingStalemateDrawPoints = 10
 	// The original rule sheet said +5 for a double check by a piece other

@@ -67,6 +67,9 @@ type Checker struct {
 	// was the last event, 0 after any other: a draw by insufficient
 	// material after a leave (RuleSet.LeaveInsufficientDraw) pays it too.
 	left int
+	// claimer is 1 + the index of the seat a WinClaimed event named, 0
+	// before one.
+	claimer int
 	// g is the replayed game (see replay.go), nil when the checker did not
 	// see the match from version 1; owed are the events the engine's last
 	// action still owes the stream.
@@ -178,6 +181,8 @@ func (c *Checker) Event(ev *eventsv1.MatchEvent) error {
 		err = c.leave(v, x.PlayerTimedOut.GetSeat(), x.PlayerTimedOut.GetFrozenPoints(), true)
 	case *eventsv1.MatchEvent_PlayerEliminated:
 		err = c.eliminated(v, x.PlayerEliminated)
+	case *eventsv1.MatchEvent_WinClaimed:
+		err = c.claimed(v, x.WinClaimed)
 	case *eventsv1.MatchEvent_GameOver:
 		err = c.gameOver(v, x.GameOver.GetResult(), left)
 		if err == nil && c.g != nil {
@@ -337,6 +342,52 @@ func (c *Checker) leave(v uint64, s gamev1.Seat, frozen int32, timeOut bool) err
 	return nil
 }
 
+// claimed checks a WinClaimed event (docs/rules.md 8.3): the rule set
+// allows it, exactly two live seats, and a player's claim leads by more
+// than a king's worth. GameOver must follow.
+func (c *Checker) claimed(v uint64, wc *eventsv1.WinClaimed) error {
+	i, ok := index(wc.GetSeat())
+	if !ok || c.status[i] != live {
+		return c.fail(v, "%v claimed the win but is not live", wc.GetSeat())
+	}
+	other, n := -1, 0
+	for j, st := range c.status {
+		if st == live {
+			n++
+			if j != i {
+				other = j
+			}
+		}
+	}
+	switch {
+	case n != 2:
+		return c.fail(v, "win claimed with %d live seats", n)
+	case wc.GetAutomatic() && !c.rs.AutoClaimWin, !wc.GetAutomatic() && !c.rs.ClaimWin:
+		return c.fail(v, "win claimed (automatic %v) under rule set %s, which does not allow it", wc.GetAutomatic(), c.rs.Name)
+	case !wc.GetAutomatic() && c.points[i]-c.points[other] <= int32(c.rs.KingCapturePoints):
+		return c.fail(v, "%v claimed the win leading by %d, not more than %d", wc.GetSeat(), c.points[i]-c.points[other], c.rs.KingCapturePoints)
+	}
+	c.claimer = i + 1
+	if c.g == nil {
+		return nil
+	}
+	if wc.GetAutomatic() {
+		if c.g.Result().Termination != rules.ClaimedWin {
+			return c.fail(v, "replay: automatic claim, the engine's game: %s", c.g.Result().Termination)
+		}
+		return nil
+	}
+	if len(c.owed) > 0 {
+		return c.fail(v, "%v claimed while the replay expects %s", wc.GetSeat(), c.owed[0])
+	}
+	eff, err := c.g.ClaimWin(rules.Seat(i))
+	if err != nil {
+		return c.fail(v, "replay: %v cannot claim: %v", wc.GetSeat(), err)
+	}
+	c.owed = owedOf(eff)
+	return nil
+}
+
 func (c *Checker) eliminated(v uint64, pe *eventsv1.PlayerEliminated) error {
 	el := pe.GetElimination()
 	s := el.GetSeat()
@@ -434,6 +485,13 @@ func (c *Checker) gameOver(v uint64, r *gamev1.Result, left int) error {
 	term := r.GetTermination()
 	var bonus [numSeats]int32
 	switch {
+	case term == gamev1.Termination_TERMINATION_CLAIMED_WIN:
+		// docs/rules.md 8.3: the claimer gets the last player's bonus for
+		// every zombie king and the other live player's king.
+		if c.claimer == 0 || nLive != 2 {
+			return c.fail(v, "claimed win without a WinClaimed event or with %d live seats", nLive)
+		}
+		bonus[c.claimer-1] = int32(c.rs.LastPlayerBonus) * (nZombie + 1)
 	case nLive == 0:
 		if term != gamev1.Termination_TERMINATION_NO_LIVE_PLAYER {
 			return c.fail(v, "termination %v with no live seat", term)

@@ -84,6 +84,15 @@ func insufficient(t *testing.T) []*eventsv1.MatchEvent {
 	return evs
 }
 
+// claimed: under chesscom-ffa Red, 50 to Green's 29 with Blue and Yellow
+// out, claims the win: +20 for Green's king (docs/rules.md section 8.3).
+func claimed(t *testing.T) []*eventsv1.MatchEvent {
+	evs, _ := streamOf(t, rules.ChesscomFFA(), fenRedLeadsGreen, 1, "claim Red")
+	return evs
+}
+
+const fenRedLeadsGreen = "R-0,1,1,0-0,0,0,0-0,0,0,0-50,0,0,29-0-14/14/14/14/14/14/13,gK/14/14/14/4,rQ,9/14/14/7,rK,6"
+
 // Yellow and Green out; Red has a bare king, Blue a queen.
 const fenBlueQueenRedBareKing = "R-0,0,1,1-0,0,0,0-0,0,0,0-0,0,0,0-0-6,yK,7/14/14/14/14/14/13,gK/14/1,bQ,12/bK,13/14/14/14/7,rK,6"
 
@@ -102,6 +111,7 @@ func TestValidStreams(t *testing.T) {
 	for name, evs := range map[string][]*eventsv1.MatchEvent{
 		"opening": opening(t), "capture": capture(t), "mate": mate(t), "resigned": resigned(t), "timed out": timedOut(t),
 		"zombie king stalemate": zombieKingStalemate(t), "resigning passes the turn": passOn(t), "insufficient": insufficient(t),
+		"claimed win": claimed(t),
 	} {
 		var c Checker
 		for _, ev := range evs {
@@ -160,6 +170,13 @@ func TestViolations(t *testing.T) {
 		mutate  func(e stream) stream
 	}{
 		{"no MatchCreated first", opening, 2, "not MatchCreated", func(e stream) stream { return e[1:] }},
+		{"claim by the trailing seat", claimed, 2, "claimed the win leading by", func(e stream) stream { e[1].GetWinClaimed().Seat = G; return e }},
+		{"claim called automatic", claimed, 2, "does not allow it", func(e stream) stream { e[1].GetWinClaimed().Automatic = true; return e }},
+		{"claimed win without WinClaimed", claimed, 2, "without a WinClaimed", func(e stream) stream {
+			e = append(e[:1], e[2:]...)
+			e[1].Version = 2
+			return e
+		}},
 		{"version gap", opening, 5, "follows", func(e stream) stream { e[3].Version = 5; return e }},
 		{"repeated version", opening, 2, "follows", func(e stream) stream { e[2].Version = 2; return e }},
 		{"ply not +1", opening, 4, "ply", func(e stream) stream { e[3].Ply = 3; return e }},

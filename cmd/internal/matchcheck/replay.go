@@ -419,6 +419,8 @@ func result(g *rules.Game) *gamev1.Result {
 		out.Termination = gamev1.Termination_TERMINATION_THREEFOLD_REPETITION
 	case rules.BareKings:
 		out.Termination = gamev1.Termination_TERMINATION_INSUFFICIENT_MATERIAL
+	case rules.ClaimedWin:
+		out.Termination = gamev1.Termination_TERMINATION_CLAIMED_WIN
 	}
 	for _, s := range r.Ranking {
 		out.Ranking = append(out.Ranking, gamev1.Seat(s+1))

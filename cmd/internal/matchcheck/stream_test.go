@@ -38,6 +38,8 @@ func streamOf(t *testing.T, rs rules.RuleSet, fen4 string, seed uint64, steps ..
 			eff, err = g.Resign(s)
 		case "timeout":
 			eff, err = g.TimeOut(s)
+		case "claim":
+			eff, err = g.ClaimWin(s)
 		default:
 			var m rules.Move
 			if m, err = g.ParseMove(st); err == nil {
@@ -71,6 +73,9 @@ func streamOf(t *testing.T, rs rules.RuleSet, fen4 string, seed uint64, steps ..
 					}
 					add(ev.Ply, &eventsv1.MatchEvent{Event: &eventsv1.MatchEvent_PlayerEliminated{PlayerEliminated: &eventsv1.PlayerEliminated{
 						Elimination: el, ResultPoints: int32(g.ResultPoints()[ev.Seat]), Points: points(pts), BonusPoints: bonus}}})
+				case rules.EventClaimedWin:
+					add(ev.Ply, &eventsv1.MatchEvent{Event: &eventsv1.MatchEvent_WinClaimed{WinClaimed: &eventsv1.WinClaimed{
+						Seat: ws, Automatic: ev.Auto}}})
 				case rules.EventBonus:
 					pts[ev.Seat] += ev.Points
 				}

@@ -107,6 +107,19 @@ func (s *Server) Resign(ctx context.Context, req *matchv1.ResignRequest) (*match
 	return &matchv1.ResignResponse{Events: out.Events, Version: out.Version}, nil
 }
 
+// ClaimWin implements MatchService.
+func (s *Server) ClaimWin(ctx context.Context, req *matchv1.ClaimWinRequest) (*matchv1.ClaimWinResponse, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.svc.ClaimWin(ctx, c, req.GetMatchId())
+	if err != nil {
+		return nil, s.Status(ctx, err)
+	}
+	return &matchv1.ClaimWinResponse{Events: out.Events, Version: out.Version, Result: out.Result}, nil
+}
+
 // WatchMatch implements MatchService.
 func (s *Server) WatchMatch(req *matchv1.WatchMatchRequest, stream grpc.ServerStreamingServer[matchv1.WatchMatchResponse]) error {
 	ctx := stream.Context()
@@ -186,6 +199,7 @@ var refusals = []struct {
 	{rules.ErrIllegalMove, codes.FailedPrecondition, "ILLEGAL_MOVE", ""},
 	{rules.ErrSeatNotLive, codes.FailedPrecondition, "SEAT_NOT_LIVE", ""},
 	{rules.ErrGameOver, codes.FailedPrecondition, "MATCH_OVER", ""},
+	{rules.ErrClaimNotAllowed, codes.FailedPrecondition, "CLAIM_NOT_ALLOWED", ""},
 	{match.ErrFinished, codes.FailedPrecondition, "MATCH_OVER", ""},
 	{match.ErrTimeRanOut, codes.FailedPrecondition, "TIME_RAN_OUT", ""},
 	{match.ErrConflict, codes.Aborted, "CONFLICT", ""},

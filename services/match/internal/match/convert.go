@@ -113,6 +113,9 @@ func eventsOf(id string, g *rules.Game, eff *rules.Effects, before [rules.NumSea
 				add(ev.Ply, &eventsv1.MatchEvent{Event: &eventsv1.MatchEvent_PlayerEliminated{PlayerEliminated: &eventsv1.PlayerEliminated{
 					Elimination:  &gamev1.Elimination{Seat: wire.Seat(ev.Seat), Reason: reason, AwardedTo: awarded, AwardedPoints: int32(ev.Points)},
 					ResultPoints: int32(g.ResultPoints()[ev.Seat]), Points: wire.Points(pts), BonusPoints: bonus}}})
+			case rules.EventClaimedWin:
+				add(ev.Ply, &eventsv1.MatchEvent{Event: &eventsv1.MatchEvent_WinClaimed{WinClaimed: &eventsv1.WinClaimed{
+					Seat: wire.Seat(ev.Seat), Automatic: ev.Auto}}})
 			case rules.EventBonus:
 				// End-of-game bonuses are in GameOver's result.
 				pts[ev.Seat] += ev.Points

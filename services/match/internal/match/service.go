@@ -741,6 +741,46 @@ func (s *Service) Resign(ctx context.Context, c Caller, id string) (Outcome, err
 	return ch.out, nil
 }
 
+// ClaimWin ends the match won by the caller's live seat's claim
+// (rules.Game.ClaimWin): only the leader of the last two live players,
+// ahead by more than a king's worth, under a rule set that allows claims.
+func (s *Service) ClaimWin(ctx context.Context, c Caller, id string) (Outcome, error) {
+	ch, _, err := s.mutate(ctx, id, "", func(e *entry, now time.Time) (*change, error) {
+		seats := e.seatsOf(c)
+		if len(seats) == 0 {
+			return nil, ErrNotPlayer
+		}
+		if e.rec.Status != StatusActive {
+			return nil, ErrFinished
+		}
+		g, rec := e.game, e.rec
+		// A caller holding several seats (tests, bots) claims for the
+		// first one that may.
+		seat := seats[0]
+		for _, x := range seats {
+			if g.CanClaimWin(x) == nil {
+				seat = x
+				break
+			}
+		}
+		before := g.Points()
+		eff, err := g.ClaimWin(seat)
+		if err != nil {
+			return nil, err
+		}
+		rec.Clocks.follow(e.tc, g, now, true, false)
+		s.finish(g, &rec, now)
+		events := eventsOf(e.id, g, &eff, before, e.version+1, now, clocksPB(&rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now), &rec)
+		ch := &change{events: events, rec: rec}
+		ch.out = Outcome{Events: events, Version: e.version + uint64(len(events)), Ply: g.Ply(), Over: true, Result: wire.Result(g)}
+		return ch, nil
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	return ch.out, nil
+}
+
 // Abort ends a match without a result (operators only) and returns its
 // view.
 func (s *Service) Abort(ctx context.Context, c Caller, id, reason string) (*View, error) {

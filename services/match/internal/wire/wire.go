@@ -86,6 +86,8 @@ func Termination(g Ended) gamev1.Termination {
 		return gamev1.Termination_TERMINATION_INSUFFICIENT_MATERIAL
 	case rules.Aborted:
 		return gamev1.Termination_TERMINATION_ABORTED
+	case rules.ClaimedWin:
+		return gamev1.Termination_TERMINATION_CLAIMED_WIN
 	}
 	return gamev1.Termination_TERMINATION_UNSPECIFIED
 }

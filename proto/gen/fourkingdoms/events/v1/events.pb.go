@@ -179,6 +179,7 @@ type MatchEvent struct {
 	//	*MatchEvent_PlayerEliminated
 	//	*MatchEvent_GameOver
 	//	*MatchEvent_MatchAborted
+	//	*MatchEvent_WinClaimed
 	Event         isMatchEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -312,6 +313,15 @@ func (x *MatchEvent) GetMatchAborted() *MatchAborted {
 	return nil
 }
 
+func (x *MatchEvent) GetWinClaimed() *WinClaimed {
+	if x != nil {
+		if x, ok := x.Event.(*MatchEvent_WinClaimed); ok {
+			return x.WinClaimed
+		}
+	}
+	return nil
+}
+
 type isMatchEvent_Event interface {
 	isMatchEvent_Event()
 }
@@ -351,6 +361,12 @@ type MatchEvent_MatchAborted struct {
 	MatchAborted *MatchAborted `protobuf:"bytes,16,opt,name=match_aborted,json=matchAborted,proto3,oneof"`
 }
 
+type MatchEvent_WinClaimed struct {
+	// The leader of the last two live players claimed the win; GameOver
+	// follows.
+	WinClaimed *WinClaimed `protobuf:"bytes,17,opt,name=win_claimed,json=winClaimed,proto3,oneof"`
+}
+
 func (*MatchEvent_MatchCreated) isMatchEvent_Event() {}
 
 func (*MatchEvent_MoveApplied) isMatchEvent_Event() {}
@@ -364,6 +380,8 @@ func (*MatchEvent_PlayerEliminated) isMatchEvent_Event() {}
 func (*MatchEvent_GameOver) isMatchEvent_Event() {}
 
 func (*MatchEvent_MatchAborted) isMatchEvent_Event() {}
+
+func (*MatchEvent_WinClaimed) isMatchEvent_Event() {}
 
 // MatchCreated starts a match's history.
 type MatchCreated struct {
@@ -591,6 +609,65 @@ func (x *PlayerResigned) GetFrozenPoints() int32 {
 	return 0
 }
 
+// WinClaimed records a claimed win (docs/rules.md section 8.3): the seat,
+// leading the other live player by more than 20, ended the match. The
+// GameOver event that follows (termination CLAIMED_WIN) carries the result.
+type WinClaimed struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The seat that won by the claim.
+	Seat v1.Seat `protobuf:"varint,1,opt,name=seat,proto3,enum=fourkingdoms.game.v1.Seat" json:"seat,omitempty"`
+	// True when the server claimed for the seat because the other live player
+	// could no longer finish above it (a rule-set option); false when the
+	// player called ClaimWin.
+	Automatic     bool `protobuf:"varint,2,opt,name=automatic,proto3" json:"automatic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WinClaimed) Reset() {
+	*x = WinClaimed{}
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WinClaimed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WinClaimed) ProtoMessage() {}
+
+func (x *WinClaimed) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WinClaimed.ProtoReflect.Descriptor instead.
+func (*WinClaimed) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WinClaimed) GetSeat() v1.Seat {
+	if x != nil {
+		return x.Seat
+	}
+	return v1.Seat(0)
+}
+
+func (x *WinClaimed) GetAutomatic() bool {
+	if x != nil {
+		return x.Automatic
+	}
+	return false
+}
+
 // PlayerTimedOut records a clock running out (the player "flagged").
 type PlayerTimedOut struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -607,7 +684,7 @@ type PlayerTimedOut struct {
 
 func (x *PlayerTimedOut) Reset() {
 	*x = PlayerTimedOut{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[5]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -619,7 +696,7 @@ func (x *PlayerTimedOut) String() string {
 func (*PlayerTimedOut) ProtoMessage() {}
 
 func (x *PlayerTimedOut) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[5]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -632,7 +709,7 @@ func (x *PlayerTimedOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayerTimedOut.ProtoReflect.Descriptor instead.
 func (*PlayerTimedOut) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{5}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PlayerTimedOut) GetSeat() v1.Seat {
@@ -679,7 +756,7 @@ type PlayerEliminated struct {
 
 func (x *PlayerEliminated) Reset() {
 	*x = PlayerEliminated{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[6]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -691,7 +768,7 @@ func (x *PlayerEliminated) String() string {
 func (*PlayerEliminated) ProtoMessage() {}
 
 func (x *PlayerEliminated) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[6]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -704,7 +781,7 @@ func (x *PlayerEliminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayerEliminated.ProtoReflect.Descriptor instead.
 func (*PlayerEliminated) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{6}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PlayerEliminated) GetElimination() *v1.Elimination {
@@ -746,7 +823,7 @@ type GameOver struct {
 
 func (x *GameOver) Reset() {
 	*x = GameOver{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +835,7 @@ func (x *GameOver) String() string {
 func (*GameOver) ProtoMessage() {}
 
 func (x *GameOver) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +848,7 @@ func (x *GameOver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GameOver.ProtoReflect.Descriptor instead.
 func (*GameOver) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{7}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GameOver) GetResult() *v1.Result {
@@ -794,7 +871,7 @@ type MatchAborted struct {
 
 func (x *MatchAborted) Reset() {
 	*x = MatchAborted{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -806,7 +883,7 @@ func (x *MatchAborted) String() string {
 func (*MatchAborted) ProtoMessage() {}
 
 func (x *MatchAborted) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -819,7 +896,7 @@ func (x *MatchAborted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchAborted.ProtoReflect.Descriptor instead.
 func (*MatchAborted) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{8}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *MatchAborted) GetReason() string {
@@ -852,7 +929,7 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\vfinished_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x14\n" +
 	"\x05plies\x18\b \x01(\rR\x05plies:*\x82\xb5\x18&\n" +
-	"\x18fk:events:match-finished\x12\x04type\x1a\x04data\"\xbe\x05\n" +
+	"\x18fk:events:match-finished\x12\x04type\x1a\x04data\"\x85\x06\n" +
 	"\n" +
 	"MatchEvent\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x18\n" +
@@ -867,7 +944,9 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\x10player_timed_out\x18\r \x01(\v2&.fourkingdoms.events.v1.PlayerTimedOutH\x00R\x0eplayerTimedOut\x12W\n" +
 	"\x11player_eliminated\x18\x0e \x01(\v2(.fourkingdoms.events.v1.PlayerEliminatedH\x00R\x10playerEliminated\x12?\n" +
 	"\tgame_over\x18\x0f \x01(\v2 .fourkingdoms.events.v1.GameOverH\x00R\bgameOver\x12K\n" +
-	"\rmatch_aborted\x18\x10 \x01(\v2$.fourkingdoms.events.v1.MatchAbortedH\x00R\fmatchAbortedB\a\n" +
+	"\rmatch_aborted\x18\x10 \x01(\v2$.fourkingdoms.events.v1.MatchAbortedH\x00R\fmatchAborted\x12E\n" +
+	"\vwin_claimed\x18\x11 \x01(\v2\".fourkingdoms.events.v1.WinClaimedH\x00R\n" +
+	"winClaimedB\a\n" +
 	"\x05event\"\xa9\x02\n" +
 	"\fMatchCreated\x12\x19\n" +
 	"\brule_set\x18\x01 \x01(\tR\aruleSet\x12D\n" +
@@ -883,7 +962,11 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\x06points\x18\x04 \x03(\v2 .fourkingdoms.game.v1.SeatPointsR\x06points\"e\n" +
 	"\x0ePlayerResigned\x12.\n" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x12#\n" +
-	"\rfrozen_points\x18\x02 \x01(\x05R\ffrozenPoints\"\x8f\x01\n" +
+	"\rfrozen_points\x18\x02 \x01(\x05R\ffrozenPoints\"Z\n" +
+	"\n" +
+	"WinClaimed\x12.\n" +
+	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x12\x1c\n" +
+	"\tautomatic\x18\x02 \x01(\bR\tautomatic\"\x8f\x01\n" +
 	"\x0ePlayerTimedOut\x12.\n" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x12#\n" +
 	"\rfrozen_points\x18\x02 \x01(\x05R\ffrozenPoints\x12(\n" +
@@ -913,60 +996,63 @@ func file_fourkingdoms_events_v1_events_proto_rawDescGZIP() []byte {
 	return file_fourkingdoms_events_v1_events_proto_rawDescData
 }
 
-var file_fourkingdoms_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_fourkingdoms_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_fourkingdoms_events_v1_events_proto_goTypes = []any{
 	(*MatchFinished)(nil),         // 0: fourkingdoms.events.v1.MatchFinished
 	(*MatchEvent)(nil),            // 1: fourkingdoms.events.v1.MatchEvent
 	(*MatchCreated)(nil),          // 2: fourkingdoms.events.v1.MatchCreated
 	(*MoveApplied)(nil),           // 3: fourkingdoms.events.v1.MoveApplied
 	(*PlayerResigned)(nil),        // 4: fourkingdoms.events.v1.PlayerResigned
-	(*PlayerTimedOut)(nil),        // 5: fourkingdoms.events.v1.PlayerTimedOut
-	(*PlayerEliminated)(nil),      // 6: fourkingdoms.events.v1.PlayerEliminated
-	(*GameOver)(nil),              // 7: fourkingdoms.events.v1.GameOver
-	(*MatchAborted)(nil),          // 8: fourkingdoms.events.v1.MatchAborted
-	(*v1.TimeControl)(nil),        // 9: fourkingdoms.game.v1.TimeControl
-	(*v1.SeatPlayer)(nil),         // 10: fourkingdoms.game.v1.SeatPlayer
-	(*v1.Result)(nil),             // 11: fourkingdoms.game.v1.Result
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
-	(v1.Seat)(0),                  // 13: fourkingdoms.game.v1.Seat
-	(*v1.Clock)(nil),              // 14: fourkingdoms.game.v1.Clock
-	(*v1.MoveEffects)(nil),        // 15: fourkingdoms.game.v1.MoveEffects
-	(*v1.SeatPoints)(nil),         // 16: fourkingdoms.game.v1.SeatPoints
-	(*v1.Elimination)(nil),        // 17: fourkingdoms.game.v1.Elimination
+	(*WinClaimed)(nil),            // 5: fourkingdoms.events.v1.WinClaimed
+	(*PlayerTimedOut)(nil),        // 6: fourkingdoms.events.v1.PlayerTimedOut
+	(*PlayerEliminated)(nil),      // 7: fourkingdoms.events.v1.PlayerEliminated
+	(*GameOver)(nil),              // 8: fourkingdoms.events.v1.GameOver
+	(*MatchAborted)(nil),          // 9: fourkingdoms.events.v1.MatchAborted
+	(*v1.TimeControl)(nil),        // 10: fourkingdoms.game.v1.TimeControl
+	(*v1.SeatPlayer)(nil),         // 11: fourkingdoms.game.v1.SeatPlayer
+	(*v1.Result)(nil),             // 12: fourkingdoms.game.v1.Result
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(v1.Seat)(0),                  // 14: fourkingdoms.game.v1.Seat
+	(*v1.Clock)(nil),              // 15: fourkingdoms.game.v1.Clock
+	(*v1.MoveEffects)(nil),        // 16: fourkingdoms.game.v1.MoveEffects
+	(*v1.SeatPoints)(nil),         // 17: fourkingdoms.game.v1.SeatPoints
+	(*v1.Elimination)(nil),        // 18: fourkingdoms.game.v1.Elimination
 }
 var file_fourkingdoms_events_v1_events_proto_depIdxs = []int32{
-	9,  // 0: fourkingdoms.events.v1.MatchFinished.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	10, // 1: fourkingdoms.events.v1.MatchFinished.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	11, // 2: fourkingdoms.events.v1.MatchFinished.result:type_name -> fourkingdoms.game.v1.Result
-	12, // 3: fourkingdoms.events.v1.MatchFinished.started_at:type_name -> google.protobuf.Timestamp
-	12, // 4: fourkingdoms.events.v1.MatchFinished.finished_at:type_name -> google.protobuf.Timestamp
-	12, // 5: fourkingdoms.events.v1.MatchEvent.occurred_at:type_name -> google.protobuf.Timestamp
+	10, // 0: fourkingdoms.events.v1.MatchFinished.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	11, // 1: fourkingdoms.events.v1.MatchFinished.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	12, // 2: fourkingdoms.events.v1.MatchFinished.result:type_name -> fourkingdoms.game.v1.Result
+	13, // 3: fourkingdoms.events.v1.MatchFinished.started_at:type_name -> google.protobuf.Timestamp
+	13, // 4: fourkingdoms.events.v1.MatchFinished.finished_at:type_name -> google.protobuf.Timestamp
+	13, // 5: fourkingdoms.events.v1.MatchEvent.occurred_at:type_name -> google.protobuf.Timestamp
 	2,  // 6: fourkingdoms.events.v1.MatchEvent.match_created:type_name -> fourkingdoms.events.v1.MatchCreated
 	3,  // 7: fourkingdoms.events.v1.MatchEvent.move_applied:type_name -> fourkingdoms.events.v1.MoveApplied
 	4,  // 8: fourkingdoms.events.v1.MatchEvent.player_resigned:type_name -> fourkingdoms.events.v1.PlayerResigned
-	5,  // 9: fourkingdoms.events.v1.MatchEvent.player_timed_out:type_name -> fourkingdoms.events.v1.PlayerTimedOut
-	6,  // 10: fourkingdoms.events.v1.MatchEvent.player_eliminated:type_name -> fourkingdoms.events.v1.PlayerEliminated
-	7,  // 11: fourkingdoms.events.v1.MatchEvent.game_over:type_name -> fourkingdoms.events.v1.GameOver
-	8,  // 12: fourkingdoms.events.v1.MatchEvent.match_aborted:type_name -> fourkingdoms.events.v1.MatchAborted
-	9,  // 13: fourkingdoms.events.v1.MatchCreated.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	10, // 14: fourkingdoms.events.v1.MatchCreated.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	13, // 15: fourkingdoms.events.v1.MatchCreated.to_move:type_name -> fourkingdoms.game.v1.Seat
-	14, // 16: fourkingdoms.events.v1.MatchCreated.clocks:type_name -> fourkingdoms.game.v1.Clock
-	15, // 17: fourkingdoms.events.v1.MoveApplied.effects:type_name -> fourkingdoms.game.v1.MoveEffects
-	13, // 18: fourkingdoms.events.v1.MoveApplied.to_move:type_name -> fourkingdoms.game.v1.Seat
-	14, // 19: fourkingdoms.events.v1.MoveApplied.clocks:type_name -> fourkingdoms.game.v1.Clock
-	16, // 20: fourkingdoms.events.v1.MoveApplied.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	13, // 21: fourkingdoms.events.v1.PlayerResigned.seat:type_name -> fourkingdoms.game.v1.Seat
-	13, // 22: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
-	17, // 23: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
-	16, // 24: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	16, // 25: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
-	11, // 26: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	6,  // 9: fourkingdoms.events.v1.MatchEvent.player_timed_out:type_name -> fourkingdoms.events.v1.PlayerTimedOut
+	7,  // 10: fourkingdoms.events.v1.MatchEvent.player_eliminated:type_name -> fourkingdoms.events.v1.PlayerEliminated
+	8,  // 11: fourkingdoms.events.v1.MatchEvent.game_over:type_name -> fourkingdoms.events.v1.GameOver
+	9,  // 12: fourkingdoms.events.v1.MatchEvent.match_aborted:type_name -> fourkingdoms.events.v1.MatchAborted
+	5,  // 13: fourkingdoms.events.v1.MatchEvent.win_claimed:type_name -> fourkingdoms.events.v1.WinClaimed
+	10, // 14: fourkingdoms.events.v1.MatchCreated.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	11, // 15: fourkingdoms.events.v1.MatchCreated.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	14, // 16: fourkingdoms.events.v1.MatchCreated.to_move:type_name -> fourkingdoms.game.v1.Seat
+	15, // 17: fourkingdoms.events.v1.MatchCreated.clocks:type_name -> fourkingdoms.game.v1.Clock
+	16, // 18: fourkingdoms.events.v1.MoveApplied.effects:type_name -> fourkingdoms.game.v1.MoveEffects
+	14, // 19: fourkingdoms.events.v1.MoveApplied.to_move:type_name -> fourkingdoms.game.v1.Seat
+	15, // 20: fourkingdoms.events.v1.MoveApplied.clocks:type_name -> fourkingdoms.game.v1.Clock
+	17, // 21: fourkingdoms.events.v1.MoveApplied.points:type_name -> fourkingdoms.game.v1.SeatPoints
+	14, // 22: fourkingdoms.events.v1.PlayerResigned.seat:type_name -> fourkingdoms.game.v1.Seat
+	14, // 23: fourkingdoms.events.v1.WinClaimed.seat:type_name -> fourkingdoms.game.v1.Seat
+	14, // 24: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
+	18, // 25: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
+	17, // 26: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
+	17, // 27: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
+	12, // 28: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_events_v1_events_proto_init() }
@@ -983,6 +1069,7 @@ func file_fourkingdoms_events_v1_events_proto_init() {
 		(*MatchEvent_PlayerEliminated)(nil),
 		(*MatchEvent_GameOver)(nil),
 		(*MatchEvent_MatchAborted)(nil),
+		(*MatchEvent_WinClaimed)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -990,7 +1077,7 @@ func file_fourkingdoms_events_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fourkingdoms_events_v1_events_proto_rawDesc), len(file_fourkingdoms_events_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -433,6 +433,12 @@ const (
 	Termination_TERMINATION_INSUFFICIENT_MATERIAL Termination = 6
 	// An operator aborted the match: it has no result and changes no rating.
 	Termination_TERMINATION_ABORTED Termination = 7
+	// Two live players remained and the leader, ahead by more than 20, claimed
+	// the win (ClaimWin, or the server for them when the rule set claims
+	// automatically): points stand, and the leader received +20 for every
+	// zombie king and for the other live player's king (docs/rules.md
+	// section 8.3).
+	Termination_TERMINATION_CLAIMED_WIN Termination = 8
 )
 
 // Enum value maps for Termination.
@@ -446,6 +452,7 @@ var (
 		5: "TERMINATION_THREEFOLD_REPETITION",
 		6: "TERMINATION_INSUFFICIENT_MATERIAL",
 		7: "TERMINATION_ABORTED",
+		8: "TERMINATION_CLAIMED_WIN",
 	}
 	Termination_value = map[string]int32{
 		"TERMINATION_UNSPECIFIED":           0,
@@ -456,6 +463,7 @@ var (
 		"TERMINATION_THREEFOLD_REPETITION":  5,
 		"TERMINATION_INSUFFICIENT_MATERIAL": 6,
 		"TERMINATION_ABORTED":               7,
+		"TERMINATION_CLAIMED_WIN":           8,
 	}
 )
 
@@ -1394,7 +1402,7 @@ const file_fourkingdoms_game_v1_game_proto_rawDesc = "" +
 	"\x15EXIT_REASON_TIMED_OUT\x10\x02\x12\x15\n" +
 	"\x11EXIT_REASON_MATED\x10\x03\x12\x1a\n" +
 	"\x16EXIT_REASON_STALEMATED\x10\x04\x12\x1d\n" +
-	"\x19EXIT_REASON_KING_CAPTURED\x10\x05*\x95\x02\n" +
+	"\x19EXIT_REASON_KING_CAPTURED\x10\x05*\xb2\x02\n" +
 	"\vTermination\x12\x1b\n" +
 	"\x17TERMINATION_UNSPECIFIED\x10\x00\x12$\n" +
 	" TERMINATION_LAST_PLAYER_STANDING\x10\x01\x12!\n" +
@@ -1403,7 +1411,8 @@ const file_fourkingdoms_game_v1_game_proto_rawDesc = "" +
 	"\x16TERMINATION_FIFTY_MOVE\x10\x04\x12$\n" +
 	" TERMINATION_THREEFOLD_REPETITION\x10\x05\x12%\n" +
 	"!TERMINATION_INSUFFICIENT_MATERIAL\x10\x06\x12\x17\n" +
-	"\x13TERMINATION_ABORTED\x10\aB\xe3\x01\n" +
+	"\x13TERMINATION_ABORTED\x10\a\x12\x1b\n" +
+	"\x17TERMINATION_CLAIMED_WIN\x10\bB\xe3\x01\n" +
 	"\x18com.fourkingdoms.game.v1B\tGameProtoP\x01ZJgithub.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1;gamev1\xa2\x02\x03FGX\xaa\x02\x14Fourkingdoms.Game.V1\xca\x02\x14Fourkingdoms\\Game\\V1\xe2\x02 Fourkingdoms\\Game\\V1\\GPBMetadata\xea\x02\x16Fourkingdoms::Game::V1b\x06proto3"
 
 var (

@@ -958,6 +958,116 @@ func (x *ResignResponse) GetVersion() uint64 {
 	return 0
 }
 
+// ClaimWinRequest claims the win for the caller's seat.
+type ClaimWinRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The match id.
+	MatchId       string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimWinRequest) Reset() {
+	*x = ClaimWinRequest{}
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimWinRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimWinRequest) ProtoMessage() {}
+
+func (x *ClaimWinRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimWinRequest.ProtoReflect.Descriptor instead.
+func (*ClaimWinRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ClaimWinRequest) GetMatchId() string {
+	if x != nil {
+		return x.MatchId
+	}
+	return ""
+}
+
+// ClaimWinResponse is the outcome of a claim.
+type ClaimWinResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The events the claim caused, in version order: WinClaimed, GameOver.
+	Events []*v11.MatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// The match version after the last event.
+	Version uint64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// The result.
+	Result        *v1.Result `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimWinResponse) Reset() {
+	*x = ClaimWinResponse{}
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimWinResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimWinResponse) ProtoMessage() {}
+
+func (x *ClaimWinResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimWinResponse.ProtoReflect.Descriptor instead.
+func (*ClaimWinResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ClaimWinResponse) GetEvents() []*v11.MatchEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *ClaimWinResponse) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *ClaimWinResponse) GetResult() *v1.Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
 // WatchMatchRequest opens a match stream.
 type WatchMatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -971,7 +1081,7 @@ type WatchMatchRequest struct {
 
 func (x *WatchMatchRequest) Reset() {
 	*x = WatchMatchRequest{}
-	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[11]
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -983,7 +1093,7 @@ func (x *WatchMatchRequest) String() string {
 func (*WatchMatchRequest) ProtoMessage() {}
 
 func (x *WatchMatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[11]
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -996,7 +1106,7 @@ func (x *WatchMatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchMatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchMatchRequest) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{11}
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WatchMatchRequest) GetMatchId() string {
@@ -1034,7 +1144,7 @@ type WatchMatchResponse struct {
 
 func (x *WatchMatchResponse) Reset() {
 	*x = WatchMatchResponse{}
-	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[12]
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1156,7 @@ func (x *WatchMatchResponse) String() string {
 func (*WatchMatchResponse) ProtoMessage() {}
 
 func (x *WatchMatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[12]
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1169,7 @@ func (x *WatchMatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchMatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchMatchResponse) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{12}
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WatchMatchResponse) GetVersion() uint64 {
@@ -1130,7 +1240,7 @@ type ExportGameRequest struct {
 
 func (x *ExportGameRequest) Reset() {
 	*x = ExportGameRequest{}
-	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[13]
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1142,7 +1252,7 @@ func (x *ExportGameRequest) String() string {
 func (*ExportGameRequest) ProtoMessage() {}
 
 func (x *ExportGameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[13]
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1155,7 +1265,7 @@ func (x *ExportGameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportGameRequest.ProtoReflect.Descriptor instead.
 func (*ExportGameRequest) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{13}
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ExportGameRequest) GetMatchId() string {
@@ -1177,7 +1287,7 @@ type ExportGameResponse struct {
 
 func (x *ExportGameResponse) Reset() {
 	*x = ExportGameResponse{}
-	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[14]
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1299,7 @@ func (x *ExportGameResponse) String() string {
 func (*ExportGameResponse) ProtoMessage() {}
 
 func (x *ExportGameResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[14]
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1312,7 @@ func (x *ExportGameResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportGameResponse.ProtoReflect.Descriptor instead.
 func (*ExportGameResponse) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{14}
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ExportGameResponse) GetPgn4() string {
@@ -1225,7 +1335,7 @@ type AbortMatchRequest struct {
 
 func (x *AbortMatchRequest) Reset() {
 	*x = AbortMatchRequest{}
-	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[15]
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1237,7 +1347,7 @@ func (x *AbortMatchRequest) String() string {
 func (*AbortMatchRequest) ProtoMessage() {}
 
 func (x *AbortMatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[15]
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1250,7 +1360,7 @@ func (x *AbortMatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortMatchRequest.ProtoReflect.Descriptor instead.
 func (*AbortMatchRequest) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{15}
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AbortMatchRequest) GetMatchId() string {
@@ -1278,7 +1388,7 @@ type AbortMatchResponse struct {
 
 func (x *AbortMatchResponse) Reset() {
 	*x = AbortMatchResponse{}
-	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[16]
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1290,7 +1400,7 @@ func (x *AbortMatchResponse) String() string {
 func (*AbortMatchResponse) ProtoMessage() {}
 
 func (x *AbortMatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[16]
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1303,7 +1413,7 @@ func (x *AbortMatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AbortMatchResponse.ProtoReflect.Descriptor instead.
 func (*AbortMatchResponse) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{16}
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AbortMatchResponse) GetMatch() *Match {
@@ -1388,7 +1498,13 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\"f\n" +
 	"\x0eResignResponse\x12:\n" +
 	"\x06events\x18\x01 \x03(\v2\".fourkingdoms.events.v1.MatchEventR\x06events\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x04R\aversion\"Q\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\",\n" +
+	"\x0fClaimWinRequest\x12\x19\n" +
+	"\bmatch_id\x18\x01 \x01(\tR\amatchId\"\x9e\x01\n" +
+	"\x10ClaimWinResponse\x12:\n" +
+	"\x06events\x18\x01 \x03(\v2\".fourkingdoms.events.v1.MatchEventR\x06events\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x124\n" +
+	"\x06result\x18\x03 \x01(\v2\x1c.fourkingdoms.game.v1.ResultR\x06result\"Q\n" +
 	"\x11WatchMatchRequest\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12!\n" +
 	"\ffrom_version\x18\x02 \x01(\x04R\vfromVersion\"\xcf\x01\n" +
@@ -1412,12 +1528,13 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\x18MATCH_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13MATCH_STATUS_ACTIVE\x10\x01\x12\x19\n" +
 	"\x15MATCH_STATUS_FINISHED\x10\x02\x12\x18\n" +
-	"\x14MATCH_STATUS_ABORTED\x10\x032\xb0\x05\n" +
+	"\x14MATCH_STATUS_ABORTED\x10\x032\x8d\x06\n" +
 	"\fMatchService\x12d\n" +
 	"\vCreateMatch\x12).fourkingdoms.match.v1.CreateMatchRequest\x1a*.fourkingdoms.match.v1.CreateMatchResponse\x12[\n" +
 	"\bGetMatch\x12&.fourkingdoms.match.v1.GetMatchRequest\x1a'.fourkingdoms.match.v1.GetMatchResponse\x12[\n" +
 	"\bMakeMove\x12&.fourkingdoms.match.v1.MakeMoveRequest\x1a'.fourkingdoms.match.v1.MakeMoveResponse\x12U\n" +
-	"\x06Resign\x12$.fourkingdoms.match.v1.ResignRequest\x1a%.fourkingdoms.match.v1.ResignResponse\x12c\n" +
+	"\x06Resign\x12$.fourkingdoms.match.v1.ResignRequest\x1a%.fourkingdoms.match.v1.ResignResponse\x12[\n" +
+	"\bClaimWin\x12&.fourkingdoms.match.v1.ClaimWinRequest\x1a'.fourkingdoms.match.v1.ClaimWinResponse\x12c\n" +
 	"\n" +
 	"WatchMatch\x12(.fourkingdoms.match.v1.WatchMatchRequest\x1a).fourkingdoms.match.v1.WatchMatchResponse0\x01\x12a\n" +
 	"\n" +
@@ -1440,7 +1557,7 @@ func file_fourkingdoms_match_v1_match_proto_rawDescGZIP() []byte {
 }
 
 var file_fourkingdoms_match_v1_match_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_fourkingdoms_match_v1_match_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_fourkingdoms_match_v1_match_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_fourkingdoms_match_v1_match_proto_goTypes = []any{
 	(MatchStatus)(0),              // 0: fourkingdoms.match.v1.MatchStatus
 	(*Match)(nil),                 // 1: fourkingdoms.match.v1.Match
@@ -1454,72 +1571,78 @@ var file_fourkingdoms_match_v1_match_proto_goTypes = []any{
 	(*MakeMoveResponse)(nil),      // 9: fourkingdoms.match.v1.MakeMoveResponse
 	(*ResignRequest)(nil),         // 10: fourkingdoms.match.v1.ResignRequest
 	(*ResignResponse)(nil),        // 11: fourkingdoms.match.v1.ResignResponse
-	(*WatchMatchRequest)(nil),     // 12: fourkingdoms.match.v1.WatchMatchRequest
-	(*WatchMatchResponse)(nil),    // 13: fourkingdoms.match.v1.WatchMatchResponse
-	(*ExportGameRequest)(nil),     // 14: fourkingdoms.match.v1.ExportGameRequest
-	(*ExportGameResponse)(nil),    // 15: fourkingdoms.match.v1.ExportGameResponse
-	(*AbortMatchRequest)(nil),     // 16: fourkingdoms.match.v1.AbortMatchRequest
-	(*AbortMatchResponse)(nil),    // 17: fourkingdoms.match.v1.AbortMatchResponse
-	(*v1.TimeControl)(nil),        // 18: fourkingdoms.game.v1.TimeControl
-	(v1.Seat)(0),                  // 19: fourkingdoms.game.v1.Seat
-	(*v1.Clock)(nil),              // 20: fourkingdoms.game.v1.Clock
-	(*v1.Result)(nil),             // 21: fourkingdoms.game.v1.Result
-	(*v1.MoveEffects)(nil),        // 22: fourkingdoms.game.v1.MoveEffects
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
-	(*v1.Player)(nil),             // 24: fourkingdoms.game.v1.Player
-	(v1.SeatStatus)(0),            // 25: fourkingdoms.game.v1.SeatStatus
-	(v1.ExitReason)(0),            // 26: fourkingdoms.game.v1.ExitReason
-	(v1.PieceKind)(0),             // 27: fourkingdoms.game.v1.PieceKind
-	(*v1.SeatPlayer)(nil),         // 28: fourkingdoms.game.v1.SeatPlayer
-	(*v11.MatchEvent)(nil),        // 29: fourkingdoms.events.v1.MatchEvent
+	(*ClaimWinRequest)(nil),       // 12: fourkingdoms.match.v1.ClaimWinRequest
+	(*ClaimWinResponse)(nil),      // 13: fourkingdoms.match.v1.ClaimWinResponse
+	(*WatchMatchRequest)(nil),     // 14: fourkingdoms.match.v1.WatchMatchRequest
+	(*WatchMatchResponse)(nil),    // 15: fourkingdoms.match.v1.WatchMatchResponse
+	(*ExportGameRequest)(nil),     // 16: fourkingdoms.match.v1.ExportGameRequest
+	(*ExportGameResponse)(nil),    // 17: fourkingdoms.match.v1.ExportGameResponse
+	(*AbortMatchRequest)(nil),     // 18: fourkingdoms.match.v1.AbortMatchRequest
+	(*AbortMatchResponse)(nil),    // 19: fourkingdoms.match.v1.AbortMatchResponse
+	(*v1.TimeControl)(nil),        // 20: fourkingdoms.game.v1.TimeControl
+	(v1.Seat)(0),                  // 21: fourkingdoms.game.v1.Seat
+	(*v1.Clock)(nil),              // 22: fourkingdoms.game.v1.Clock
+	(*v1.Result)(nil),             // 23: fourkingdoms.game.v1.Result
+	(*v1.MoveEffects)(nil),        // 24: fourkingdoms.game.v1.MoveEffects
+	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
+	(*v1.Player)(nil),             // 26: fourkingdoms.game.v1.Player
+	(v1.SeatStatus)(0),            // 27: fourkingdoms.game.v1.SeatStatus
+	(v1.ExitReason)(0),            // 28: fourkingdoms.game.v1.ExitReason
+	(v1.PieceKind)(0),             // 29: fourkingdoms.game.v1.PieceKind
+	(*v1.SeatPlayer)(nil),         // 30: fourkingdoms.game.v1.SeatPlayer
+	(*v11.MatchEvent)(nil),        // 31: fourkingdoms.events.v1.MatchEvent
 }
 var file_fourkingdoms_match_v1_match_proto_depIdxs = []int32{
 	0,  // 0: fourkingdoms.match.v1.Match.status:type_name -> fourkingdoms.match.v1.MatchStatus
-	18, // 1: fourkingdoms.match.v1.Match.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	20, // 1: fourkingdoms.match.v1.Match.time_control:type_name -> fourkingdoms.game.v1.TimeControl
 	2,  // 2: fourkingdoms.match.v1.Match.seats:type_name -> fourkingdoms.match.v1.SeatState
 	3,  // 3: fourkingdoms.match.v1.Match.pieces:type_name -> fourkingdoms.match.v1.PlacedPiece
-	19, // 4: fourkingdoms.match.v1.Match.to_move:type_name -> fourkingdoms.game.v1.Seat
-	20, // 5: fourkingdoms.match.v1.Match.clocks:type_name -> fourkingdoms.game.v1.Clock
-	21, // 6: fourkingdoms.match.v1.Match.result:type_name -> fourkingdoms.game.v1.Result
-	22, // 7: fourkingdoms.match.v1.Match.last_move:type_name -> fourkingdoms.game.v1.MoveEffects
-	23, // 8: fourkingdoms.match.v1.Match.created_at:type_name -> google.protobuf.Timestamp
-	23, // 9: fourkingdoms.match.v1.Match.finished_at:type_name -> google.protobuf.Timestamp
-	19, // 10: fourkingdoms.match.v1.SeatState.seat:type_name -> fourkingdoms.game.v1.Seat
-	24, // 11: fourkingdoms.match.v1.SeatState.player:type_name -> fourkingdoms.game.v1.Player
-	25, // 12: fourkingdoms.match.v1.SeatState.status:type_name -> fourkingdoms.game.v1.SeatStatus
-	26, // 13: fourkingdoms.match.v1.SeatState.exit_reason:type_name -> fourkingdoms.game.v1.ExitReason
-	19, // 14: fourkingdoms.match.v1.PlacedPiece.seat:type_name -> fourkingdoms.game.v1.Seat
-	27, // 15: fourkingdoms.match.v1.PlacedPiece.kind:type_name -> fourkingdoms.game.v1.PieceKind
-	28, // 16: fourkingdoms.match.v1.CreateMatchRequest.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	18, // 17: fourkingdoms.match.v1.CreateMatchRequest.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	21, // 4: fourkingdoms.match.v1.Match.to_move:type_name -> fourkingdoms.game.v1.Seat
+	22, // 5: fourkingdoms.match.v1.Match.clocks:type_name -> fourkingdoms.game.v1.Clock
+	23, // 6: fourkingdoms.match.v1.Match.result:type_name -> fourkingdoms.game.v1.Result
+	24, // 7: fourkingdoms.match.v1.Match.last_move:type_name -> fourkingdoms.game.v1.MoveEffects
+	25, // 8: fourkingdoms.match.v1.Match.created_at:type_name -> google.protobuf.Timestamp
+	25, // 9: fourkingdoms.match.v1.Match.finished_at:type_name -> google.protobuf.Timestamp
+	21, // 10: fourkingdoms.match.v1.SeatState.seat:type_name -> fourkingdoms.game.v1.Seat
+	26, // 11: fourkingdoms.match.v1.SeatState.player:type_name -> fourkingdoms.game.v1.Player
+	27, // 12: fourkingdoms.match.v1.SeatState.status:type_name -> fourkingdoms.game.v1.SeatStatus
+	28, // 13: fourkingdoms.match.v1.SeatState.exit_reason:type_name -> fourkingdoms.game.v1.ExitReason
+	21, // 14: fourkingdoms.match.v1.PlacedPiece.seat:type_name -> fourkingdoms.game.v1.Seat
+	29, // 15: fourkingdoms.match.v1.PlacedPiece.kind:type_name -> fourkingdoms.game.v1.PieceKind
+	30, // 16: fourkingdoms.match.v1.CreateMatchRequest.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	20, // 17: fourkingdoms.match.v1.CreateMatchRequest.time_control:type_name -> fourkingdoms.game.v1.TimeControl
 	1,  // 18: fourkingdoms.match.v1.CreateMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
 	1,  // 19: fourkingdoms.match.v1.GetMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	29, // 20: fourkingdoms.match.v1.MakeMoveResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	19, // 21: fourkingdoms.match.v1.MakeMoveResponse.to_move:type_name -> fourkingdoms.game.v1.Seat
-	21, // 22: fourkingdoms.match.v1.MakeMoveResponse.result:type_name -> fourkingdoms.game.v1.Result
-	29, // 23: fourkingdoms.match.v1.ResignResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	1,  // 24: fourkingdoms.match.v1.WatchMatchResponse.snapshot:type_name -> fourkingdoms.match.v1.Match
-	29, // 25: fourkingdoms.match.v1.WatchMatchResponse.event:type_name -> fourkingdoms.events.v1.MatchEvent
-	1,  // 26: fourkingdoms.match.v1.AbortMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	4,  // 27: fourkingdoms.match.v1.MatchService.CreateMatch:input_type -> fourkingdoms.match.v1.CreateMatchRequest
-	6,  // 28: fourkingdoms.match.v1.MatchService.GetMatch:input_type -> fourkingdoms.match.v1.GetMatchRequest
-	8,  // 29: fourkingdoms.match.v1.MatchService.MakeMove:input_type -> fourkingdoms.match.v1.MakeMoveRequest
-	10, // 30: fourkingdoms.match.v1.MatchService.Resign:input_type -> fourkingdoms.match.v1.ResignRequest
-	12, // 31: fourkingdoms.match.v1.MatchService.WatchMatch:input_type -> fourkingdoms.match.v1.WatchMatchRequest
-	14, // 32: fourkingdoms.match.v1.MatchService.ExportGame:input_type -> fourkingdoms.match.v1.ExportGameRequest
-	16, // 33: fourkingdoms.match.v1.MatchService.AbortMatch:input_type -> fourkingdoms.match.v1.AbortMatchRequest
-	5,  // 34: fourkingdoms.match.v1.MatchService.CreateMatch:output_type -> fourkingdoms.match.v1.CreateMatchResponse
-	7,  // 35: fourkingdoms.match.v1.MatchService.GetMatch:output_type -> fourkingdoms.match.v1.GetMatchResponse
-	9,  // 36: fourkingdoms.match.v1.MatchService.MakeMove:output_type -> fourkingdoms.match.v1.MakeMoveResponse
-	11, // 37: fourkingdoms.match.v1.MatchService.Resign:output_type -> fourkingdoms.match.v1.ResignResponse
-	13, // 38: fourkingdoms.match.v1.MatchService.WatchMatch:output_type -> fourkingdoms.match.v1.WatchMatchResponse
-	15, // 39: fourkingdoms.match.v1.MatchService.ExportGame:output_type -> fourkingdoms.match.v1.ExportGameResponse
-	17, // 40: fourkingdoms.match.v1.MatchService.AbortMatch:output_type -> fourkingdoms.match.v1.AbortMatchResponse
-	34, // [34:41] is the sub-list for method output_type
-	27, // [27:34] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	31, // 20: fourkingdoms.match.v1.MakeMoveResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	21, // 21: fourkingdoms.match.v1.MakeMoveResponse.to_move:type_name -> fourkingdoms.game.v1.Seat
+	23, // 22: fourkingdoms.match.v1.MakeMoveResponse.result:type_name -> fourkingdoms.game.v1.Result
+	31, // 23: fourkingdoms.match.v1.ResignResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	31, // 24: fourkingdoms.match.v1.ClaimWinResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	23, // 25: fourkingdoms.match.v1.ClaimWinResponse.result:type_name -> fourkingdoms.game.v1.Result
+	1,  // 26: fourkingdoms.match.v1.WatchMatchResponse.snapshot:type_name -> fourkingdoms.match.v1.Match
+	31, // 27: fourkingdoms.match.v1.WatchMatchResponse.event:type_name -> fourkingdoms.events.v1.MatchEvent
+	1,  // 28: fourkingdoms.match.v1.AbortMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
+	4,  // 29: fourkingdoms.match.v1.MatchService.CreateMatch:input_type -> fourkingdoms.match.v1.CreateMatchRequest
+	6,  // 30: fourkingdoms.match.v1.MatchService.GetMatch:input_type -> fourkingdoms.match.v1.GetMatchRequest
+	8,  // 31: fourkingdoms.match.v1.MatchService.MakeMove:input_type -> fourkingdoms.match.v1.MakeMoveRequest
+	10, // 32: fourkingdoms.match.v1.MatchService.Resign:input_type -> fourkingdoms.match.v1.ResignRequest
+	12, // 33: fourkingdoms.match.v1.MatchService.ClaimWin:input_type -> fourkingdoms.match.v1.ClaimWinRequest
+	14, // 34: fourkingdoms.match.v1.MatchService.WatchMatch:input_type -> fourkingdoms.match.v1.WatchMatchRequest
+	16, // 35: fourkingdoms.match.v1.MatchService.ExportGame:input_type -> fourkingdoms.match.v1.ExportGameRequest
+	18, // 36: fourkingdoms.match.v1.MatchService.AbortMatch:input_type -> fourkingdoms.match.v1.AbortMatchRequest
+	5,  // 37: fourkingdoms.match.v1.MatchService.CreateMatch:output_type -> fourkingdoms.match.v1.CreateMatchResponse
+	7,  // 38: fourkingdoms.match.v1.MatchService.GetMatch:output_type -> fourkingdoms.match.v1.GetMatchResponse
+	9,  // 39: fourkingdoms.match.v1.MatchService.MakeMove:output_type -> fourkingdoms.match.v1.MakeMoveResponse
+	11, // 40: fourkingdoms.match.v1.MatchService.Resign:output_type -> fourkingdoms.match.v1.ResignResponse
+	13, // 41: fourkingdoms.match.v1.MatchService.ClaimWin:output_type -> fourkingdoms.match.v1.ClaimWinResponse
+	15, // 42: fourkingdoms.match.v1.MatchService.WatchMatch:output_type -> fourkingdoms.match.v1.WatchMatchResponse
+	17, // 43: fourkingdoms.match.v1.MatchService.ExportGame:output_type -> fourkingdoms.match.v1.ExportGameResponse
+	19, // 44: fourkingdoms.match.v1.MatchService.AbortMatch:output_type -> fourkingdoms.match.v1.AbortMatchResponse
+	37, // [37:45] is the sub-list for method output_type
+	29, // [29:37] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_match_v1_match_proto_init() }
@@ -1529,7 +1652,7 @@ func file_fourkingdoms_match_v1_match_proto_init() {
 	}
 	file_fourkingdoms_match_v1_match_proto_msgTypes[3].OneofWrappers = []any{}
 	file_fourkingdoms_match_v1_match_proto_msgTypes[7].OneofWrappers = []any{}
-	file_fourkingdoms_match_v1_match_proto_msgTypes[12].OneofWrappers = []any{
+	file_fourkingdoms_match_v1_match_proto_msgTypes[14].OneofWrappers = []any{
 		(*WatchMatchResponse_Snapshot)(nil),
 		(*WatchMatchResponse_Event)(nil),
 	}
@@ -1539,7 +1662,7 @@ func file_fourkingdoms_match_v1_match_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fourkingdoms_match_v1_match_proto_rawDesc), len(file_fourkingdoms_match_v1_match_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

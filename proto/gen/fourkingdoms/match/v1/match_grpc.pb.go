@@ -28,6 +28,7 @@ const (
 	MatchService_GetMatch_FullMethodName    = "/fourkingdoms.match.v1.MatchService/GetMatch"
 	MatchService_MakeMove_FullMethodName    = "/fourkingdoms.match.v1.MatchService/MakeMove"
 	MatchService_Resign_FullMethodName      = "/fourkingdoms.match.v1.MatchService/Resign"
+	MatchService_ClaimWin_FullMethodName    = "/fourkingdoms.match.v1.MatchService/ClaimWin"
 	MatchService_WatchMatch_FullMethodName  = "/fourkingdoms.match.v1.MatchService/WatchMatch"
 	MatchService_ExportGame_FullMethodName  = "/fourkingdoms.match.v1.MatchService/ExportGame"
 	MatchService_AbortMatch_FullMethodName  = "/fourkingdoms.match.v1.MatchService/AbortMatch"
@@ -90,6 +91,18 @@ type MatchServiceClient interface {
 	// (SEAT_NOT_LIVE: also the answer to a retried resignation that already
 	// succeeded; MATCH_OVER), ABORTED (lost a race: retry).
 	Resign(ctx context.Context, in *ResignRequest, opts ...grpc.CallOption) (*ResignResponse, error)
+	// ClaimWin ends the match won by the caller's seat, when the rule set
+	// allows claims (chesscom-ffa), exactly two live players remain and the
+	// caller's seat leads the other by more than 20 points, at any time, also
+	// out of turn (docs/rules.md section 8.3). Points stand; the claimer
+	// receives +20 for every zombie king and for the other live player's
+	// king.
+	//
+	// Errors: PERMISSION_DENIED (the caller holds no seat), FAILED_PRECONDITION
+	// (CLAIM_NOT_ALLOWED with the reason in the message; MATCH_OVER, also the
+	// answer to a retried claim that already succeeded), ABORTED (lost a
+	// race: retry).
+	ClaimWin(ctx context.Context, in *ClaimWinRequest, opts ...grpc.CallOption) (*ClaimWinResponse, error)
 	// WatchMatch streams a match as it happens.
 	//
 	// With from_version 0 the stream starts with a snapshot, then the events
@@ -161,6 +174,16 @@ func (c *matchServiceClient) Resign(ctx context.Context, in *ResignRequest, opts
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ResignResponse)
 	err := c.cc.Invoke(ctx, MatchService_Resign_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *matchServiceClient) ClaimWin(ctx context.Context, in *ClaimWinRequest, opts ...grpc.CallOption) (*ClaimWinResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClaimWinResponse)
+	err := c.cc.Invoke(ctx, MatchService_ClaimWin_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -263,6 +286,18 @@ type MatchServiceServer interface {
 	// (SEAT_NOT_LIVE: also the answer to a retried resignation that already
 	// succeeded; MATCH_OVER), ABORTED (lost a race: retry).
 	Resign(context.Context, *ResignRequest) (*ResignResponse, error)
+	// ClaimWin ends the match won by the caller's seat, when the rule set
+	// allows claims (chesscom-ffa), exactly two live players remain and the
+	// caller's seat leads the other by more than 20 points, at any time, also
+	// out of turn (docs/rules.md section 8.3). Points stand; the claimer
+	// receives +20 for every zombie king and for the other live player's
+	// king.
+	//
+	// Errors: PERMISSION_DENIED (the caller holds no seat), FAILED_PRECONDITION
+	// (CLAIM_NOT_ALLOWED with the reason in the message; MATCH_OVER, also the
+	// answer to a retried claim that already succeeded), ABORTED (lost a
+	// race: retry).
+	ClaimWin(context.Context, *ClaimWinRequest) (*ClaimWinResponse, error)
 	// WatchMatch streams a match as it happens.
 	//
 	// With from_version 0 the stream starts with a snapshot, then the events
@@ -311,6 +346,9 @@ func (UnimplementedMatchServiceServer) MakeMove(context.Context, *MakeMoveReques
 }
 func (UnimplementedMatchServiceServer) Resign(context.Context, *ResignRequest) (*ResignResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Resign not implemented")
+}
+func (UnimplementedMatchServiceServer) ClaimWin(context.Context, *ClaimWinRequest) (*ClaimWinResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClaimWin not implemented")
 }
 func (UnimplementedMatchServiceServer) WatchMatch(*WatchMatchRequest, grpc.ServerStreamingServer[WatchMatchResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchMatch not implemented")
@@ -414,6 +452,24 @@ func _MatchService_Resign_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MatchService_ClaimWin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClaimWinRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MatchServiceServer).ClaimWin(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MatchService_ClaimWin_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MatchServiceServer).ClaimWin(ctx, req.(*ClaimWinRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _MatchService_WatchMatch_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchMatchRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -483,6 +539,10 @@ var MatchService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Resign",
 			Handler:    _MatchService_Resign_Handler,
+		},
+		{
+			MethodName: "ClaimWin",
+			Handler:    _MatchService_ClaimWin_Handler,
 		},
 		{
 			MethodName: "ExportGame",

@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fourkingdoms/events/v1/events.proto.
  */
 export const file_fourkingdoms_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("CiNmb3Vya2luZ2RvbXMvZXZlbnRzL3YxL2V2ZW50cy5wcm90bxIWZm91cmtpbmdkb21zLmV2ZW50cy52MSLpAgoNTWF0Y2hGaW5pc2hlZBIQCghtYXRjaF9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRI3Cgx0aW1lX2NvbnRyb2wYAyABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5UaW1lQ29udHJvbBIxCgdwbGF5ZXJzGAQgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBsYXllchIsCgZyZXN1bHQYBSABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQSLgoKc3RhcnRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBXBsaWVzGAggASgNOiqCtRgmChhmazpldmVudHM6bWF0Y2gtZmluaXNoZWQSBHR5cGUaBGRhdGEitgQKCk1hdGNoRXZlbnQSEAoIbWF0Y2hfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoBBILCgNwbHkYAyABKA0SLwoLb2NjdXJyZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDW1hdGNoX2NyZWF0ZWQYCiABKAsyJC5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLk1hdGNoQ3JlYXRlZEgAEjsKDG1vdmVfYXBwbGllZBgLIAEoCzIjLmZvdXJraW5nZG9tcy5ldmVudHMudjEuTW92ZUFwcGxpZWRIABJBCg9wbGF5ZXJfcmVzaWduZWQYDCABKAsyJi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLlBsYXllclJlc2lnbmVkSAASQgoQcGxheWVyX3RpbWVkX291dBgNIAEoCzImLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyVGltZWRPdXRIABJFChFwbGF5ZXJfZWxpbWluYXRlZBgOIAEoCzIoLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyRWxpbWluYXRlZEgAEjUKCWdhbWVfb3ZlchgPIAEoCzIgLmZvdXJraW5nZG9tcy5ldmVudHMudjEuR2FtZU92ZXJIABI9Cg1tYXRjaF9hYm9ydGVkGBAgASgLMiQuZm91cmtpbmdkb21zLmV2ZW50cy52MS5NYXRjaEFib3J0ZWRIAEIHCgVldmVudCL0AQoMTWF0Y2hDcmVhdGVkEhAKCHJ1bGVfc2V0GAEgASgJEjcKDHRpbWVfY29udHJvbBgCIAEoCzIhLmZvdXJraW5nZG9tcy5nYW1lLnYxLlRpbWVDb250cm9sEjEKB3BsYXllcnMYAyADKAsyIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0UGxheWVyEgwKBGZlbjQYBCABKAkSKwoHdG9fbW92ZRgFIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSKwoGY2xvY2tzGAYgAygLMhsuZm91cmtpbmdkb21zLmdhbWUudjEuQ2xvY2sizQEKC01vdmVBcHBsaWVkEjIKB2VmZmVjdHMYASABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5Nb3ZlRWZmZWN0cxIrCgd0b19tb3ZlGAIgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIrCgZjbG9ja3MYAyADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jaxIwCgZwb2ludHMYBCADKAsyIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0UG9pbnRzIlEKDlBsYXllclJlc2lnbmVkEigKBHNlYXQYASABKA4yGi5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0EhUKDWZyb3plbl9wb2ludHMYAiABKAUiawoOUGxheWVyVGltZWRPdXQSKAoEc2VhdBgBIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSFQoNZnJvemVuX3BvaW50cxgCIAEoBRIYChBmaXJzdF9tb3ZlX2xpbWl0GAMgASgIIssBChBQbGF5ZXJFbGltaW5hdGVkEjYKC2VsaW1pbmF0aW9uGAEgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuRWxpbWluYXRpb24SFQoNcmVzdWx0X3BvaW50cxgCIAEoBRIwCgZwb2ludHMYAyADKAsyIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0UG9pbnRzEjYKDGJvbnVzX3BvaW50cxgEIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQb2ludHMiOAoIR2FtZU92ZXISLAoGcmVzdWx0GAEgASgLMhwuZm91cmtpbmdkb21zLmdhbWUudjEuUmVzdWx0IjIKDE1hdGNoQWJvcnRlZBIOCgZyZWFzb24YASABKAkSEgoKYWJvcnRlZF9ieRgCIAEoCWIGcHJvdG8z", [file_fourkingdoms_events_v1_stream, file_fourkingdoms_game_v1_game, file_google_protobuf_timestamp]);
+  fileDesc("CiNmb3Vya2luZ2RvbXMvZXZlbnRzL3YxL2V2ZW50cy5wcm90bxIWZm91cmtpbmdkb21zLmV2ZW50cy52MSLpAgoNTWF0Y2hGaW5pc2hlZBIQCghtYXRjaF9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRI3Cgx0aW1lX2NvbnRyb2wYAyABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5UaW1lQ29udHJvbBIxCgdwbGF5ZXJzGAQgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBsYXllchIsCgZyZXN1bHQYBSABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQSLgoKc3RhcnRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBXBsaWVzGAggASgNOiqCtRgmChhmazpldmVudHM6bWF0Y2gtZmluaXNoZWQSBHR5cGUaBGRhdGEi8QQKCk1hdGNoRXZlbnQSEAoIbWF0Y2hfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoBBILCgNwbHkYAyABKA0SLwoLb2NjdXJyZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDW1hdGNoX2NyZWF0ZWQYCiABKAsyJC5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLk1hdGNoQ3JlYXRlZEgAEjsKDG1vdmVfYXBwbGllZBgLIAEoCzIjLmZvdXJraW5nZG9tcy5ldmVudHMudjEuTW92ZUFwcGxpZWRIABJBCg9wbGF5ZXJfcmVzaWduZWQYDCABKAsyJi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLlBsYXllclJlc2lnbmVkSAASQgoQcGxheWVyX3RpbWVkX291dBgNIAEoCzImLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyVGltZWRPdXRIABJFChFwbGF5ZXJfZWxpbWluYXRlZBgOIAEoCzIoLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyRWxpbWluYXRlZEgAEjUKCWdhbWVfb3ZlchgPIAEoCzIgLmZvdXJraW5nZG9tcy5ldmVudHMudjEuR2FtZU92ZXJIABI9Cg1tYXRjaF9hYm9ydGVkGBAgASgLMiQuZm91cmtpbmdkb21zLmV2ZW50cy52MS5NYXRjaEFib3J0ZWRIABI5Cgt3aW5fY2xhaW1lZBgRIAEoCzIiLmZvdXJraW5nZG9tcy5ldmVudHMudjEuV2luQ2xhaW1lZEgAQgcKBWV2ZW50IvQBCgxNYXRjaENyZWF0ZWQSEAoIcnVsZV9zZXQYASABKAkSNwoMdGltZV9jb250cm9sGAIgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuVGltZUNvbnRyb2wSMQoHcGxheWVycxgDIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQbGF5ZXISDAoEZmVuNBgEIAEoCRIrCgd0b19tb3ZlGAUgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIrCgZjbG9ja3MYBiADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jayLNAQoLTW92ZUFwcGxpZWQSMgoHZWZmZWN0cxgBIAEoCzIhLmZvdXJraW5nZG9tcy5nYW1lLnYxLk1vdmVFZmZlY3RzEisKB3RvX21vdmUYAiABKA4yGi5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0EisKBmNsb2NrcxgDIAMoCzIbLmZvdXJraW5nZG9tcy5nYW1lLnYxLkNsb2NrEjAKBnBvaW50cxgEIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQb2ludHMiUQoOUGxheWVyUmVzaWduZWQSKAoEc2VhdBgBIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSFQoNZnJvemVuX3BvaW50cxgCIAEoBSJJCgpXaW5DbGFpbWVkEigKBHNlYXQYASABKA4yGi5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0EhEKCWF1dG9tYXRpYxgCIAEoCCJrCg5QbGF5ZXJUaW1lZE91dBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIVCg1mcm96ZW5fcG9pbnRzGAIgASgFEhgKEGZpcnN0X21vdmVfbGltaXQYAyABKAgiywEKEFBsYXllckVsaW1pbmF0ZWQSNgoLZWxpbWluYXRpb24YASABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5FbGltaW5hdGlvbhIVCg1yZXN1bHRfcG9pbnRzGAIgASgFEjAKBnBvaW50cxgDIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQb2ludHMSNgoMYm9udXNfcG9pbnRzGAQgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBvaW50cyI4CghHYW1lT3ZlchIsCgZyZXN1bHQYASABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQiMgoMTWF0Y2hBYm9ydGVkEg4KBnJlYXNvbhgBIAEoCRISCgphYm9ydGVkX2J5GAIgASgJYgZwcm90bzM", [file_fourkingdoms_events_v1_stream, file_fourkingdoms_game_v1_game, file_google_protobuf_timestamp]);
 
 /**
  * MatchFinished is published once per match that ended with a result.
@@ -207,6 +207,15 @@ export type MatchEvent = Message<"fourkingdoms.events.v1.MatchEvent"> & {
      */
     value: MatchAborted;
     case: "matchAborted";
+  } | {
+    /**
+     * The leader of the last two live players claimed the win; GameOver
+     * follows.
+     *
+     * @generated from field: fourkingdoms.events.v1.WinClaimed win_claimed = 17;
+     */
+    value: WinClaimed;
+    case: "winClaimed";
   } | { case: undefined; value?: undefined };
 };
 
@@ -351,6 +360,38 @@ export const PlayerResignedSchema: GenMessage<PlayerResigned> = /*@__PURE__*/
   messageDesc(file_fourkingdoms_events_v1_events, 4);
 
 /**
+ * WinClaimed records a claimed win (docs/rules.md section 8.3): the seat,
+ * leading the other live player by more than 20, ended the match. The
+ * GameOver event that follows (termination CLAIMED_WIN) carries the result.
+ *
+ * @generated from message fourkingdoms.events.v1.WinClaimed
+ */
+export type WinClaimed = Message<"fourkingdoms.events.v1.WinClaimed"> & {
+  /**
+   * The seat that won by the claim.
+   *
+   * @generated from field: fourkingdoms.game.v1.Seat seat = 1;
+   */
+  seat: Seat;
+
+  /**
+   * True when the server claimed for the seat because the other live player
+   * could no longer finish above it (a rule-set option); false when the
+   * player called ClaimWin.
+   *
+   * @generated from field: bool automatic = 2;
+   */
+  automatic: boolean;
+};
+
+/**
+ * Describes the message fourkingdoms.events.v1.WinClaimed.
+ * Use `create(WinClaimedSchema)` to create a new message.
+ */
+export const WinClaimedSchema: GenMessage<WinClaimed> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_events_v1_events, 5);
+
+/**
  * PlayerTimedOut records a clock running out (the player "flagged").
  *
  * @generated from message fourkingdoms.events.v1.PlayerTimedOut
@@ -384,7 +425,7 @@ export type PlayerTimedOut = Message<"fourkingdoms.events.v1.PlayerTimedOut"> & 
  * Use `create(PlayerTimedOutSchema)` to create a new message.
  */
 export const PlayerTimedOutSchema: GenMessage<PlayerTimedOut> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 5);
+  messageDesc(file_fourkingdoms_events_v1_events, 6);
 
 /**
  * PlayerEliminated records a seat leaving the game: it is out and its pieces
@@ -432,7 +473,7 @@ export type PlayerEliminated = Message<"fourkingdoms.events.v1.PlayerEliminated"
  * Use `create(PlayerEliminatedSchema)` to create a new message.
  */
 export const PlayerEliminatedSchema: GenMessage<PlayerEliminated> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 6);
+  messageDesc(file_fourkingdoms_events_v1_events, 7);
 
 /**
  * GameOver ends a match with a result. No event follows it.
@@ -453,7 +494,7 @@ export type GameOver = Message<"fourkingdoms.events.v1.GameOver"> & {
  * Use `create(GameOverSchema)` to create a new message.
  */
 export const GameOverSchema: GenMessage<GameOver> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 7);
+  messageDesc(file_fourkingdoms_events_v1_events, 8);
 
 /**
  * MatchAborted ends a match without a result. No event follows it.
@@ -481,5 +522,5 @@ export type MatchAborted = Message<"fourkingdoms.events.v1.MatchAborted"> & {
  * Use `create(MatchAbortedSchema)` to create a new message.
  */
 export const MatchAbortedSchema: GenMessage<MatchAborted> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 8);
+  messageDesc(file_fourkingdoms_events_v1_events, 9);
 

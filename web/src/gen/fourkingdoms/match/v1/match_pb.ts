@@ -21,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fourkingdoms/match/v1/match.proto.
  */
 export const file_fourkingdoms_match_v1_match: GenFile = /*@__PURE__*/
-  fileDesc("CiFmb3Vya2luZ2RvbXMvbWF0Y2gvdjEvbWF0Y2gucHJvdG8SFWZvdXJraW5nZG9tcy5tYXRjaC52MSLdBAoFTWF0Y2gSEAoIbWF0Y2hfaWQYASABKAkSMgoGc3RhdHVzGAIgASgOMiIuZm91cmtpbmdkb21zLm1hdGNoLnYxLk1hdGNoU3RhdHVzEhAKCHJ1bGVfc2V0GAMgASgJEjcKDHRpbWVfY29udHJvbBgEIAEoCzIhLmZvdXJraW5nZG9tcy5nYW1lLnYxLlRpbWVDb250cm9sEi8KBXNlYXRzGAUgAygLMiAuZm91cmtpbmdkb21zLm1hdGNoLnYxLlNlYXRTdGF0ZRIMCgRmZW40GAYgASgJEjIKBnBpZWNlcxgHIAMoCzIiLmZvdXJraW5nZG9tcy5tYXRjaC52MS5QbGFjZWRQaWVjZRIrCgd0b19tb3ZlGAggASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBILCgNwbHkYCSABKA0SDwoHdmVyc2lvbhgKIAEoBBIrCgZjbG9ja3MYCyADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jaxIsCgZyZXN1bHQYDCABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQSNAoJbGFzdF9tb3ZlGA0gASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuTW92ZUVmZmVjdHMSEwoLbGVnYWxfbW92ZXMYDiADKAkSLgoKY3JlYXRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIvMBCglTZWF0U3RhdGUSKAoEc2VhdBgBIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSLAoGcGxheWVyGAIgASgLMhwuZm91cmtpbmdkb21zLmdhbWUudjEuUGxheWVyEjAKBnN0YXR1cxgDIAEoDjIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRTdGF0dXMSNQoLZXhpdF9yZWFzb24YBCABKA4yIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5FeGl0UmVhc29uEg4KBnBvaW50cxgFIAEoBRIVCg1yZXN1bHRfcG9pbnRzGAYgASgFIqYBCgtQbGFjZWRQaWVjZRIOCgZzcXVhcmUYASABKAkSKAoEc2VhdBgCIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSLQoEa2luZBgDIAEoDjIfLmZvdXJraW5nZG9tcy5nYW1lLnYxLlBpZWNlS2luZBIMCgRkZWFkGAQgASgIEg4KBnpvbWJpZRgFIAEoCBIQCghwcm9tb3RlZBgGIAEoCCLqAQoSQ3JlYXRlTWF0Y2hSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSMQoHcGxheWVycxgCIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQbGF5ZXISEAoIcnVsZV9zZXQYAyABKAkSNwoMdGltZV9jb250cm9sGAQgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuVGltZUNvbnRyb2wSFwoKc3RhcnRfZmVuNBgFIAEoCUgAiAEBEhEKBHNlZWQYBiABKARIAYgBAUINCgtfc3RhcnRfZmVuNEIHCgVfc2VlZCJCChNDcmVhdGVNYXRjaFJlc3BvbnNlEisKBW1hdGNoGAEgASgLMhwuZm91cmtpbmdkb21zLm1hdGNoLnYxLk1hdGNoIiMKD0dldE1hdGNoUmVxdWVzdBIQCghtYXRjaF9pZBgBIAEoCSI/ChBHZXRNYXRjaFJlc3BvbnNlEisKBW1hdGNoGAEgASgLMhwuZm91cmtpbmdkb21zLm1hdGNoLnYxLk1hdGNoInUKD01ha2VNb3ZlUmVxdWVzdBIQCghtYXRjaF9pZBgBIAEoCRIMCgRtb3ZlGAIgASgJEhYKDmNsaWVudF9tb3ZlX2lkGAMgASgJEhkKDGV4cGVjdGVkX3BseRgEIAEoDUgAiAEBQg8KDV9leHBlY3RlZF9wbHki0gEKEE1ha2VNb3ZlUmVzcG9uc2USMgoGZXZlbnRzGAEgAygLMiIuZm91cmtpbmdkb21zLmV2ZW50cy52MS5NYXRjaEV2ZW50Eg8KB3ZlcnNpb24YAiABKAQSCwoDcGx5GAMgASgNEisKB3RvX21vdmUYBCABKA4yGi5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0EhEKCWdhbWVfb3ZlchgFIAEoCBIsCgZyZXN1bHQYBiABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQiIQoNUmVzaWduUmVxdWVzdBIQCghtYXRjaF9pZBgBIAEoCSJVCg5SZXNpZ25SZXNwb25zZRIyCgZldmVudHMYASADKAsyIi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLk1hdGNoRXZlbnQSDwoHdmVyc2lvbhgCIAEoBCI7ChFXYXRjaE1hdGNoUmVxdWVzdBIQCghtYXRjaF9pZBgBIAEoCRIUCgxmcm9tX3ZlcnNpb24YAiABKAQiqQEKEldhdGNoTWF0Y2hSZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgEEjAKCHNuYXBzaG90GAIgASgLMhwuZm91cmtpbmdkb21zLm1hdGNoLnYxLk1hdGNoSAASMwoFZXZlbnQYAyABKAsyIi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLk1hdGNoRXZlbnRIABITCgtsZWdhbF9tb3ZlcxgEIAMoCUIGCgRpdGVtIiUKEUV4cG9ydEdhbWVSZXF1ZXN0EhAKCG1hdGNoX2lkGAEgASgJIiIKEkV4cG9ydEdhbWVSZXNwb25zZRIMCgRwZ240GAEgASgJIjUKEUFib3J0TWF0Y2hSZXF1ZXN0EhAKCG1hdGNoX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSJBChJBYm9ydE1hdGNoUmVzcG9uc2USKwoFbWF0Y2gYASABKAsyHC5mb3Vya2luZ2RvbXMubWF0Y2gudjEuTWF0Y2gqeQoLTWF0Y2hTdGF0dXMSHAoYTUFUQ0hfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTTUFUQ0hfU1RBVFVTX0FDVElWRRABEhkKFU1BVENIX1NUQVRVU19GSU5JU0hFRBACEhgKFE1BVENIX1NUQVRVU19BQk9SVEVEEAMysAUKDE1hdGNoU2VydmljZRJkCgtDcmVhdGVNYXRjaBIpLmZvdXJraW5nZG9tcy5tYXRjaC52MS5DcmVhdGVNYXRjaFJlcXVlc3QaKi5mb3Vya2luZ2RvbXMubWF0Y2gudjEuQ3JlYXRlTWF0Y2hSZXNwb25zZRJbCghHZXRNYXRjaBImLmZvdXJraW5nZG9tcy5tYXRjaC52MS5HZXRNYXRjaFJlcXVlc3QaJy5mb3Vya2luZ2RvbXMubWF0Y2gudjEuR2V0TWF0Y2hSZXNwb25zZRJbCghNYWtlTW92ZRImLmZvdXJraW5nZG9tcy5tYXRjaC52MS5NYWtlTW92ZVJlcXVlc3QaJy5mb3Vya2luZ2RvbXMubWF0Y2gudjEuTWFrZU1vdmVSZXNwb25zZRJVCgZSZXNpZ24SJC5mb3Vya2luZ2RvbXMubWF0Y2gudjEuUmVzaWduUmVxdWVzdBolLmZvdXJraW5nZG9tcy5tYXRjaC52MS5SZXNpZ25SZXNwb25zZRJjCgpXYXRjaE1hdGNoEiguZm91cmtpbmdkb21zLm1hdGNoLnYxLldhdGNoTWF0Y2hSZXF1ZXN0GikuZm91cmtpbmdkb21zLm1hdGNoLnYxLldhdGNoTWF0Y2hSZXNwb25zZTABEmEKCkV4cG9ydEdhbWUSKC5mb3Vya2luZ2RvbXMubWF0Y2gudjEuRXhwb3J0R2FtZVJlcXVlc3QaKS5mb3Vya2luZ2RvbXMubWF0Y2gudjEuRXhwb3J0R2FtZVJlc3BvbnNlEmEKCkFib3J0TWF0Y2gSKC5mb3Vya2luZ2RvbXMubWF0Y2gudjEuQWJvcnRNYXRjaFJlcXVlc3QaKS5mb3Vya2luZ2RvbXMubWF0Y2gudjEuQWJvcnRNYXRjaFJlc3BvbnNlYgZwcm90bzM", [file_fourkingdoms_events_v1_events, file_fourkingdoms_game_v1_game, file_google_protobuf_timestamp]);
+  fileDesc("CiFmb3Vya2luZ2RvbXMvbWF0Y2gvdjEvbWF0Y2gucHJvdG8SFWZvdXJraW5nZG9tcy5tYXRjaC52MSLdBAoFTWF0Y2gSEAoIbWF0Y2hfaWQYASABKAkSMgoGc3RhdHVzGAIgASgOMiIuZm91cmtpbmdkb21zLm1hdGNoLnYxLk1hdGNoU3RhdHVzEhAKCHJ1bGVfc2V0GAMgASgJEjcKDHRpbWVfY29udHJvbBgEIAEoCzIhLmZvdXJraW5nZG9tcy5nYW1lLnYxLlRpbWVDb250cm9sEi8KBXNlYXRzGAUgAygLMiAuZm91cmtpbmdkb21zLm1hdGNoLnYxLlNlYXRTdGF0ZRIMCgRmZW40GAYgASgJEjIKBnBpZWNlcxgHIAMoCzIiLmZvdXJraW5nZG9tcy5tYXRjaC52MS5QbGFjZWRQaWVjZRIrCgd0b19tb3ZlGAggASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBILCgNwbHkYCSABKA0SDwoHdmVyc2lvbhgKIAEoBBIrCgZjbG9ja3MYCyADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jaxIsCgZyZXN1bHQYDCABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQSNAoJbGFzdF9tb3ZlGA0gASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuTW92ZUVmZmVjdHMSEwoLbGVnYWxfbW92ZXMYDiADKAkSLgoKY3JlYXRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIvMBCglTZWF0U3RhdGUSKAoEc2VhdBgBIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSLAoGcGxheWVyGAIgASgLMhwuZm91cmtpbmdkb21zLmdhbWUudjEuUGxheWVyEjAKBnN0YXR1cxgDIAEoDjIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRTdGF0dXMSNQoLZXhpdF9yZWFzb24YBCABKA4yIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5FeGl0UmVhc29uEg4KBnBvaW50cxgFIAEoBRIVCg1yZXN1bHRfcG9pbnRzGAYgASgFIqYBCgtQbGFjZWRQaWVjZRIOCgZzcXVhcmUYASABKAkSKAoEc2VhdBgCIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSLQoEa2luZBgDIAEoDjIfLmZvdXJraW5nZG9tcy5nYW1lLnYxLlBpZWNlS2luZBIMCgRkZWFkGAQgASgIEg4KBnpvbWJpZRgFIAEoCBIQCghwcm9tb3RlZBgGIAEoCCLqAQoSQ3JlYXRlTWF0Y2hSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSMQoHcGxheWVycxgCIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQbGF5ZXISEAoIcnVsZV9zZXQYAyABKAkSNwoMdGltZV9jb250cm9sGAQgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuVGltZUNvbnRyb2wSFwoKc3RhcnRfZmVuNBgFIAEoCUgAiAEBEhEKBHNlZWQYBiABKARIAYgBAUINCgtfc3RhcnRfZmVuNEIHCgVfc2VlZCJCChNDcmVhdGVNYXRjaFJlc3BvbnNlEisKBW1hdGNoGAEgASgLMhwuZm91cmtpbmdkb21zLm1hdGNoLnYxLk1hdGNoIiMKD0dldE1hdGNoUmVxdWVzdBIQCghtYXRjaF9pZBgBIAEoCSI/ChBHZXRNYXRjaFJlc3BvbnNlEisKBW1hdGNoGAEgASgLMhwuZm91cmtpbmdkb21zLm1hdGNoLnYxLk1hdGNoInUKD01ha2VNb3ZlUmVxdWVzdBIQCghtYXRjaF9pZBgBIAEoCRIMCgRtb3ZlGAIgASgJEhYKDmNsaWVudF9tb3ZlX2lkGAMgASgJEhkKDGV4cGVjdGVkX3BseRgEIAEoDUgAiAEBQg8KDV9leHBlY3RlZF9wbHki0gEKEE1ha2VNb3ZlUmVzcG9uc2USMgoGZXZlbnRzGAEgAygLMiIuZm91cmtpbmdkb21zLmV2ZW50cy52MS5NYXRjaEV2ZW50Eg8KB3ZlcnNpb24YAiABKAQSCwoDcGx5GAMgASgNEisKB3RvX21vdmUYBCABKA4yGi5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0EhEKCWdhbWVfb3ZlchgFIAEoCBIsCgZyZXN1bHQYBiABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQiIQoNUmVzaWduUmVxdWVzdBIQCghtYXRjaF9pZBgBIAEoCSJVCg5SZXNpZ25SZXNwb25zZRIyCgZldmVudHMYASADKAsyIi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLk1hdGNoRXZlbnQSDwoHdmVyc2lvbhgCIAEoBCIjCg9DbGFpbVdpblJlcXVlc3QSEAoIbWF0Y2hfaWQYASABKAkihQEKEENsYWltV2luUmVzcG9uc2USMgoGZXZlbnRzGAEgAygLMiIuZm91cmtpbmdkb21zLmV2ZW50cy52MS5NYXRjaEV2ZW50Eg8KB3ZlcnNpb24YAiABKAQSLAoGcmVzdWx0GAMgASgLMhwuZm91cmtpbmdkb21zLmdhbWUudjEuUmVzdWx0IjsKEVdhdGNoTWF0Y2hSZXF1ZXN0EhAKCG1hdGNoX2lkGAEgASgJEhQKDGZyb21fdmVyc2lvbhgCIAEoBCKpAQoSV2F0Y2hNYXRjaFJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAQSMAoIc25hcHNob3QYAiABKAsyHC5mb3Vya2luZ2RvbXMubWF0Y2gudjEuTWF0Y2hIABIzCgVldmVudBgDIAEoCzIiLmZvdXJraW5nZG9tcy5ldmVudHMudjEuTWF0Y2hFdmVudEgAEhMKC2xlZ2FsX21vdmVzGAQgAygJQgYKBGl0ZW0iJQoRRXhwb3J0R2FtZVJlcXVlc3QSEAoIbWF0Y2hfaWQYASABKAkiIgoSRXhwb3J0R2FtZVJlc3BvbnNlEgwKBHBnbjQYASABKAkiNQoRQWJvcnRNYXRjaFJlcXVlc3QSEAoIbWF0Y2hfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIkEKEkFib3J0TWF0Y2hSZXNwb25zZRIrCgVtYXRjaBgBIAEoCzIcLmZvdXJraW5nZG9tcy5tYXRjaC52MS5NYXRjaCp5CgtNYXRjaFN0YXR1cxIcChhNQVRDSF9TVEFUVVNfVU5TUEVDSUZJRUQQABIXChNNQVRDSF9TVEFUVVNfQUNUSVZFEAESGQoVTUFUQ0hfU1RBVFVTX0ZJTklTSEVEEAISGAoUTUFUQ0hfU1RBVFVTX0FCT1JURUQQAzKNBgoMTWF0Y2hTZXJ2aWNlEmQKC0NyZWF0ZU1hdGNoEikuZm91cmtpbmdkb21zLm1hdGNoLnYxLkNyZWF0ZU1hdGNoUmVxdWVzdBoqLmZvdXJraW5nZG9tcy5tYXRjaC52MS5DcmVhdGVNYXRjaFJlc3BvbnNlElsKCEdldE1hdGNoEiYuZm91cmtpbmdkb21zLm1hdGNoLnYxLkdldE1hdGNoUmVxdWVzdBonLmZvdXJraW5nZG9tcy5tYXRjaC52MS5HZXRNYXRjaFJlc3BvbnNlElsKCE1ha2VNb3ZlEiYuZm91cmtpbmdkb21zLm1hdGNoLnYxLk1ha2VNb3ZlUmVxdWVzdBonLmZvdXJraW5nZG9tcy5tYXRjaC52MS5NYWtlTW92ZVJlc3BvbnNlElUKBlJlc2lnbhIkLmZvdXJraW5nZG9tcy5tYXRjaC52MS5SZXNpZ25SZXF1ZXN0GiUuZm91cmtpbmdkb21zLm1hdGNoLnYxLlJlc2lnblJlc3BvbnNlElsKCENsYWltV2luEiYuZm91cmtpbmdkb21zLm1hdGNoLnYxLkNsYWltV2luUmVxdWVzdBonLmZvdXJraW5nZG9tcy5tYXRjaC52MS5DbGFpbVdpblJlc3BvbnNlEmMKCldhdGNoTWF0Y2gSKC5mb3Vya2luZ2RvbXMubWF0Y2gudjEuV2F0Y2hNYXRjaFJlcXVlc3QaKS5mb3Vya2luZ2RvbXMubWF0Y2gudjEuV2F0Y2hNYXRjaFJlc3BvbnNlMAESYQoKRXhwb3J0R2FtZRIoLmZvdXJraW5nZG9tcy5tYXRjaC52MS5FeHBvcnRHYW1lUmVxdWVzdBopLmZvdXJraW5nZG9tcy5tYXRjaC52MS5FeHBvcnRHYW1lUmVzcG9uc2USYQoKQWJvcnRNYXRjaBIoLmZvdXJraW5nZG9tcy5tYXRjaC52MS5BYm9ydE1hdGNoUmVxdWVzdBopLmZvdXJraW5nZG9tcy5tYXRjaC52MS5BYm9ydE1hdGNoUmVzcG9uc2ViBnByb3RvMw", [file_fourkingdoms_events_v1_events, file_fourkingdoms_game_v1_game, file_google_protobuf_timestamp]);
 
 /**
  * Match is a snapshot of a match at one version.
@@ -543,6 +543,62 @@ export const ResignResponseSchema: GenMessage<ResignResponse> = /*@__PURE__*/
   messageDesc(file_fourkingdoms_match_v1_match, 10);
 
 /**
+ * ClaimWinRequest claims the win for the caller's seat.
+ *
+ * @generated from message fourkingdoms.match.v1.ClaimWinRequest
+ */
+export type ClaimWinRequest = Message<"fourkingdoms.match.v1.ClaimWinRequest"> & {
+  /**
+   * The match id.
+   *
+   * @generated from field: string match_id = 1;
+   */
+  matchId: string;
+};
+
+/**
+ * Describes the message fourkingdoms.match.v1.ClaimWinRequest.
+ * Use `create(ClaimWinRequestSchema)` to create a new message.
+ */
+export const ClaimWinRequestSchema: GenMessage<ClaimWinRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_match_v1_match, 11);
+
+/**
+ * ClaimWinResponse is the outcome of a claim.
+ *
+ * @generated from message fourkingdoms.match.v1.ClaimWinResponse
+ */
+export type ClaimWinResponse = Message<"fourkingdoms.match.v1.ClaimWinResponse"> & {
+  /**
+   * The events the claim caused, in version order: WinClaimed, GameOver.
+   *
+   * @generated from field: repeated fourkingdoms.events.v1.MatchEvent events = 1;
+   */
+  events: MatchEvent[];
+
+  /**
+   * The match version after the last event.
+   *
+   * @generated from field: uint64 version = 2;
+   */
+  version: bigint;
+
+  /**
+   * The result.
+   *
+   * @generated from field: fourkingdoms.game.v1.Result result = 3;
+   */
+  result?: Result | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.match.v1.ClaimWinResponse.
+ * Use `create(ClaimWinResponseSchema)` to create a new message.
+ */
+export const ClaimWinResponseSchema: GenMessage<ClaimWinResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_match_v1_match, 12);
+
+/**
  * WatchMatchRequest opens a match stream.
  *
  * @generated from message fourkingdoms.match.v1.WatchMatchRequest
@@ -568,7 +624,7 @@ export type WatchMatchRequest = Message<"fourkingdoms.match.v1.WatchMatchRequest
  * Use `create(WatchMatchRequestSchema)` to create a new message.
  */
 export const WatchMatchRequestSchema: GenMessage<WatchMatchRequest> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_match_v1_match, 11);
+  messageDesc(file_fourkingdoms_match_v1_match, 13);
 
 /**
  * WatchMatchResponse is one item of a match stream.
@@ -620,7 +676,7 @@ export type WatchMatchResponse = Message<"fourkingdoms.match.v1.WatchMatchRespon
  * Use `create(WatchMatchResponseSchema)` to create a new message.
  */
 export const WatchMatchResponseSchema: GenMessage<WatchMatchResponse> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_match_v1_match, 12);
+  messageDesc(file_fourkingdoms_match_v1_match, 14);
 
 /**
  * ExportGameRequest names a match.
@@ -641,7 +697,7 @@ export type ExportGameRequest = Message<"fourkingdoms.match.v1.ExportGameRequest
  * Use `create(ExportGameRequestSchema)` to create a new message.
  */
 export const ExportGameRequestSchema: GenMessage<ExportGameRequest> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_match_v1_match, 13);
+  messageDesc(file_fourkingdoms_match_v1_match, 15);
 
 /**
  * ExportGameResponse is a game record.
@@ -663,7 +719,7 @@ export type ExportGameResponse = Message<"fourkingdoms.match.v1.ExportGameRespon
  * Use `create(ExportGameResponseSchema)` to create a new message.
  */
 export const ExportGameResponseSchema: GenMessage<ExportGameResponse> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_match_v1_match, 14);
+  messageDesc(file_fourkingdoms_match_v1_match, 16);
 
 /**
  * AbortMatchRequest ends a match without result.
@@ -691,7 +747,7 @@ export type AbortMatchRequest = Message<"fourkingdoms.match.v1.AbortMatchRequest
  * Use `create(AbortMatchRequestSchema)` to create a new message.
  */
 export const AbortMatchRequestSchema: GenMessage<AbortMatchRequest> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_match_v1_match, 15);
+  messageDesc(file_fourkingdoms_match_v1_match, 17);
 
 /**
  * AbortMatchResponse is the aborted match.
@@ -712,7 +768,7 @@ export type AbortMatchResponse = Message<"fourkingdoms.match.v1.AbortMatchRespon
  * Use `create(AbortMatchResponseSchema)` to create a new message.
  */
 export const AbortMatchResponseSchema: GenMessage<AbortMatchResponse> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_match_v1_match, 16);
+  messageDesc(file_fourkingdoms_match_v1_match, 18);
 
 /**
  * MatchStatus is the life-cycle state of a match.
@@ -843,6 +899,26 @@ export const MatchService: GenService<{
     methodKind: "unary";
     input: typeof ResignRequestSchema;
     output: typeof ResignResponseSchema;
+  },
+  /**
+   * ClaimWin ends the match won by the caller's seat, when the rule set
+   * allows claims (chesscom-ffa), exactly two live players remain and the
+   * caller's seat leads the other by more than 20 points, at any time, also
+   * out of turn (docs/rules.md section 8.3). Points stand; the claimer
+   * receives +20 for every zombie king and for the other live player's
+   * king.
+   *
+   * Errors: PERMISSION_DENIED (the caller holds no seat), FAILED_PRECONDITION
+   * (CLAIM_NOT_ALLOWED with the reason in the message; MATCH_OVER, also the
+   * answer to a retried claim that already succeeded), ABORTED (lost a
+   * race: retry).
+   *
+   * @generated from rpc fourkingdoms.match.v1.MatchService.ClaimWin
+   */
+  claimWin: {
+    methodKind: "unary";
+    input: typeof ClaimWinRequestSchema;
+    output: typeof ClaimWinResponseSchema;
   },
   /**
    * WatchMatch streams a match as it happens.
