@@ -18,7 +18,9 @@ type Endpoint struct {
 }
 
 // Pod is an endpoint for pods with labels in namespace ns.
-func Pod(ns string, labels map[string]string) Endpoint { return Endpoint{Namespace: ns, Labels: labels} }
+func Pod(ns string, labels map[string]string) Endpoint {
+	return Endpoint{Namespace: ns, Labels: labels}
+}
 
 // IP is an endpoint outside the cluster.
 func IP(addr string) Endpoint { return Endpoint{IP: addr} }
@@ -155,4 +157,3 @@ func (s *Set) PodLabels(name string) (map[string]string, error) {
 	}
 	return nil, fmt.Errorf("no workload %s", name)
 }
-
