@@ -305,7 +305,7 @@ func CheckServiceSelectors(s *Set) []error {
 			}
 		}
 		if len(pods) == 0 {
-			errs = append(errs, fmt.Errorf("Service/%s: selector %v matches no workload", svc.Name, svc.Spec.Selector))
+			errs = append(errs, fmt.Errorf("service %s: selector %v matches no workload", svc.Name, svc.Spec.Selector))
 			continue
 		}
 		for _, p := range svc.Spec.Ports {
@@ -314,7 +314,7 @@ func CheckServiceSelectors(s *Set) []error {
 			}
 			for _, pod := range pods {
 				if !slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return portNumber(c, p.TargetPort.StrVal) != 0 }) {
-					errs = append(errs, fmt.Errorf("Service/%s: targetPort %q is not a port of pods %v", svc.Name, p.TargetPort.StrVal, pod.Labels))
+					errs = append(errs, fmt.Errorf("service %s: targetPort %q is not a port of pods %v", svc.Name, p.TargetPort.StrVal, pod.Labels))
 				}
 			}
 		}
@@ -330,12 +330,12 @@ func CheckAvailability(s *Set) []error {
 	var errs []error
 	for _, h := range s.HPAs {
 		if h.Spec.MinReplicas != nil && *h.Spec.MinReplicas > h.Spec.MaxReplicas {
-			errs = append(errs, fmt.Errorf("HorizontalPodAutoscaler/%s: minReplicas %d above maxReplicas %d", h.Name, *h.Spec.MinReplicas, h.Spec.MaxReplicas))
+			errs = append(errs, fmt.Errorf("HPA %s: minReplicas %d above maxReplicas %d", h.Name, *h.Spec.MinReplicas, h.Spec.MaxReplicas))
 		}
 	}
 	for _, d := range s.Deployments {
 		fail := func(format string, args ...any) {
-			errs = append(errs, fmt.Errorf("Deployment/%s: %s", d.Name, fmt.Sprintf(format, args...)))
+			errs = append(errs, fmt.Errorf("deployment %s: %s", d.Name, fmt.Sprintf(format, args...)))
 		}
 		i := slices.IndexFunc(s.HPAs, func(h autoscalingv2.HorizontalPodAutoscaler) bool {
 			return h.Spec.ScaleTargetRef.Kind == "Deployment" && h.Spec.ScaleTargetRef.Name == d.Name
