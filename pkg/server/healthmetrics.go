@@ -38,7 +38,7 @@ func (s *Server) registerHealthMetrics(m metric.Meter) error {
 		o.ObserveInt64(ready, v)
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		for c := range s.components {
+		for c := range s.reported {
 			v := int64(0)
 			if _, ok := s.failing[c]; ok {
 				v = 1

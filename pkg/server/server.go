@@ -49,15 +49,15 @@ type Server struct {
 	watchStop chan struct{}
 	calls     *inflight
 
-	mu         sync.Mutex
-	statuses   map[string]bool  // per gRPC service; "" is derived
-	failing    map[string]error // components reported failing (Report); empty when ready
-	components map[string]bool  // every component ever reported, for server_component_failing
-	stopping   bool
-	grpcLis    net.Listener
-	adminLis   net.Listener
-	workers    []worker
-	serveOnce  bool
+	mu        sync.Mutex
+	statuses  map[string]bool  // per gRPC service; "" is derived
+	failing   map[string]error // components reported failing (Report); empty when ready
+	reported  map[string]bool  // every component ever reported, for server_component_failing
+	stopping  bool
+	grpcLis   net.Listener
+	adminLis  net.Listener
+	workers   []worker
+	serveOnce bool
 }
 
 type worker struct {
@@ -81,16 +81,16 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts Options) (*Serv
 		return nil, err
 	}
 	s := &Server{
-		cfg:        cfg,
-		log:        log,
-		keys:       keys,
-		tel:        tel,
-		hs:         health.NewServer(),
-		watchStop:  make(chan struct{}),
-		calls:      newInflight(),
-		statuses:   make(map[string]bool),
-		failing:    make(map[string]error),
-		components: make(map[string]bool),
+		cfg:       cfg,
+		log:       log,
+		keys:      keys,
+		tel:       tel,
+		hs:        health.NewServer(),
+		watchStop: make(chan struct{}),
+		calls:     newInflight(),
+		statuses:  make(map[string]bool),
+		failing:   make(map[string]error),
+		reported:  make(map[string]bool),
 	}
 	if err := s.registerHealthMetrics(tel.meter.Meter("github.com/fourkingdoms/fourkingdoms/pkg/server")); err != nil {
 		return nil, errors.Join(err, tel.shutdown(ctx))
@@ -219,7 +219,7 @@ func (s *Server) publishLocked() {
 func (s *Server) Report(component string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.components[component] = true
+	s.reported[component] = true
 	prev, wasFailing := s.failing[component]
 	switch {
 	case err != nil && !wasFailing:
