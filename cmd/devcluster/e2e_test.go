@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +28,7 @@ import (
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/matchcheck"
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/pty"
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/workspace"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
@@ -87,6 +90,15 @@ func TestMakeRunPlaysAFullGameAgainstBots(t *testing.T) {
 	if got := l.fk("rating"); !strings.Contains(got, "1 games") {
 		t.Errorf("fk rating said %q, want one game", got)
 	}
+	// A local run's leaderboard: nobody ranked yet, the guest listed in
+	// the provisional section on request, with the games still needed;
+	// bots never.
+	if got := l.fk("leaderboard"); !strings.Contains(got, "nobody is ranked yet") || !strings.Contains(got, "1 provisional player not shown: fk leaderboard --provisional") {
+		t.Errorf("fk leaderboard after one game said:\n%s", got)
+	}
+	if got := l.fk("leaderboard", "--provisional"); !strings.Contains(got, "provisional (1 player") || !regexp.MustCompile(`1\. E2E Guest +\d+  1 games, about \d+ more`).MatchString(got) {
+		t.Errorf("fk leaderboard --provisional after one game said:\n%s", got)
+	}
 	// The history script runs on the embedded store too.
 	hist, err := l.rating.GetRatingHistory(l.ctx, &ratingv1.GetRatingHistoryRequest{RuleSet: ruleSet, PlayerId: res.PlayerID})
 	if err != nil {
@@ -98,6 +110,7 @@ func TestMakeRunPlaysAFullGameAgainstBots(t *testing.T) {
 	l = l.restart(res)
 	l.playInteractive(true)
 	l.playInteractive(false)
+	l.checkEdge()
 	l.shutdown()
 }
 
@@ -212,30 +225,37 @@ func (l *launched) checkExits() {
 	}
 }
 
-// playInteractive plays a game on the interactive board, as a person
-// would from a terminal (stdin and stdout are pipes here; the board does
-// not need a terminal): it waits for the board, resigns (confirming), and
-// follows the zombie game to its end. The screens must show the match id,
-// the legend and the moves; the final result is printed once in plain
-// mode (colour mode redraws the screen in place).
+// playInteractive plays a game on the interactive board as a person at a
+// terminal does: fk runs on a pseudo-terminal of 120 columns and 50 rows
+// (package pty), so it finds a terminal on its streams, what is typed is
+// echoed, the Enter key sends "\r", and the screen gets "\r\n" line ends,
+// exactly what a terminal emulator would be given. It waits for the
+// board, resigns (confirming), and follows the zombie game to its end.
+// The screens must show the match id, the legend and the moves; the final
+// result is printed once in plain mode (colour mode redraws the screen in
+// place). The capture is logged from the last board on; with
+// FK_SCREEN_CAPTURES=DIR the whole byte stream is kept in DIR (play-plain.txt,
+// play-colour.ansi: `cat` one in a terminal to see it as the player did).
 func (l *launched) playInteractive(plain bool) {
 	l.t.Helper()
 	args := []string{"play", "--queue", "fourkingdoms/1+0"}
 	if plain {
 		args = append(args, "--plain") // a global flag after the command
 	}
-	env := slices.DeleteFunc(slices.Clone(l.fkEnv), func(kv string) bool { return strings.HasPrefix(kv, "NO_COLOR=") })
+	env := slices.DeleteFunc(slices.Clone(l.fkEnv), func(kv string) bool { return strings.HasPrefix(kv, "NO_COLOR=") || strings.HasPrefix(kv, "TERM=") })
 	cmd := exec.CommandContext(l.ctx, l.fkBin, args...)
-	cmd.Env = env
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	stdin, err := cmd.StdinPipe()
+	cmd.Env = append(env, "TERM=xterm-256color")
+	term, err := pty.Start(cmd, pty.Size{Rows: 50, Cols: 120})
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		l.t.Fatal(err)
-	}
+	defer term.Close()
+	out := &syncBuffer{}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(out, term) // ends with io.EOF when fk exits
+	}()
 	waitFor := func(what string) {
 		l.t.Helper()
 		deadline := time.Now().Add(2 * time.Minute)
@@ -246,13 +266,30 @@ func (l *launched) playInteractive(plain bool) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	typeLine := func(line string) {
+		l.t.Helper()
+		if _, err := io.WriteString(term, line+"\r"); err != nil {
+			l.t.Fatal(err)
+		}
+	}
 	waitFor("legend:")
-	fmt.Fprintln(stdin, "resign")
+	typeLine("resign")
 	waitFor("resign?")
-	fmt.Fprintln(stdin, "resign")
+	typeLine("resign")
 	waitFor("you resigned")
 	err = cmd.Wait()
+	select {
+	case <-copied:
+	case <-time.After(10 * time.Second):
+		l.t.Errorf("the terminal stayed open after fk ended")
+	}
 	screen := out.String()
+	if dir := os.Getenv("FK_SCREEN_CAPTURES"); dir != "" {
+		name := map[bool]string{true: "play-plain.txt", false: "play-colour.ansi"}[plain]
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(screen), 0o644); err != nil {
+			l.t.Error(err)
+		}
+	}
 	if err != nil {
 		l.t.Fatalf("fk play (plain %v): %v\n%s", plain, err, screen)
 	}
@@ -262,10 +299,15 @@ func (l *launched) playInteractive(plain bool) {
 	}
 	id := strings.Fields(screen[i+len("matched: match "):])[0]
 	id = strings.TrimSuffix(id, ",")
-	for _, want := range []string{"match " + id + " · ", "legend:", "moves since your last turn:", "game over (", "fk watch " + id, "fk export " + id} {
+	for _, want := range []string{"match " + id + " · ", "legend:", "moves since your last turn:", "game over (", "fk watch " + id, "fk export " + id,
+		"resign\r\n", // the terminal echoed what was typed
+	} {
 		if !strings.Contains(screen, want) {
 			l.t.Errorf("the screens (plain %v) lack %q:\n%s", plain, want, screen)
 		}
+	}
+	if strings.Contains(strings.ReplaceAll(screen, "\r\n", ""), "\n") {
+		l.t.Errorf("a line end reached the terminal without its carriage return (plain %v): not a terminal's output", plain)
 	}
 	hasANSI := strings.Contains(screen, "\x1b[")
 	if plain == hasANSI {
@@ -347,6 +389,9 @@ func TestFinishedGameMovesRatingsAndLeaderboard(t *testing.T) {
 			}) {
 				t.Fatalf("leaderboard before the deciding game = %v, want the four established rivals", before)
 			}
+			if prov := l.section(ratingv1.LeaderboardSection_LEADERBOARD_SECTION_PROVISIONAL); len(prov) != 1 || prov[0].GetPlayer().GetPlayerId() != guest || !prov[0].GetProvisional() {
+				t.Fatalf("provisional section before the deciding game = %v, want the guest alone", prov)
+			}
 
 			// Bots only fill the seats of people who wait, so nobody else
 			// plays meanwhile: the counts before the second game are those
@@ -382,6 +427,9 @@ func TestFinishedGameMovesRatingsAndLeaderboard(t *testing.T) {
 			if len(after) != len(rivals)+1 || i < 0 || i+1 != int(rank) || after[i].GetRank() != rank ||
 				after[i].GetDisplayRating() != r.GetDisplayRating() || after[i].GetMu() != r.GetMu() || after[i].GetGamesPlayed() != 30 {
 				t.Fatalf("leaderboard after the guest's 30th game = %v, want the guest (%v) at rank %d among the rivals %v", after, r, rank, before)
+			}
+			if prov := l.section(ratingv1.LeaderboardSection_LEADERBOARD_SECTION_PROVISIONAL); len(prov) != 0 {
+				t.Fatalf("provisional section after the guest's 30th game = %v, want it empty (the guest moved to the ranked section)", prov)
 			}
 			l.shutdown()
 		})
@@ -443,7 +491,7 @@ func launchIn(t *testing.T, dir string, getenv func(string) string) *launched {
 	ready := make(chan cluster, 1)
 	go func() {
 		l.runErr <- run(runCtx, []string{
-			"-dir", filepath.Join(dir, "run"), "-base-port", "0",
+			"-dir", filepath.Join(dir, "run"), "-base-port", "0", "-web-port", "0",
 			"-queues", "fourkingdoms 1+0 bots=1s", "-bots", "3", "-bot-think", "0s", "-log-level", "warn",
 		}, getenv, l.out, func(c cluster) { ready <- c })
 	}()
@@ -567,9 +615,15 @@ func (l *launched) getRating(id string) *ratingv1.Rating {
 // leaderboard returns the first page of the pool's leaderboard.
 func (l *launched) leaderboard() []*ratingv1.LeaderboardEntry {
 	l.t.Helper()
-	resp, err := l.rating.GetLeaderboard(l.ctx, &ratingv1.GetLeaderboardRequest{RuleSet: ruleSet, PageSize: 100})
+	return l.section(ratingv1.LeaderboardSection_LEADERBOARD_SECTION_UNSPECIFIED)
+}
+
+// section returns the first page of a section of the pool's leaderboard.
+func (l *launched) section(sec ratingv1.LeaderboardSection) []*ratingv1.LeaderboardEntry {
+	l.t.Helper()
+	resp, err := l.rating.GetLeaderboard(l.ctx, &ratingv1.GetLeaderboardRequest{RuleSet: ruleSet, PageSize: 100, Section: sec})
 	if err != nil {
-		l.t.Fatalf("leaderboard: %v", err)
+		l.t.Fatalf("leaderboard section %v: %v", sec, err)
 	}
 	return resp.GetEntries()
 }

@@ -8,16 +8,19 @@
 // Redis-compatible store unless REDIS_ADDR or REDIS_CLUSTER_ADDRS names a
 // real one (its data is loaded from <dir>/store.snapshot and saved there
 // every 30 s and on stop; -fresh deletes it first), starts the rating, match and matchmaking services as separate
-// processes, waits until each reports SERVING, and runs a pool of bots that
-// fill the empty seats of people who wait. It prints the addresses and the
-// commands to play, then runs until Ctrl-C, when it stops everything it
-// started: bots first, then each service (SIGTERM to its process group,
-// graceful drain, SIGKILL after a grace period), then the store.
+// processes, waits until each reports SERVING, serves the edge (one
+// origin, port 8080 by default: the web app from web/dist and every public
+// RPC, see pkg/edge), and runs a pool of bots that fill the empty seats of
+// people who wait. It prints the addresses and the commands to play, the
+// browser's first, then runs until Ctrl-C, when it stops everything it
+// started: the edge and the bots first, then each service (SIGTERM to its
+// process group, graceful drain, SIGKILL after a grace period), then the
+// store.
 //
 // Usage (from the repository; every flag also reads the environment
 // variable shown by -h):
 //
-//	go run ./cmd/devcluster [-dir .run] [-base-port 8081] [-bots 6] [-bot-level greedy] [-build=false] [-fresh]
+//	go run ./cmd/devcluster [-dir .run] [-web-port 8080] [-base-port 8081] [-bots 6] [-bot-level greedy] [-build=false] [-fresh]
 //
 // Ctrl-C is the normal way to stop it and ends it with status 0.
 package main
@@ -48,6 +51,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/devredis"
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/workspace"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/edge"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
 )
@@ -78,6 +82,12 @@ type config struct {
 	// take the next two, their admin listeners BasePort+1010 and up. 0
 	// picks free ports (tests).
 	BasePort int
+	// WebPort is the edge's port: the web app and every public RPC on one
+	// origin. 0 picks a free port (tests).
+	WebPort int
+	// WebDir is the built web app the edge serves; relative to the
+	// repository.
+	WebDir string
 	// RedisAddr / RedisClusterAddrs select a real Redis; with neither the
 	// launcher serves an embedded store.
 	RedisAddr         string
@@ -109,6 +119,8 @@ func defaultConfig() config {
 	return config{
 		Dir:      ".run",
 		BasePort: 8081,
+		WebPort:  8080,
+		WebDir:   filepath.Join("web", "dist"),
 		Queues:   "fourkingdoms 5+5 bots=5s;fourkingdoms 1+0 bots=3s",
 		Bots:     6,
 		BotLevel: string(brain.Greedy),
@@ -125,6 +137,8 @@ func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b := envflag.New(fs, getenv)
 	b.String(&c.Dir, "dir", "DEV_DIR", "directory for binaries, logs and the dev key set (git-ignored)")
 	b.Int(&c.BasePort, "base-port", "DEV_BASE_PORT", "match gRPC port; matchmaking +1, rating +2, admin ports +1010 (0: free ports)")
+	b.Int(&c.WebPort, "web-port", "DEV_WEB_PORT", "the edge's port: the web app and every public RPC on one origin (0: a free port)")
+	b.String(&c.WebDir, "web-dir", "DEV_WEB_DIR", "the built web app the edge serves, relative to the repository")
 	b.String(&c.RedisAddr, "redis-addr", "REDIS_ADDR", "real standalone Redis (default: embedded store)")
 	b.String(&c.RedisClusterAddrs, "redis-cluster-addrs", "REDIS_CLUSTER_ADDRS", "real Redis Cluster seed nodes, comma separated")
 	b.String(&c.Queues, "queues", "MM_QUEUES", `matchmaking queues, ";"-separated "<rule set> <time control> bots=<wait>"`)
@@ -147,6 +161,9 @@ func (c config) validate() error {
 	if c.BasePort < 0 || c.BasePort > 65535-1015 {
 		errs = append(errs, fmt.Errorf("base port %d out of range", c.BasePort))
 	}
+	if c.WebPort < 0 || c.WebPort > 65535 {
+		errs = append(errs, fmt.Errorf("web port %d out of range", c.WebPort))
+	}
 	if c.Bots < 0 {
 		errs = append(errs, fmt.Errorf("bots must be >= 0, got %d", c.Bots))
 	}
@@ -164,6 +181,11 @@ func (c config) validate() error {
 
 // cluster is what a running local cluster offers (for the banner and tests).
 type cluster struct {
+	// Web is the edge's URL ("http://localhost:8080"): the web app and
+	// every public RPC.
+	Web string
+	// WebBuilt says whether the edge has a web app to serve.
+	WebBuilt  bool
 	Endpoints client.Endpoints
 	// Admin are the admin HTTP addresses by service name.
 	Admin map[string]string
@@ -262,6 +284,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	admin := func(name string) string { return "localhost:" + strconv.Itoa(ports[name+"-admin"]) }
 	cl.Endpoints = client.Endpoints{Match: addr("match"), Matchmaking: addr("matchmaking"), Rating: addr("rating")}
 
+	// The edge's port is bound before any service starts: a port in use
+	// (another `make run`?) stops the launcher at once.
+	webDir := cfg.WebDir
+	if !filepath.IsAbs(webDir) {
+		webDir = filepath.Join(repo, webDir)
+	}
+	edgeLis, err := net.Listen("tcp", "localhost:"+strconv.Itoa(cfg.WebPort))
+	if err != nil {
+		return fmt.Errorf("the web port: %w\nis another `make run` running? Stop it, or pick another port with -web-port (DEV_WEB_PORT)", err)
+	}
+	edgeServing := false
+	defer func() {
+		if !edgeServing {
+			edgeLis.Close()
+		}
+	}()
+	cl.Web = "http://localhost:" + strconv.Itoa(edgeLis.Addr().(*net.TCPAddr).Port)
+
 	var procs []*proc
 	defer func() {
 		if err := stopAll(procs, cfg.Grace); err != nil {
@@ -303,6 +343,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		cl.Admin[name] = admin(name)
 		cl.Pids = append(cl.Pids, p.cmd.Process.Pid)
 	}
+
+	front, err := edge.New(edge.Config{
+		Services: map[edge.Backend]string{edge.Match: addr("match"), edge.Matchmaking: addr("matchmaking"), edge.Rating: addr("rating")},
+		WebDir:   webDir,
+		Log:      log,
+	})
+	if err != nil {
+		return err
+	}
+	// Deferred after the services' stop, so run before it: browsers lose
+	// their streams first, and no call reaches a stopping service.
+	edgeCtx, stopEdge := context.WithCancel(context.WithoutCancel(ctx))
+	edgeDone := make(chan error, 1)
+	edgeServing = true
+	go func() { edgeDone <- edge.Serve(edgeCtx, edgeLis, front) }()
+	defer func() {
+		stopEdge()
+		if err := <-edgeDone; err != nil {
+			fmt.Fprintln(stdout, "edge:", err)
+		}
+	}()
+	_, err = os.Stat(filepath.Join(webDir, "index.html"))
+	cl.WebBuilt = err == nil
 
 	botCtx, stopBots := context.WithCancel(ctx)
 	botsDone := make(chan struct{})
@@ -518,7 +581,13 @@ func banner(w io.Writer, cfg config, cl cluster) {
 		store = "Redis " + cfg.RedisAddr + cfg.RedisClusterAddrs
 	}
 	ep := cl.Endpoints
+	// The browser first: it is what a newcomer opens.
+	fmt.Fprintf(w, "\nPlay in your browser: %s\n", cl.Web)
+	if !cl.WebBuilt {
+		fmt.Fprintf(w, "  (the web app is not built: %s has no index.html; `make web` builds it)\n", cfg.WebDir)
+	}
 	fmt.Fprintf(w, "\nFour Kingdoms is running on %s.\n", store)
+	fmt.Fprintf(w, "  web app + all RPCs  %-16s gRPC, gRPC-Web and Connect by path (docs/web.md)\n", strings.TrimPrefix(cl.Web, "http://"))
 	fmt.Fprintf(w, "  matchmaking + auth  %-16s admin http://%s/metrics\n", ep.Matchmaking, cl.Admin["matchmaking"])
 	fmt.Fprintf(w, "  match               %-16s admin http://%s/metrics\n", ep.Match, cl.Admin["match"])
 	fmt.Fprintf(w, "  rating              %-16s admin http://%s/metrics\n", ep.Rating, cl.Admin["rating"])

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"time"
 
@@ -298,7 +299,8 @@ func ratingLine(r *ratingv1.Rating) string {
 func (a *app) leaderboard(ctx context.Context, args []string) error {
 	fs := a.flags("leaderboard")
 	ruleSet := fs.String("rule-set", "fourkingdoms", "rating pool (rule set)")
-	size := fs.Int("size", 20, "entries to show (at most 100)")
+	size := fs.Int("size", 20, "entries to show per section (at most 100)")
+	provisional := fs.Bool("provisional", false, "also list the players whose rating is still provisional, in their own section")
 	operands, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -311,17 +313,75 @@ func (a *app) leaderboard(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
-	resp, err := c.Rating.GetLeaderboard(ctx, &ratingv1.GetLeaderboardRequest{RuleSet: *ruleSet, PageSize: int32(*size)})
+	get := func(section ratingv1.LeaderboardSection, size int) (*ratingv1.GetLeaderboardResponse, error) {
+		resp, err := c.Rating.GetLeaderboard(ctx, &ratingv1.GetLeaderboardRequest{RuleSet: *ruleSet, PageSize: int32(size), Section: section})
+		if err != nil {
+			return nil, fmt.Errorf("leaderboard: %w", err)
+		}
+		return resp, nil
+	}
+	ranked, err := get(ratingv1.LeaderboardSection_LEADERBOARD_SECTION_RANKED, *size)
 	if err != nil {
-		return fmt.Errorf("leaderboard: %w", err)
+		return err
 	}
-	if len(resp.GetEntries()) == 0 {
-		fmt.Fprintln(a.stdout, "nobody on the leaderboard yet: provisional players are left out (fk rating shows how many games a player still needs)")
+	// Without --provisional one entry is enough: the section's size says
+	// how many players are left out.
+	provSize := 1
+	if *provisional {
+		provSize = *size
 	}
-	for _, e := range resp.GetEntries() {
-		fmt.Fprintf(a.stdout, "%3d. %-24s %5d  %d games\n", e.GetRank(), e.GetPlayer().GetDisplayName(), e.GetDisplayRating(), e.GetGamesPlayed())
+	prov, err := get(ratingv1.LeaderboardSection_LEADERBOARD_SECTION_PROVISIONAL, provSize)
+	if err != nil {
+		return err
 	}
+	writeLeaderboard(a.stdout, ranked, prov, *provisional)
 	return nil
+}
+
+// writeLeaderboard prints the ranked section and, with showProvisional,
+// the provisional section under it (each player with the games they still
+// need); otherwise a line saying how many provisional players are left
+// out and how to list them.
+func writeLeaderboard(w io.Writer, ranked, prov *ratingv1.GetLeaderboardResponse, showProvisional bool) {
+	entry := func(e *ratingv1.LeaderboardEntry) string {
+		return fmt.Sprintf("%3d. %-24s %5d  %d games", e.GetRank(), cmp.Or(e.GetPlayer().GetDisplayName(), e.GetPlayer().GetPlayerId()), e.GetDisplayRating(), e.GetGamesPlayed())
+	}
+	more := func(shown int, total uint32) {
+		if n := int(total) - shown; n > 0 {
+			fmt.Fprintf(w, "     ... and %d more (--size shows up to 100)\n", n)
+		}
+	}
+	if len(ranked.GetEntries()) == 0 {
+		fmt.Fprintln(w, "nobody is ranked yet: a rating is provisional until it is established (fk rating shows how many games a player still needs)")
+	}
+	for _, e := range ranked.GetEntries() {
+		fmt.Fprintln(w, entry(e))
+	}
+	more(len(ranked.GetEntries()), ranked.GetSectionSize())
+	n := prov.GetSectionSize()
+	switch {
+	case n == 0:
+		return
+	case !showProvisional:
+		fmt.Fprintf(w, "%d provisional %s not shown: fk leaderboard --provisional lists them\n", n, plural(int(n), "player", "players"))
+		return
+	}
+	fmt.Fprintf(w, "\nprovisional (%d %s, ranked once established):\n", n, plural(int(n), "player", "players"))
+	for _, e := range prov.GetEntries() {
+		line := entry(e)
+		if g := e.GetGamesToEstablish(); g > 0 {
+			line += fmt.Sprintf(", about %d more", g)
+		}
+		fmt.Fprintln(w, line)
+	}
+	more(len(prov.GetEntries()), n)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // findMatch waits in queue. With live set it keeps a status line that

@@ -368,3 +368,57 @@ func TestRatingLine(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteLeaderboard: fk leaderboard says how many provisional players
+// it leaves out, and with --provisional lists them in their own section
+// with the games they still need (issue 24 item 17).
+func TestWriteLeaderboard(t *testing.T) {
+	t.Parallel()
+	entry := func(rank uint32, name string, rating int32, games, toGo uint32) *ratingv1.LeaderboardEntry {
+		return &ratingv1.LeaderboardEntry{Rank: rank, Player: &gamev1.Player{PlayerId: "id-" + name, DisplayName: name},
+			DisplayRating: rating, GamesPlayed: games, Provisional: toGo > 0, GamesToEstablish: toGo}
+	}
+	ranked := &ratingv1.GetLeaderboardResponse{SectionSize: 3, Entries: []*ratingv1.LeaderboardEntry{
+		entry(1, "Alice", 1712, 80, 0), entry(2, "Bob", 1650, 41, 0)}}
+	prov := &ratingv1.GetLeaderboardResponse{SectionSize: 2, Entries: []*ratingv1.LeaderboardEntry{
+		entry(1, "Carol", 1540, 3, 54), entry(2, "", 1499, 1, 56)}}
+	none := &ratingv1.GetLeaderboardResponse{}
+	tests := []struct {
+		name            string
+		ranked, prov    *ratingv1.GetLeaderboardResponse
+		showProvisional bool
+		want            string
+	}{
+		{"ranked only, provisional players counted", ranked, &ratingv1.GetLeaderboardResponse{SectionSize: 2, Entries: prov.Entries[:1]}, false,
+			"  1. Alice                     1712  80 games\n" +
+				"  2. Bob                       1650  41 games\n" +
+				"     ... and 1 more (--size shows up to 100)\n" +
+				"2 provisional players not shown: fk leaderboard --provisional lists them\n"},
+		{"both sections", ranked, prov, true,
+			"  1. Alice                     1712  80 games\n" +
+				"  2. Bob                       1650  41 games\n" +
+				"     ... and 1 more (--size shows up to 100)\n" +
+				"\nprovisional (2 players, ranked once established):\n" +
+				"  1. Carol                     1540  3 games, about 54 more\n" +
+				"  2. id-                       1499  1 games, about 56 more\n"},
+		{"a new pool: nobody ranked", none, &ratingv1.GetLeaderboardResponse{SectionSize: 1, Entries: prov.Entries[:1]}, false,
+			"nobody is ranked yet: a rating is provisional until it is established (fk rating shows how many games a player still needs)\n" +
+				"1 provisional player not shown: fk leaderboard --provisional lists them\n"},
+		{"a new pool with --provisional", none, &ratingv1.GetLeaderboardResponse{SectionSize: 1, Entries: prov.Entries[:1]}, true,
+			"nobody is ranked yet: a rating is provisional until it is established (fk rating shows how many games a player still needs)\n" +
+				"\nprovisional (1 player, ranked once established):\n" +
+				"  1. Carol                     1540  3 games, about 54 more\n"},
+		{"nobody at all", none, none, true,
+			"nobody is ranked yet: a rating is provisional until it is established (fk rating shows how many games a player still needs)\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var b strings.Builder
+			writeLeaderboard(&b, tt.ranked, tt.prov, tt.showProvisional)
+			if b.String() != tt.want {
+				t.Errorf("got:\n%s\nwant:\n%s", b.String(), tt.want)
+			}
+		})
+	}
+}

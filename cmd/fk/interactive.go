@@ -111,7 +111,7 @@ func (a *app) interactive(ctx context.Context, c *client.Client, found client.Fo
 	done := make(chan error, 1)
 	var final *matchv1.Match
 	go func() {
-		m, err := c.Follow(fctx, found.MatchID, client.FollowOptions{RefreshBoard: true, Check: true}, func(u client.Update) error {
+		m, err := c.Follow(fctx, found.MatchID, client.FollowOptions{RefreshBoard: true, Check: true, Seat: found.Seat}, func(u client.Update) error {
 			select {
 			case updates <- u:
 			case <-fctx.Done():

@@ -10,7 +10,7 @@
 //	fk [global flags] watch MATCH
 //	fk [global flags] export MATCH
 //	fk [global flags] rating [PLAYER] [--rule-set NAME]
-//	fk [global flags] leaderboard [--rule-set NAME] [--size N]
+//	fk [global flags] leaderboard [--rule-set NAME] [--size N] [--provisional]
 //
 // Global flags (and their environment variables): --home (FK_HOME, where the
 // session token is kept), --matchmaking, --match, --rating (FK_MATCHMAKING_ADDR,
@@ -96,7 +96,9 @@ commands:
   watch MATCH                                   follow a match live
   export MATCH                                  print a match as PGN4
   rating [PLAYER] [--rule-set NAME]             a player's rating (default: you)
-  leaderboard [--rule-set NAME] [--size N]      the best rated players
+  leaderboard [--rule-set NAME] [--size N] [--provisional]
+                                                the best rated players (--provisional: also those
+                                                whose rating is still provisional, in their own section)
 
 global flags (before or after the command):`
 

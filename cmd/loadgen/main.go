@@ -26,10 +26,18 @@
 // MakeMove to the moment a stream received an event it caused (what the
 // other three players feel; the mover's own stream counts too).
 //
+// With -check-sample N every Nth game is also followed by a spectator
+// through the event-contract checker (cmd/internal/matchcheck, as the bots
+// and fk do): its events replayed with the rules engine, the legal moves
+// offered, and at its end the PGN4 export re-imported and a stream from
+// version 1 compared with the live one. loadgen reports how many sampled
+// games passed and fails the run on any violation.
+//
 //	loadgen -write-keys /tmp/keys.json   # then start the service with AUTH_KEYS_FILE=/tmp/keys.json
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 50 -duration 30s -redis 127.0.0.1:6379
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 1000 -think 1s -duration 30s
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 200 -think 1s -duration 30s -watch
+//	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 20 -duration 30s -check-sample 5
 package main
 
 import (
@@ -58,6 +66,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/matchcheck"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
@@ -87,6 +97,8 @@ type options struct {
 	baseline time.Duration
 	grpcBase bool
 	watch    bool
+	// checkSample > 0 follows every checkSample-th game through the checker.
+	checkSample int
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -104,6 +116,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&o.baseline, "baseline-duration", 5*time.Second, "baseline measurement time")
 	fs.BoolVar(&o.grpcBase, "grpc-baseline", false, "also measure a bare unary gRPC call (health Check, in-process server) from 50 callers")
 	fs.BoolVar(&o.watch, "watch", false, "also watch every game from each seat and report the move-to-watcher delay")
+	fs.IntVar(&o.checkSample, "check-sample", 0, "follow every Nth game through the event-contract checker and fail on a violation (0: none)")
 	writeKeys := fs.String("write-keys", "", "write a fresh key set to this file for the service and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write the load tool's own CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
@@ -116,8 +129,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return ks.WriteFile(*writeKeys)
 	}
-	if o.keys == "" || o.games < 1 || o.conns < 1 {
-		return errors.New("need -keys, -games >= 1 and -conns >= 1")
+	if o.keys == "" || o.games < 1 || o.conns < 1 || o.checkSample < 0 {
+		return errors.New("need -keys, -games >= 1, -conns >= 1 and -check-sample >= 0")
 	}
 	ks, err := auth.LoadFile(o.keys)
 	if err != nil {
@@ -147,6 +160,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := lg.tokens(); err != nil {
 		return err
 	}
+	if o.checkSample > 0 {
+		// The checker's spectator has its own connection and token.
+		tok, _, err := ks.Sign(auth.Identity{Subject: "lg-checker", Role: auth.RolePlayer, Bot: true}, time.Now(), 24*time.Hour)
+		if err != nil {
+			return err
+		}
+		cc, err := grpc.NewClient(o.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithPerRPCCredentials(auth.BearerToken(tok, true)))
+		if err != nil {
+			return err
+		}
+		defer cc.Close()
+		lg.checker = &client.Client{Match: matchv1.NewMatchServiceClient(cc)}
+	}
 	res := lg.drive(ctx)
 	fmt.Fprintf(out, "games=%d think=%v warmup=%v duration=%v\n", o.games, o.think, o.warmup, res.elapsed.Round(time.Millisecond))
 	fmt.Fprintf(out, "moves=%d moves/s=%.0f games finished=%d\n", len(res.lat), float64(len(res.lat))/res.elapsed.Seconds(), res.finished)
@@ -166,6 +193,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(lg.codes) > 0 {
 		fmt.Fprintf(out, "errors by code: %v\n", lg.codes)
 	}
+	var violated error
+	if o.checkSample > 0 {
+		c := lg.checks
+		fmt.Fprintf(out, "check games=%d passed=%d unfinished=%d violations=%d\n", c.games, c.passed, c.unfinished, len(c.violations))
+		for _, v := range c.violations {
+			fmt.Fprintf(out, "check violation: %v\n", v)
+		}
+		if len(c.violations) > 0 {
+			violated = fmt.Errorf("%d sampled games broke the event contract", len(c.violations))
+		}
+	}
 	if o.redis != "" || o.cluster != "" {
 		ops, err := baseline(ctx, o)
 		if err != nil {
@@ -182,7 +220,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "baseline gRPC unary (empty handler, in-process server, 50 callers, %d conns): %.0f calls/s, client and server CPU %.1f µs/call\n",
 			o.conns, calls.perSec, calls.cpuPerOp)
 	}
-	return nil
+	return violated
 }
 
 type loadgen struct {
@@ -192,8 +230,58 @@ type loadgen struct {
 	svcTok grpc.CallOption
 	seq    atomic.Int64
 
-	mu    sync.Mutex
-	codes map[codes.Code]int
+	// checker follows the sampled games (-check-sample).
+	checker *client.Client
+
+	mu     sync.Mutex
+	codes  map[codes.Code]int
+	checks checkStats
+}
+
+// checkStats tallies the games followed through the checker.
+type checkStats struct {
+	games, passed int
+	// unfinished games were still running when the run ended: checked up
+	// to there, without the end-of-game checks.
+	unfinished int
+	violations []error
+}
+
+// sample follows game id through the checker until it ends or stop is
+// called; wait reports the outcome once, after play stopped: finished
+// says whether the game ended (then the follower gets watchDrain to see
+// the end and run its final checks).
+func (lg *loadgen) sample(ctx context.Context, id string) (wait func(finished bool)) {
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() {
+		_, err := lg.checker.Follow(fctx, id, client.FollowOptions{Check: true}, func(client.Update) error { return nil })
+		done <- err
+	}()
+	return func(finished bool) {
+		if !finished {
+			cancel()
+		}
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(watchDrain):
+			cancel()
+			err = <-done
+		}
+		cancel()
+		lg.mu.Lock()
+		defer lg.mu.Unlock()
+		lg.checks.games++
+		switch {
+		case errors.Is(err, matchcheck.ErrViolation):
+			lg.checks.violations = append(lg.checks.violations, err)
+		case err == nil && finished:
+			lg.checks.passed++
+		default:
+			lg.checks.unfinished++
+		}
+	}
 }
 
 func (lg *loadgen) tokens() error {
@@ -297,6 +385,13 @@ func (lg *loadgen) play(ctx context.Context, c matchv1.MatchServiceClient, rng *
 	}
 	id := created.GetMatch().GetMatchId()
 	version := created.GetMatch().GetVersion() // the last version acknowledged to the mover
+	var g *rules.Game                          // the local mirror, below
+	if lg.checker != nil && (n-1)%int64(lg.o.checkSample) == 0 {
+		wait := lg.sample(ctx, id)
+		finished := false
+		defer func() { wait(finished) }()
+		defer func() { finished = g != nil && g.Over() }()
+	}
 	var w *gameWatch
 	if lg.o.watch {
 		w = lg.watch(ctx, c, id, seatTok)
@@ -309,7 +404,7 @@ func (lg *loadgen) play(ctx context.Context, c matchv1.MatchServiceClient, rng *
 	}
 	// The local mirror: no player resigns or flags, so no zombie (random)
 	// moves happen and the server's game follows the same moves exactly.
-	g, err := rules.NewGame(rules.FourKingdoms(), 0, "")
+	g, err = rules.NewGame(rules.FourKingdoms(), 0, "")
 	if err != nil {
 		return false, err
 	}

@@ -60,6 +60,9 @@ func TestRunAgainstMatchService(t *testing.T) {
 		"MATCH_KEY_PREFIX=" + redistest.Prefix(t),
 		"RATE_LIMIT_RPS=0",
 		"LOG_LEVEL=warn",
+		// Flags within a fifth of a second of the deadline (the
+		// time-loss endings).
+		"MATCH_KEEPER_INTERVAL=200ms",
 	})
 
 	t.Run("closed loop with baseline", func(t *testing.T) {
@@ -91,6 +94,23 @@ func TestRunAgainstMatchService(t *testing.T) {
 			t.Errorf("no watch lines with -watch:\n%s", out)
 		}
 	})
+
+	t.Run("sampled games through the checker", func(t *testing.T) {
+		// Random games from the standard start rarely end within the
+		// run: their events are checked up to the end of the run (a
+		// violation fails it); the endings below check whole games.
+		out := runLoadgen(ctx, t, "-addr", addr, "-keys", keys, "-games", "2", "-check-sample", "1",
+			"-warmup", "200ms", "-duration", "2s")
+		r, err := parseReport(out)
+		if err != nil {
+			t.Errorf("bad report: %v\n%s", err, out)
+		}
+		if r.checkGames < 1 {
+			t.Errorf("no game sampled with -check-sample 1:\n%s", out)
+		}
+	})
+
+	t.Run("endings through the checker", func(t *testing.T) { testEndings(ctx, t, addr, keys) })
 
 	t.Run("open loop with think time", func(t *testing.T) {
 		const games, think, duration = 4, 50 * time.Millisecond, 2 * time.Second
@@ -124,6 +144,7 @@ type report struct {
 	grpcBaseline float64
 	watched      bool // the -watch lines are present
 	delivered    int  // watch events delivered (and expected)
+	checkGames   int  // games sampled by -check-sample (0: no tally line)
 }
 
 var (
@@ -137,6 +158,8 @@ var (
 	delayLine    = regexp.MustCompile(`(?m)^watch delay p50=(\S+) p90=(\S+) p99=(\S+) max=(\S+)$`)
 	watchErrLine = regexp.MustCompile(`(?m)^watch errors=(\d+) gaps=\d+ repeated=\d+ snapshots=\d+ failed streams=\d+$`)
 	anyWatchLine = regexp.MustCompile(`(?m)^watch `)
+	checkLine    = regexp.MustCompile(`(?m)^check games=(\d+) passed=(\d+) unfinished=(\d+) violations=(\d+)$`)
+	anyCheckLine = regexp.MustCompile(`(?m)^check `)
 )
 
 // parseReport checks the lines a successful run prints: the header, a
@@ -241,6 +264,20 @@ func parseReport(out string) (report, error) {
 		}
 	} else if strings.Contains(out, "watch") {
 		bad("watch lines without a well-formed delivered line")
+	}
+
+	if c := checkLine.FindStringSubmatch(out); c != nil {
+		r.checkGames, _ = strconv.Atoi(c[1])
+		passed, _ := strconv.Atoi(c[2])
+		unfinished, _ := strconv.Atoi(c[3])
+		if c[4] != "0" || r.checkGames != passed+unfinished {
+			bad("checked games = %s: %s passed, %s unfinished, %s violations: want every game passed or unfinished", c[1], c[2], c[3], c[4])
+		}
+		if n := len(anyCheckLine.FindAllString(out, -1)); n != 1 {
+			bad("%d check lines: want only the tally", n)
+		}
+	} else if anyCheckLine.MatchString(out) {
+		bad("check lines without a well-formed tally")
 	}
 	return r, errors.Join(errs...)
 }
@@ -559,6 +596,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"zero games", []string{"-keys", keys, "-games", "0"}, "-games >= 1"},
 		{"negative games", []string{"-keys", keys, "-games", "-3"}, "-games >= 1"},
 		{"zero conns", []string{"-keys", keys, "-conns", "0"}, "-conns >= 1"},
+		{"negative check sample", []string{"-keys", keys, "-check-sample", "-1"}, "-check-sample >= 0"},
 		{"missing key file", []string{"-keys", filepath.Join(t.TempDir(), "absent.json")}, "absent.json"},
 		{"games not a number", []string{"-keys", keys, "-games", "many"}, "invalid value"},
 		{"bad duration", []string{"-keys", keys, "-duration", "soon"}, "invalid value"},

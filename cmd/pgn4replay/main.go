@@ -7,12 +7,18 @@
 //
 // Usage:
 //
-//	pgn4replay [--rules NAME] [-v] FILE...
+//	pgn4replay [--rules NAME] [-v] [--strict] FILE...
 //
 // For each file it prints one line: "OK" with the final points per seat and
-// the ending, or "MISMATCH" with the ply, the move and what differs (-v
-// lists every difference, not only the first), or "ERROR" for a file it
-// cannot read. The exit status is 1 when any file fails, 2 for bad usage.
+// the ending, when the moves alone replay to the record's points and
+// ending; "TAG-END" with the same, when they agree only after the engine
+// applied what the record's Termination tag says and its moves leave out
+// (the site omits the last resignation of a claimed win or a declared
+// draw, or a final mating move), followed by what was applied; "MISMATCH"
+// with the ply, the move and what differs (-v lists every difference, not
+// only the first); or "ERROR" for a file it cannot read. With more than
+// one file a summary line follows. The exit status is 1 when any file
+// fails (MISMATCH or ERROR; with --strict also TAG-END), 2 for bad usage.
 package main
 
 import (
@@ -36,7 +42,7 @@ func main() {
 	}
 }
 
-const usage = "usage: pgn4replay [--rules NAME] [-v] FILE [FILE ...]"
+const usage = "usage: pgn4replay [--rules NAME] [-v] [--strict] FILE [FILE ...]"
 
 // errUsage marks a bad command line.
 var errUsage = errors.New(usage)
@@ -47,6 +53,7 @@ func run(args []string, out io.Writer) (failed bool, err error) {
 	var (
 		files    []string
 		verbose  bool
+		strict   bool
 		ruleName string
 	)
 	for i := 0; i < len(args); i++ {
@@ -54,6 +61,8 @@ func run(args []string, out io.Writer) (failed bool, err error) {
 		switch {
 		case a == "-v" || a == "--verbose":
 			verbose = true
+		case a == "--strict" || a == "-strict":
+			strict = true
 		case a == "--rules" || a == "-rules":
 			if i+1 >= len(args) {
 				return false, fmt.Errorf("--rules needs a name: %w", errUsage)
@@ -86,29 +95,51 @@ func run(args []string, out io.Writer) (failed bool, err error) {
 		}
 		rs = &r
 	}
+	var count [numOutcomes]int
 	for _, f := range files {
-		if !replayFile(out, f, rs, verbose) {
+		o := replayFile(out, f, rs, verbose)
+		count[o]++
+		if o == outcomeMismatch || o == outcomeError || (o == outcomeTagEnd && strict) {
 			failed = true
 		}
+	}
+	if len(files) > 1 {
+		fmt.Fprintf(out, "%d records: %d OK, %d TAG-END (ending applied from the Termination tag), %d MISMATCH, %d ERROR\n",
+			len(files), count[outcomeOK], count[outcomeTagEnd], count[outcomeMismatch], count[outcomeError])
 	}
 	return failed, nil
 }
 
-// replayFile replays one file and prints its line; it reports success.
-func replayFile(out io.Writer, name string, rs *rules.RuleSet, verbose bool) bool {
+// outcome is what replaying one file gave.
+type outcome int
+
+const (
+	outcomeOK outcome = iota
+	outcomeTagEnd
+	outcomeMismatch
+	outcomeError
+	numOutcomes
+)
+
+// replayFile replays one file and prints its line.
+func replayFile(out io.Writer, name string, rs *rules.RuleSet, verbose bool) outcome {
 	data, err := os.ReadFile(name)
 	if err != nil {
 		fmt.Fprintf(out, "ERROR %s: %v\n", name, err)
-		return false
+		return outcomeError
 	}
 	rep, err := rules.Replay(string(data), rs)
 	if err != nil {
 		fmt.Fprintf(out, "ERROR %s: %v\n", name, err)
-		return false
+		return outcomeError
+	}
+	if rep.OK() && rep.TagEnding != "" {
+		fmt.Fprintf(out, "TAG-END %s: %s; %s; applied from the Termination tag: %s\n", name, points(rep.Points), ending(rep), rep.TagEnding)
+		return outcomeTagEnd
 	}
 	if rep.OK() {
 		fmt.Fprintf(out, "OK %s: %s; %s\n", name, points(rep.Points), ending(rep))
-		return true
+		return outcomeOK
 	}
 	fmt.Fprintf(out, "MISMATCH %s: %s\n", name, rep.Mismatches[0])
 	if verbose {
@@ -118,7 +149,7 @@ func replayFile(out io.Writer, name string, rs *rules.RuleSet, verbose bool) boo
 	} else if n := len(rep.Mismatches) - 1; n > 0 {
 		fmt.Fprintf(out, "    (%d more; -v lists them)\n", n)
 	}
-	return false
+	return outcomeMismatch
 }
 
 func points(p [rules.NumSeats]int) string {
@@ -130,14 +161,14 @@ func points(p [rules.NumSeats]int) string {
 }
 
 // ending describes how the game ended: the engine's termination, and the
-// record's Termination tag when it says more (or when the record's ending
-// has no move, such as the site's declared draws).
+// record's Termination tag when there is one.
 func ending(rep *rules.Report) string {
-	switch {
-	case rep.RecordedTermination == "":
-		return rep.Termination.String()
-	case rep.Termination == rules.NotOver:
-		return fmt.Sprintf("ended by the site: %s", rep.RecordedTermination)
+	term := rep.Termination.String()
+	if rep.Termination == rules.BareKings {
+		term = "insufficient material (bare kings)"
 	}
-	return fmt.Sprintf("%s (record: %s)", rep.Termination, rep.RecordedTermination)
+	if rep.RecordedTermination == "" {
+		return term
+	}
+	return fmt.Sprintf("%s (record: %s)", term, rep.RecordedTermination)
 }

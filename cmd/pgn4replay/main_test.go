@@ -36,6 +36,7 @@ func TestRun(t *testing.T) {
 	wrongPoints := write("points.pgn4", record("a: 0 - b: 0 - c: 0 - d: 50", "(Green +60)", "1. R .. R .. R"))
 	illegal := write("illegal.pgn4", record("a: 0 - b: 0 - c: 0 - d: 0", "Checkmate", "1. h2-h5 .. b7-c7"))
 	badMark := write("mark.pgn4", record("a: 0 - b: 0 - c: 0 - d: 60", "(Green +60)", "1. h2-h3+ .. R .. R .. R"))
+	tagEnd := write("tagend.pgn4", record("a: 0 - b: 0 - c: 0 - d: 60", "(Green +60)", "1. R .. R"))
 	missing := filepath.Join(dir, "missing.pgn4")
 
 	cases := []struct {
@@ -49,6 +50,10 @@ func TestRun(t *testing.T) {
 		{"illegal move", []string{illegal}, true, []string{"MISMATCH " + illegal + `: ply 0, token 1 "h2-h5" (Red to move): illegal move`}},
 		{"mark, all differences", []string{"-v", badMark}, true, []string{"MISMATCH " + badMark + `: ply 0, token 1 "h2-h3+" (Red to move): marks "+", engine ""`}},
 		{"missing file", []string{missing}, true, []string{"ERROR " + missing}},
+		{"ending from the tag is not OK", []string{tagEnd, good}, false, []string{
+			"TAG-END " + tagEnd + ": Red 0, Blue 0, Yellow 0, Green 60; last player standing (record: (Green +60)); applied from the Termination tag: Yellow left (not in the moves)",
+			"2 records: 1 OK, 1 TAG-END"}},
+		{"ending from the tag fails when strict", []string{"--strict", tagEnd}, true, []string{"TAG-END " + tagEnd}},
 		{"rules flag", []string{"--rules", "chesscom-ffa", good}, false, []string{"OK " + good}},
 		{"help", []string{"-h"}, false, []string{"usage: pgn4replay", "chesscom-ffa"}},
 	}
@@ -102,7 +107,16 @@ func TestRunCorpus(t *testing.T) {
 	if err != nil || failed {
 		t.Fatalf("failed %v, err %v:\n%s", failed, err, out.String())
 	}
-	if n := strings.Count(out.String(), "\nOK ") + 1; n != len(files) || !strings.HasPrefix(out.String(), "OK ") {
-		t.Fatalf("%d OK lines for %d files:\n%s", n, len(files), out.String())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != len(files)+1 {
+		t.Fatalf("%d lines for %d files:\n%s", len(lines), len(files), out.String())
+	}
+	for _, l := range lines[:len(files)] {
+		if !strings.HasPrefix(l, "OK ") && !strings.HasPrefix(l, "TAG-END ") {
+			t.Errorf("not replayed: %s", l)
+		}
+	}
+	if !strings.Contains(lines[len(files)], "0 MISMATCH, 0 ERROR") {
+		t.Errorf("summary: %s", lines[len(files)])
 	}
 }

@@ -242,9 +242,92 @@ func parsePieceToken(tok string) (uint8, error) {
 	return pc, nil
 }
 
+// parseSiteExt reads the largest site's own extension block, as the site
+// writes it: {'key':value,...} with quoted keys, values that are numbers,
+// quoted strings, true/false or tuples of four in seat order. It takes
+// 'enPassant' (per seat "skipped:pawn", such as 'j3:j4' for Red's j2-j4,
+// empty strings for the others) and
+// 'resigned' / 'flagged' (the seats whose king walks: zombies); every other
+// key is ignored.
+func (p *Position) parseSiteExt(ext string) error {
+	var items []string
+	depth, start := 0, 0
+	for i := 0; i <= len(ext); i++ {
+		if i == len(ext) || (ext[i] == ',' && depth == 0) {
+			items = append(items, ext[start:i])
+			start = i + 1
+			continue
+		}
+		switch ext[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		}
+	}
+	for _, item := range items {
+		key, val, ok := strings.Cut(item, ":")
+		if !ok {
+			return fenErr("bad extension item %q", item)
+		}
+		tuple := func() ([]string, error) {
+			v, ok := strings.CutPrefix(val, "(")
+			v, ok2 := strings.CutSuffix(v, ")")
+			parts := strings.Split(v, ",")
+			if !ok || !ok2 || len(parts) != NumSeats {
+				return nil, fenErr("%s: want a tuple of 4 values, got %q", key, val)
+			}
+			for i := range parts {
+				parts[i] = strings.Trim(parts[i], "'")
+			}
+			return parts, nil
+		}
+		switch key {
+		case "'enPassant'":
+			parts, err := tuple()
+			if err != nil {
+				return err
+			}
+			for s, v := range parts {
+				if v == "" {
+					continue
+				}
+				skipped, pawnSq, ok := strings.Cut(v, ":")
+				q, err1 := ParseSquare(skipped)
+				pawn, err2 := ParseSquare(pawnSq)
+				if !ok || err1 != nil || err2 != nil || int(pawn) != int(q)+p.geo.fwd[s] ||
+					p.board[q] != empty || p.board[pawn] != makePiece(Seat(s), Pawn) {
+					return fenErr("'enPassant': no %s pawn on %q beyond its skipped square", Seat(s), v)
+				}
+				p.ep[s], p.epPawn[s] = q, pawn
+			}
+		case "'resigned'", "'flagged'":
+			parts, err := tuple()
+			if err != nil {
+				return err
+			}
+			for s, v := range parts {
+				switch v {
+				case "true":
+					if p.status[s] != Out {
+						p.status[s] = Zombie
+					}
+				case "false":
+				default:
+					return fenErr("%s: bad value %q", key, v)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 func (p *Position) parseExt(ext string) error {
 	if ext == "" {
 		return nil
+	}
+	if strings.HasPrefix(ext, "'") {
+		return p.parseSiteExt(ext)
 	}
 	for item := range strings.SplitSeq(ext, ";") {
 		if item == "" {
@@ -253,11 +336,6 @@ func (p *Position) parseExt(ext string) error {
 		key, val, ok := strings.Cut(item, ":")
 		if !ok {
 			return fenErr("bad extension item %q", item)
-		}
-		if strings.HasPrefix(key, "'") {
-			// The site's own block ({'enPassant':(...),...}) has quoted
-			// keys; its content is not needed to replay its records.
-			continue
 		}
 		switch key {
 		case "zombie":

@@ -11,6 +11,9 @@ func FuzzFEN4(f *testing.F) {
 	}
 	f.Add(StartFEN4 + "-{zombie:0,1,0,0;frozen:,3,,;promoted:;ep:,,,}")
 	f.Add("R-0,0,0,0-0,0,0,0-0,0,0,0-0,0,0,0-0-x,x,x,yK,10/14/14/14/14/14/14/14/14/14/14/14/14/3,rK,10")
+	// The site's own block, before the board (TestSiteFEN4).
+	f.Add("G-0,0,0,0-0,0,0,0-0,0,0,0-0,0,0,0-0-{'enPassant':('j3:j4','','',''),'resigned':(false,true,false,false),'uniquify':1}-" +
+		"6,yK,7/14/14/14/14/14/bK,12,gK/14/14/14/9,rP,gP,3/14/14/7,rK,6")
 	f.Fuzz(func(t *testing.T, text string) {
 		for _, rs := range []RuleSet{FourKingdoms(), ChesscomFFA()} {
 			p, err := ParseFEN4(rs, text)
@@ -31,6 +34,8 @@ func FuzzPGN4(f *testing.F) {
 	g = playRandomNoT(ChesscomFFA(), 4, 120)
 	f.Add(g.PGN4([]Tag{{"Event", "x"}}))
 	f.Add("[RuleVariants \"DeadKingWalking EnPassant PromoteTo=D\"]\n\n1. f2-f3 .. b4-d4 .. g13-g12 .. m8-l8\n2. k2-k4R .. R .. T")
+	// A leave that mates at once (TestReplayLeaveMate).
+	f.Add("[RuleVariants \"DeadKingWalking\"]\n[StartFen4 \"B-0,0,0,0-0,0,0,0-0,0,0,0-0,0,0,0-0-10,yK,3/14/14/rR,rR,12/14/14/13,gK/2,bB,11/14/14/bK,13/14/14/7,rK,6\"]\n\n1. R# .. Kk14-j14")
 	f.Fuzz(func(t *testing.T, text string) {
 		rec, err := ParsePGN4(text, nil)
 		if err != nil {

@@ -64,7 +64,8 @@ const (
 	// stalemate pays the live players, see EventDrawPoints).
 	EventStalemated
 	// EventMatedOnTurn: Seat was in check with no legal move when its turn
-	// came (only from a set-up position); nobody scores.
+	// came (only from a set-up position), or right after it resigned or
+	// ran out of time (RuleSet.LeaveMate); nobody scores.
 	EventMatedOnTurn
 	// EventBonus: Seat got Points at the end of the game or from a
 	// zombie-king stalemate (Reason says which).
@@ -174,6 +175,10 @@ type Action struct {
 	// (the largest site writes it "Ke2-f1T"); it happens only in games
 	// whose zombie moves come from a record.
 	KeepTurn bool
+	// Mated marks a resignation or time loss after which the seat's king
+	// was in check with no legal move, so that it was out at once
+	// (RuleSet.LeaveMate); PGN4 writes it "R#" or "T#".
+	Mated bool
 	// index is the move's place in the sorted list of legal moves, which
 	// is what the binary encoding stores.
 	index int
@@ -194,8 +199,11 @@ type Game struct {
 	// quiet counts the moves of live players since the last pawn move or
 	// scoring capture (RuleSet.NoProgressLiveMoves).
 	quiet int
-	over  bool
-	term  Termination
+	// leaver is the seat whose resignation or time loss is being settled
+	// (noLeaver otherwise): RuleSet.LeaveInsufficientDraw looks at it.
+	leaver Seat
+	over   bool
+	term   Termination
 	// manualZombies: zombie moves are supplied by the caller (record
 	// replay) instead of being drawn from the seed.
 	manualZombies bool
@@ -209,7 +217,7 @@ type Game struct {
 // starting position. seed drives the random moves of zombie armies, so a
 // game replays exactly from its seed and history.
 func NewGame(rs RuleSet, seed uint64, startFEN4 string) (*Game, error) {
-	g := &Game{rules: rs, seed: seed, reps: make(map[uint64]int)}
+	g := &Game{rules: rs, seed: seed, reps: make(map[uint64]int), leaver: noLeaver}
 	g.pcg = rand.NewPCG(seed, 0x4b696e67646f6d73)
 	g.rng = rand.New(g.pcg)
 	if startFEN4 == "" {
@@ -488,15 +496,30 @@ func (g *Game) leave(s Seat, kind ActionKind, keepTurn bool) (Effects, error) {
 	if g.rules.ResignPassesTurn && p.toMove == s && !keepTurn {
 		p.setToMove(p.nextSeat(s))
 	}
-	g.history = append(g.history, Action{Kind: kind, Seat: s, KeepTurn: keepTurn})
 	ek := EventResigned
 	if kind == ActionTimeOut {
 		ek = EventTimedOut
 	}
 	eff.Events = append(eff.Events, Event{Kind: ek, Seat: s, Ply: g.ply})
+	// The army that stopped moving may leave the king in check with no
+	// way out: mated at once, by nobody (RuleSet.LeaveMate, "R#").
+	mated := false
+	if g.rules.LeaveMate && !keepTurn && p.InCheck(s) && !p.hasLegalMove(s, &g.moves) {
+		g.setStatus(s, Out)
+		mated = true
+		eff.Events = append(eff.Events, Event{Kind: EventMatedOnTurn, Seat: s, Ply: g.ply})
+		if p.toMove == s {
+			p.setToMove(p.nextSeat(s))
+		}
+	}
+	g.history = append(g.history, Action{Kind: kind, Seat: s, KeepTurn: keepTurn, Mated: mated})
+	g.leaver = s
 	g.settle(&eff)
 	return eff, nil
 }
+
+// noLeaver is Game.leaver when no leave is being settled.
+const noLeaver Seat = NumSeats
 
 // Abort ends the game without a result (an operator's decision).
 func (g *Game) Abort() {
@@ -512,13 +535,27 @@ func (g *Game) setStatus(s Seat, st SeatStatus) {
 }
 
 // repKey identifies a position for repetition: placement, seat to move,
-// castling rights (all in the position hash) and the seats' statuses.
+// castling rights, en passant squares (all in the position hash), the
+// seats' statuses and, under RuleSet.RepetitionCountsPoints, their points.
 func (g *Game) repKey() uint64 {
 	h := g.pos.hash
 	for s := range NumSeats {
 		h ^= zobrist.status[s][g.pos.status[s]]
+		if g.rules.RepetitionCountsPoints {
+			h ^= pointsKey(Seat(s), g.pos.points[s])
+		}
 	}
 	return h
+}
+
+// pointsKey is the repetition-key contribution of seat s having pts board
+// points (RuleSet.RepetitionCountsPoints): a splitmix64 mix of both, so
+// that different points give unrelated keys.
+func pointsKey(s Seat, pts int) uint64 {
+	v := uint64(s)<<32 ^ uint64(uint32(pts)) ^ 0x5EA7_0000_0000_0000
+	v = (v ^ v>>30) * 0xBF58476D1CE4E5B9
+	v = (v ^ v>>27) * 0x94D049BB133111EB
+	return v ^ v>>31
 }
 
 // applyMove plays legal move m for seat s and judges its consequences:
@@ -614,6 +651,15 @@ func (g *Game) applyMove(s Seat, m Move, idx int, zombie bool, eff *Effects) {
 			}
 		}
 	}
+	if rs.SiteMarks && rs.MateMarkedAsCheck {
+		// A mate given with check is marked "+#" even when the king was
+		// in check before.
+		for _, o := range am.Mated {
+			if slices.Contains(am.Checks, o) && !slices.Contains(am.MarkedChecks, o) {
+				am.MarkedChecks = append(slices.Clip(am.MarkedChecks), o)
+			}
+		}
+	}
 	for _, o := range am.Mated {
 		g.setStatus(o, Out)
 		am.Eliminated = append(am.Eliminated, o)
@@ -657,7 +703,9 @@ func (g *Game) settle(eff *Effects) {
 		if p.status[p.toMove] == Out {
 			p.setToMove(p.nextSeat(p.toMove))
 		}
-		if g.checkEnd(eff) {
+		ended := g.checkEnd(eff)
+		g.leaver = noLeaver // only the end judged right after a leave is its
+		if ended {
 			break
 		}
 		s := p.toMove
@@ -734,9 +782,25 @@ func (g *Game) checkEnd(eff *Effects) bool {
 		}
 	}
 	term := NotOver
+	leaveDraw := false
 	switch {
 	case live == 0:
 		term = NoLivePlayers
+	case live == 1 && rs.LeaveInsufficientDraw && g.leaver != noLeaver && p.status[g.leaver] == Zombie && p.count[last] == 1:
+		// The last live player has a bare king and cannot mate the
+		// player who just left: a draw by insufficient material. Both
+		// get the draw's points (the leaver's count for its result); the
+		// other zombie kings pay the last player as usual.
+		term, leaveDraw = BareKings, true
+		if rs.DrawPoints != 0 {
+			p.points[g.leaver] += rs.DrawPoints
+			p.frozen[g.leaver] += rs.DrawPoints
+			eff.Events = append(eff.Events, Event{Kind: EventBonus, Seat: g.leaver, Points: rs.DrawPoints, Reason: term, Ply: g.ply})
+		}
+		if bonus := rs.DrawPoints + rs.LastPlayerBonus*(zombies-1); bonus != 0 {
+			p.points[last] += bonus
+			eff.Events = append(eff.Events, Event{Kind: EventBonus, Seat: last, Points: bonus, Reason: term, Ply: g.ply})
+		}
 	case live == 1:
 		term = LastPlayerStanding
 		// Every king neither captured nor mated is a zombie's king.
@@ -756,7 +820,7 @@ func (g *Game) checkEnd(eff *Effects) bool {
 	if term == NotOver {
 		return false
 	}
-	if term == NoProgress || term == Repetition || term == BareKings {
+	if (term == NoProgress || term == Repetition || term == BareKings) && !leaveDraw {
 		pts := rs.DrawPoints
 		if rs.DrawSharesZombieKings && live > 0 {
 			// Each zombie king's LastPlayerBonus, shared and rounded as

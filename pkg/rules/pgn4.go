@@ -115,6 +115,10 @@ func (g *Game) PGN4(tags []Tag) string {
 		if a.Kind == ActionTimeOut {
 			letter = "T"
 		}
+		mate := ""
+		if a.Mated {
+			mate = "#"
+		}
 		// A leave that keeps the turn is written after the zombie move
 		// that follows it.
 		keep := a.KeepTurn && i+1 < len(g.history) && g.history[i+1].Kind == ActionMove && g.history[i+1].Seat == a.Seat
@@ -133,12 +137,12 @@ func (g *Game) PGN4(tags []Tag) string {
 			prevWasMove = true
 		case turns[i] == a.Seat:
 			newSlot(a.Seat)
-			line = append(line, letter)
+			line = append(line, letter+mate)
 			prevWasMove = false
 		default:
 			newSlot(prevSeat)
 			prevWasMove = true
-			line = append(line, letter+string(a.Seat.Letter()))
+			line = append(line, letter+string(a.Seat.Letter())+mate)
 		}
 	}
 	flush()
@@ -340,13 +344,13 @@ func applyToken(g *Game, tok string) error {
 		return err
 	}
 	tok = strings.TrimSuffix(tok, "S") // the site marks stalemates, which the engine judges itself
-	switch {
-	case tok == "":
+	if tok == "" {
 		return nil
-	case tok == "R" || tok == "T":
-		return leave(g.ToMove(), tok[0])
-	case len(tok) == 2 && (tok[0] == 'R' || tok[0] == 'T') && strings.IndexByte("rbyg", tok[1]) >= 0:
-		return leave(Seat(strings.IndexByte("rbyg", tok[1])), tok[0])
+	}
+	if s, kind, _, ok := leaveToken(g, tok); ok {
+		// A "#" after the leave ("R#") is the engine's to judge
+		// (RuleSet.LeaveMate); Replay compares it.
+		return leave(s, kind)
 	}
 	if g.Over() {
 		return ErrGameOver
@@ -362,6 +366,21 @@ func applyToken(g *Game, tok string) error {
 	}
 	_, err = g.Play(s, m)
 	return err
+}
+
+// leaveToken reads a resignation or time-loss token: "R" or "T" (the seat
+// to move), "Rb" or "Tg" (the seat named by its letter), each optionally
+// followed by "#" when the leave mated the seat at once ("R#",
+// RuleSet.LeaveMate). kind is 'R' or 'T'.
+func leaveToken(g *Game, tok string) (s Seat, kind byte, mated bool, ok bool) {
+	core, mated := strings.CutSuffix(tok, "#")
+	switch {
+	case core == "R" || core == "T":
+		return g.ToMove(), core[0], mated, true
+	case len(core) == 2 && (core[0] == 'R' || core[0] == 'T') && strings.IndexByte("rbyg", core[1]) >= 0:
+		return Seat(strings.IndexByte("rbyg", core[1])), core[0], mated, true
+	}
+	return 0, 0, false, false
 }
 
 // leaveMark splits a move token "Ke2-f1T" into the move and the kind of

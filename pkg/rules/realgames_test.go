@@ -205,12 +205,17 @@ func TestReplaySiteEndings(t *testing.T) {
 	cases := []struct {
 		name, start, result, term, moves string
 		wantTerm                         Termination
+		fromTag                          bool // the ending needs the tag
 	}{
-		{"last resignation left out", "", "Red: 0 - Blue: 0 - Yellow: 0 - Green: 60", "(Green +60)", "1. R .. R", LastPlayerStanding},
+		{"last resignation left out", "", "Red: 0 - Blue: 0 - Yellow: 0 - Green: 60", "(Green +60)", "1. R .. R", LastPlayerStanding, true},
 		{"mating move left out",
-			"rK:h1 rR:b4 rQ:c4 bK:a5 bP:b6 yK:g14 gK:n8", "Red: 20 - Blue: 0 - Yellow: 0 - Green: 0", "Checkmate", "", LastPlayerStanding},
-		{"draw declared by the site", "rK:h1 rQ:e4 bK:a5 yK:g14 gK:n8",
-			"Red: 10 - Blue: 0 - Yellow: 0 - Green: 10", "(insuff. material; Red +10, Green +10)", "1. Qe4-e5 .. Kn8-n9\n2. R", NotOver},
+			"rK:h1 rR:b4 rQ:c4 bK:a5 bP:b6 yK:g14 gK:n8", "Red: 20 - Blue: 0 - Yellow: 0 - Green: 0", "Checkmate", "", LastPlayerStanding, true},
+		// Red resigns against a bare king: a draw by insufficient
+		// material, from the moves alone.
+		{"insufficient material after a resignation", "rK:h1 rQ:e4 bK:a5 yK:g14 gK:n8",
+			"Red: 10 - Blue: 0 - Yellow: 0 - Green: 10", "(insuff. material; Red +10, Green +10)", "1. Qe4-e5 .. Kn8-n9\n2. R", BareKings, false},
+		{"insufficient material, resignation left out", "rK:h1 rQ:e4 bK:a5 yK:g14 gK:n8",
+			"Red: 10 - Blue: 0 - Yellow: 0 - Green: 10", "(insuff. material; Red +10, Green +10)", "1. Qe4-e5 .. Kn8-n9", BareKings, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -218,7 +223,7 @@ func TestReplaySiteEndings(t *testing.T) {
 			start := "4PC"
 			if c.start != "" {
 				out := "0,0,1,1"
-				if c.name == "draw declared by the site" {
+				if strings.HasPrefix(c.name, "insufficient") {
 					out = "0,1,1,0"
 				}
 				start = fen(t, "R", out+"-0,0,0,0-0,0,0,0-0,0,0,0-0", c.start, "")
@@ -230,6 +235,9 @@ func TestReplaySiteEndings(t *testing.T) {
 			}
 			if !rep.OK() || rep.Termination != c.wantTerm {
 				t.Fatalf("mismatches %v, termination %s, want %s", rep.Mismatches, rep.Termination, c.wantTerm)
+			}
+			if (rep.TagEnding != "") != c.fromTag {
+				t.Fatalf("TagEnding %q, want one: %v", rep.TagEnding, c.fromTag)
 			}
 			// The same record with other points is a mismatch.
 			wrong := strings.Replace(text, ": 0 - Yellow", ": 1 - Yellow", 1)

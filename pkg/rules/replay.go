@@ -45,6 +45,12 @@ type Report struct {
 	HasRecordedPoints bool
 	// RecordedTermination is the record's Termination tag.
 	RecordedTermination string
+	// TagEnding is not empty when the record's moves stop before its
+	// ending and Replay applied what the Termination tag says happened
+	// (a leave or a mating move the site leaves out); it says what. The
+	// rest of the game, the points and the ending were then still the
+	// engine's, but the record alone did not show them.
+	TagEnding string
 	// Mismatches lists every disagreement, in order. A move the engine
 	// finds illegal ends the replay and is the last entry.
 	Mismatches []Mismatch
@@ -56,8 +62,9 @@ func (r *Report) OK() bool { return len(r.Mismatches) == 0 }
 // Replay reads a PGN4 record and replays it move by move, checking every
 // move and what the record says about it: the move must be legal, its
 // check and mate marks ("+" and "#", as the rule set writes them, see
-// RuleSet.SiteMarks) and its captured piece must be what the engine
-// finds, a lone "S"
+// RuleSet.SiteMarks), its piece letter and its captured piece must be
+// what the engine finds, a leave marked "#" ("R#") must be one that mates
+// at once (RuleSet.LeaveMate), a lone "S"
 // (the site's stalemate note) must be a seat the engine stalemated, and
 // resignations and time losses ("R", "T") must come from live players. At
 // the end the engine's result points must equal the Result tag and its
@@ -76,13 +83,6 @@ func Replay(text string, rs *RuleSet) (*Report, error) {
 	rep.RecordedPoints, rep.HasRecordedPoints = recordedPoints(rec)
 	rep.RecordedTermination, _ = rec.Tag("Termination")
 	end := parseSiteEnd(rep.RecordedTermination)
-	// When the site declares insufficient material it writes a lone "R"
-	// or "T" in the slot of the seat to move: the declaration, not a
-	// resignation (its points are the draw's).
-	declared := false
-	if n := len(toks); end.kind == siteEndInsufficient && end.hasList && n > 0 && (toks[n-1] == "R" || toks[n-1] == "T") {
-		toks, declared = toks[:n-1], true
-	}
 	g := rec.Game
 	var lastEff Effects
 	var events []Event
@@ -117,14 +117,12 @@ func Replay(text string, rs *RuleSet) (*Report, error) {
 	endMis := func(format string, args ...any) {
 		rep.Mismatches = append(rep.Mismatches, Mismatch{Ply: g.Ply(), Seat: g.ToMove(), What: fmt.Sprintf(format, args...)})
 	}
-	var extra [NumSeats]int
 	if !g.Over() && !stopped {
-		events = append(events, siteEnding(g, end, &extra, endMis)...)
+		var evs []Event
+		evs, rep.TagEnding = siteEnding(g, end, endMis)
+		events = append(events, evs...)
 	}
 	rep.Points = g.ResultPoints()
-	for s := range NumSeats {
-		rep.Points[s] += extra[s]
-	}
 	if g.Over() {
 		rep.Termination = g.Result().Termination
 	}
@@ -132,7 +130,7 @@ func Replay(text string, rs *RuleSet) (*Report, error) {
 		// The end of a game that could not be replayed says nothing more.
 		return rep, nil
 	}
-	if what := endDiffers(g, end, declared, events); what != "" {
+	if what := endDiffers(g, end, events); what != "" {
 		endMis("%s", what)
 	}
 	if !rep.HasRecordedPoints {
@@ -144,56 +142,71 @@ func Replay(text string, rs *RuleSet) (*Report, error) {
 }
 
 // siteEnding applies the end of a game that the site's record does not
-// contain as moves, from its Termination tag (see docs/rules-engine.md):
+// contain as moves, from its Termination tag (see docs/rules-engine.md),
+// and says what it applied (how, in the returned text):
 //   - "(Red +40)": the other live players left (the record omits the last
 //     resignation or time loss);
 //   - "Checkmate": the seat to move mates (the record omits the move);
-//   - "(insuff. material; Red +10, Green +10)": the site declared the game
-//     drawn and paid the listed points to the live players, which extra
-//     receives.
-func siteEnding(g *Game, end siteEnd, extra *[NumSeats]int, mis func(string, ...any)) []Event {
+//   - "(insuff. material; Red +10, Green +10)": the seat to move left (the
+//     record omits the resignation), leaving a bare king, which the engine
+//     ends as a draw by insufficient material (RuleSet.LeaveInsufficientDraw).
+//
+// The engine's rules then end the game and pay the points; endDiffers and
+// the Result tag check that they are what the record says.
+func siteEnding(g *Game, end siteEnd, mis func(string, ...any)) ([]Event, string) {
 	var events []Event
 	switch end.kind {
 	case siteEndWinner:
 		if g.Status(end.winner) != Live {
 			mis("the record's winner %s is not a live player", end.winner)
-			return nil
+			return nil, ""
 		}
+		var left []string
 		for s := Seat(0); s < NumSeats && !g.Over(); s++ {
 			if s != end.winner && g.Status(s) == Live {
 				eff, err := g.Resign(s)
 				if err != nil {
 					mis("%s cannot leave: %v", s, err)
-					return events
+					return events, ""
 				}
 				events = append(events, eff.Events...)
+				left = append(left, s.String())
 			}
 		}
+		return events, fmt.Sprintf("%s left (not in the moves)", strings.Join(left, " and "))
 	case siteEndCheckmate:
+		s := g.ToMove()
 		m, ok := mateEndingGame(g)
 		if !ok {
-			mis("the record ends in checkmate, but %s has no mating move that ends the game", g.ToMove())
-			return nil
+			mis("the record ends in checkmate, but %s has no mating move that ends the game", s)
+			return nil, ""
 		}
-		eff, err := g.Play(g.ToMove(), m)
+		text := g.MoveText(m)
+		eff, err := g.Play(s, m)
 		if err != nil {
 			mis("%v", err)
-			return nil
+			return nil, ""
 		}
 		events = append(events, eff.Events...)
+		return events, fmt.Sprintf("%s mated with %s (not in the moves)", s, text)
 	case siteEndInsufficient:
 		if !end.hasList {
-			return nil
+			return nil, ""
 		}
-		for s := Seat(0); s < NumSeats; s++ {
-			if end.listed[s] != (g.Status(s) == Live) {
-				mis("the site's draw pays %v, but the live players differ (%s is %s)", end.bonuses, s, g.Status(s))
-				return nil
-			}
-			extra[s] += end.bonuses[s]
+		s := g.ToMove()
+		if g.Status(s) != Live {
+			mis("the record ends by insufficient material, but %s, to move, is not a live player", s)
+			return nil, ""
 		}
+		eff, err := g.Resign(s)
+		if err != nil {
+			mis("%s cannot leave: %v", s, err)
+			return nil, ""
+		}
+		events = append(events, eff.Events...)
+		return events, fmt.Sprintf("%s left (not in the moves)", s)
 	}
-	return events
+	return nil, ""
 }
 
 // mateEndingGame finds a legal move of the seat to move after which the
@@ -223,7 +236,7 @@ func mateEndingGame(g *Game) (Move, bool) {
 
 // endDiffers compares how the engine's game ended with the record's
 // Termination tag; events are all events of the replay.
-func endDiffers(g *Game, end siteEnd, declared bool, events []Event) string {
+func endDiffers(g *Game, end siteEnd, events []Event) string {
 	term := NotOver
 	if g.Over() {
 		term = g.Result().Termination
@@ -246,9 +259,6 @@ func endDiffers(g *Game, end siteEnd, declared bool, events []Event) string {
 			return fmt.Sprintf("the record ends with %s +%d, the engine: %s, end bonus %v", end.winner, end.bonus, term, bonus)
 		}
 	case siteEndInsufficient:
-		if declared || (end.hasList && term == NotOver) {
-			return ""
-		}
 		if term != BareKings || (end.hasList && bonus != end.bonuses) {
 			return fmt.Sprintf("the record ends by insufficient material, the engine: %s, end bonus %v", term, bonus)
 		}
@@ -317,11 +327,19 @@ func replayToken(g *Game, tok string, prev Effects) (tokenEffects, error) {
 		}
 		return te, nil
 	}
-	switch {
-	case tok == "R" || tok == "T":
-		return te, leave(g.ToMove(), tok[0])
-	case len(tok) == 2 && (tok[0] == 'R' || tok[0] == 'T') && strings.IndexByte("rbyg", tok[1]) >= 0:
-		return te, leave(Seat(strings.IndexByte("rbyg", tok[1])), tok[0])
+	if s, kind, mated, ok := leaveToken(g, tok); ok {
+		err := leave(s, kind)
+		if err == nil {
+			// "R#": the record says the leave mated the seat at once.
+			if out := hasEventFor(te.Effects, EventMatedOnTurn, s); out != mated {
+				if mated {
+					diff("the record's leave mates %s, the engine's does not", s)
+				} else {
+					diff("the engine's leave mates %s (written \"%c#\"), the record's does not", s, kind)
+				}
+			}
+		}
+		return te, err
 	}
 	if g.Over() {
 		return te, ErrGameOver
@@ -359,6 +377,11 @@ func replayToken(g *Game, tok string, prev Effects) (tokenEffects, error) {
 	}
 	te.marksRecord, te.marksEngine = marksOf(core), marksOf(am.Text)
 	te.marksWhy = fmt.Sprintf("checks %v, newly %v, out %v", am.Checks, am.MarkedChecks, am.Eliminated)
+	// The move is looked up by its squares; the piece letter must then
+	// name the piece the engine moves, or the boards have parted.
+	if k := movedInText(core); k != NoPiece && am.Move.Castle() == 0 && k != am.Move.Piece() {
+		diff("the record moves a %s, the engine a %s", k, am.Move.Piece())
+	}
 	if kind, ok := capturedInText(core); ok != (am.Captured != NoPiece) {
 		if ok {
 			diff("the record captures, the engine's move captures nothing")
@@ -369,6 +392,15 @@ func replayToken(g *Game, tok string, prev Effects) (tokenEffects, error) {
 		diff("the record captures a %s, the engine a %s %s", kind, am.CapturedSeat, am.Captured)
 	}
 	return te, nil
+}
+
+func hasEventFor(eff Effects, k EventKind, s Seat) bool {
+	for _, e := range eff.Events {
+		if e.Kind == k && e.Seat == s {
+			return true
+		}
+	}
+	return false
 }
 
 func hasEvent(eff Effects, k EventKind) bool {
@@ -387,6 +419,19 @@ func marksOf(text string) string {
 		i--
 	}
 	return text[i:]
+}
+
+// movedInText reads the moving piece of a long algebraic move text:
+// "Qg1xRh14" a queen, "h2-h3" a pawn; NoPiece for castling or text it
+// cannot read.
+func movedInText(text string) PieceKind {
+	switch {
+	case text == "" || strings.HasPrefix(text, "O-O") || strings.HasPrefix(text, "0-0"):
+		return NoPiece
+	case text[0] >= 'a' && text[0] <= 'n':
+		return Pawn
+	}
+	return kindFromLetter(text[0])
 }
 
 // capturedInText reads the captured piece of a long algebraic move text:

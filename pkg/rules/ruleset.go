@@ -43,6 +43,28 @@ type RuleSet struct {
 	// puts out (mated or king captured). Otherwise one "+" per king the
 	// mover attacks after the move and one "#" per player mated.
 	SiteMarks bool
+	// MateMarkedAsCheck (with SiteMarks): a king the move mates and the
+	// mover's pieces attack after it is marked "+" as well as "#", even
+	// when it was in check before the move (the largest site writes such a
+	// move "+#"). The default marks already do so: every king the mover
+	// attacks gets a "+".
+	MateMarkedAsCheck bool
+	// LeaveMate: a player who resigns or runs out of time and whose
+	// remaining army (under ZombieKingOnly: the king alone) is then in
+	// check with no legal move is mated at once, by nobody: it is out,
+	// nobody scores, and the record writes the leave "R#" or "T#".
+	// Otherwise such a seat stays a zombie until its turn comes, when it
+	// is out without points (docs/rules.md sections 6.4, 13.3.12).
+	LeaveMate bool
+	// LeaveInsufficientDraw: when a player leaves and exactly one live
+	// player remains whose army is a bare king (it cannot mate anyone),
+	// the game ends drawn by insufficient material (termination
+	// BareKings) instead of by the last player standing: the last live
+	// player and the player who left each get DrawPoints (the leaver's
+	// count for its result), and the last live player gets
+	// LastPlayerBonus for every other zombie king (docs/rules.md section
+	// 13.3.14).
+	LeaveInsufficientDraw bool
 	// PromotionLetter is the letter written after '=' for a promotion to a
 	// queen ('Q', or 'D' on the largest site). Both are always accepted.
 	PromotionLetter byte
@@ -95,6 +117,11 @@ type RuleSet struct {
 	// RepetitionCount ends the game when a position occurs this many times
 	// (0: never) (decision).
 	RepetitionCount int
+	// RepetitionCountsPoints: a position for repetition includes every
+	// seat's board points, as the largest site's position text (FEN4)
+	// does; a move that scores (a check bonus, say) makes a new position
+	// even when the board is the same (docs/rules.md section 13.3.13).
+	RepetitionCountsPoints bool
 	// BareKingsDraw ends the game when no live player has anything but a
 	// bare king (decision).
 	BareKingsDraw bool
@@ -145,6 +172,10 @@ func ChesscomFFA() RuleSet {
 	rs.ResignPassesTurn = true
 	rs.PromotionLetter = 'D'
 	rs.SiteMarks = true
+	rs.MateMarkedAsCheck = true
+	rs.LeaveMate = true
+	rs.LeaveInsufficientDraw = true
+	rs.RepetitionCountsPoints = true
 	rs.ZombieKingStalemateSplit = true
 	rs.DrawSharesZombieKings = true
 	rs.NoProgressPlies = 0

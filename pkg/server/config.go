@@ -58,6 +58,11 @@ type Config struct {
 	TraceSampleRatio float64
 	// Pprof serves net/http/pprof on the admin listener.
 	Pprof bool
+	// CORSAllowedOrigins are the exact origins ("https://play.example.com")
+	// of web apps served from another origin that may call the service
+	// from a browser. Empty (the default) allows none: an app served from
+	// the services' own origin (the edge, an ingress) needs no entry.
+	CORSAllowedOrigins []string
 }
 
 // DefaultConfig returns the defaults of every setting. The services
@@ -106,6 +111,7 @@ func (c *Config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.String(&c.OTLPEndpoint, "otlp-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP/gRPC collector URL (empty: no export)")
 	b.Float64(&c.TraceSampleRatio, "trace-sample-ratio", "TRACE_SAMPLE_RATIO", "share of new traces recorded when exporting (0 to 1)")
 	b.Bool(&c.Pprof, "pprof", "PPROF", "serve /debug/pprof on the admin listener")
+	b.StringList(&c.CORSAllowedOrigins, "cors-allowed-origins", "CORS_ALLOWED_ORIGINS", "comma-separated exact origins of web apps on other origins that may call from a browser (empty: none)")
 	return b.Err()
 }
 
@@ -133,6 +139,9 @@ func (c Config) Validate() error {
 	check(c.ShutdownTimeout > 0, "shutdown timeout must be positive, got %v", c.ShutdownTimeout)
 	check(c.HealthCheckInterval > 0, "health check interval must be positive, got %v", c.HealthCheckInterval)
 	check(c.HealthCheckTimeout > 0, "health check timeout must be positive, got %v", c.HealthCheckTimeout)
+	if err := validateOrigins(c.CORSAllowedOrigins); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

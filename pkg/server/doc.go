@@ -4,7 +4,9 @@
 // HTTP listener and graceful shutdown.
 //
 // One port serves native gRPC and, through connectrpc.com/vanguard, the
-// gRPC-Web and Connect protocols that browsers use. A second port serves
+// gRPC-Web and Connect protocols that browsers use; web apps served from
+// another origin may call it from the exact origins listed in
+// Config.CORSAllowedOrigins (see cors.go). A second port serves
 // /metrics, /healthz, /readyz and optionally pprof.
 //
 // Readiness: the server is ready (gRPC health SERVING, /readyz 200) while

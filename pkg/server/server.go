@@ -379,7 +379,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	split := newSplitListener(s.grpcLis)
 	httpSrv := &http.Server{
-		Handler:           transcoder,
+		Handler:           withCORS(s.cfg.CORSAllowedOrigins, transcoder),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		Protocols:         new(http.Protocols),

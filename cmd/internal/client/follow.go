@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/matchcheck"
+	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
@@ -43,11 +44,19 @@ type FollowOptions struct {
 	// RefreshBoard reloads the match with GetMatch after every move so
 	// Update.Match carries the current pieces (for display).
 	RefreshBoard bool
-	// Check runs every snapshot and event through a matchcheck.Checker and
-	// ends the follow with its error at the first contract violation, so
-	// the bots and the end-to-end tests catch a regression of the event
-	// contract.
+	// Check runs every snapshot, event and offer of legal moves through a
+	// matchcheck.Checker and ends the follow with its error at the first
+	// contract violation, so the bots and the end-to-end tests catch a
+	// regression of the event contract. The checker replays the match with
+	// the rules engine from version 1: when the first snapshot is later,
+	// Follow first fetches the start (ExportGame) and the events from
+	// version 1 (a second WatchMatch). When the match ends it checks that
+	// the PGN4 export re-imports to the same game and that a stream from
+	// version 1 repeats, event for event, what Follow received.
 	Check bool
+	// Seat is the caller's seat, against which Check holds the legal moves
+	// offered; UNSPECIFIED for a spectator (or when unknown).
+	Seat gamev1.Seat
 }
 
 // Follow streams match id with WatchMatch and calls fn after every item
@@ -69,34 +78,184 @@ type follower struct {
 	m          *matchv1.Match
 	reconnects int
 	check      matchcheck.Checker
+	// history holds the events the checker saw, by version (Check only).
+	history map[uint64]*eventsv1.MatchEvent
 }
 
-// checkSnapshot restarts the contract check from f.m, if enabled.
-func (f *follower) checkSnapshot() error {
+func (f *follower) violation(err error) error {
+	return stopError{fmt.Errorf("match %s: %w", f.id, err)}
+}
+
+// checkSnapshot runs a stream's snapshot through the checker, if enabled:
+// the first one starts it (from version 1, fetching the history first when
+// the snapshot is later); later ones restart it, or are compared with the
+// replay when they repeat its version.
+func (f *follower) checkSnapshot(ctx context.Context) error {
 	if !f.opts.Check {
 		return nil
 	}
+	if f.history == nil && f.m.GetVersion() > 1 {
+		return f.backfill(ctx)
+	}
 	if err := f.check.Snapshot(f.m); err != nil {
-		return stopError{fmt.Errorf("match %s: %w", f.id, err)}
+		return f.violation(err)
+	}
+	return nil
+}
+
+// checkEvent runs the next event through the checker, if enabled. Events
+// the follower already folded from a refreshed snapshot still reach the
+// checker, which needs every one.
+func (f *follower) checkEvent(ev *eventsv1.MatchEvent) error {
+	switch {
+	case !f.opts.Check || ev.GetVersion() <= f.check.Version():
+		return nil
+	case ev.GetVersion() > f.check.Version()+1:
+		// Reconnect from the checker's version (resumeFrom).
+		return status.Errorf(codes.Unavailable, "version gap: checked %d, got %d", f.check.Version(), ev.GetVersion())
+	}
+	if err := f.check.Event(ev); err != nil {
+		return f.violation(err)
+	}
+	f.remember(ev)
+	return nil
+}
+
+func (f *follower) remember(ev *eventsv1.MatchEvent) {
+	if f.history == nil {
+		f.history = make(map[uint64]*eventsv1.MatchEvent)
+	}
+	f.history[ev.GetVersion()] = ev
+}
+
+// backfill starts the checker at version 1 when the first snapshot is
+// later: the start position from the PGN4 export, the events from a
+// stream from version 1 up to the snapshot, which must then agree with
+// the replay. If the server no longer has those events (trimmed) or cannot
+// be asked, the check runs on the events alone from the snapshot.
+func (f *follower) backfill(ctx context.Context) error {
+	snap := f.m
+	f.history = make(map[uint64]*eventsv1.MatchEvent)
+	fallback := func() error {
+		f.check = matchcheck.Checker{}
+		if err := f.check.Snapshot(snap); err != nil {
+			return f.violation(err)
+		}
+		return nil
+	}
+	exp, err := f.c.Match.ExportGame(ctx, &matchv1.ExportGameRequest{MatchId: f.id})
+	if err != nil {
+		return fallback()
+	}
+	rec, err := rules.ParsePGN4(exp.GetPgn4(), nil)
+	if err != nil {
+		return f.violation(fmt.Errorf("the PGN4 export does not re-import: %v: %w", err, matchcheck.ErrViolation))
+	}
+	f.check = matchcheck.Checker{}
+	if err := f.check.Start(snap.GetRuleSet(), rec.Game.StartFEN4()); err != nil {
+		return f.violation(err)
+	}
+	if snap.GetVersion() > 1 {
+		evs, ok := f.fromVersion1(ctx, snap.GetVersion())
+		if !ok {
+			return fallback()
+		}
+		for _, ev := range evs {
+			if err := f.checkEvent(ev); err != nil {
+				return err
+			}
+		}
+	}
+	return f.checkSnapshot(ctx)
+}
+
+// fromVersion1 reads the events 2..upTo from a stream from version 1
+// (upTo 0: to the end of the match); false if the server sent a snapshot
+// instead (trimmed history) or failed.
+func (f *follower) fromVersion1(ctx context.Context, upTo uint64) ([]*eventsv1.MatchEvent, bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := f.c.Match.WatchMatch(ctx, &matchv1.WatchMatchRequest{MatchId: f.id, FromVersion: 1})
+	if err != nil {
+		return nil, false
+	}
+	var out []*eventsv1.MatchEvent
+	for upTo == 0 || uint64(len(out))+1 < upTo {
+		item, err := st.Recv()
+		if errors.Is(err, io.EOF) && upTo == 0 {
+			return out, true
+		}
+		if err != nil || item.GetEvent() == nil {
+			return nil, false
+		}
+		out = append(out, item.GetEvent())
+	}
+	return out, true
+}
+
+// finalCheck runs when the match has ended (Check only, replaying): a
+// stream from version 1 repeats every event the follower received, event
+// for event, and the PGN4 export re-imports to the replayed game. The
+// checker may still be behind the end (the folded state can come from a
+// reload): it gets the last events from that stream first.
+func (f *follower) finalCheck(ctx context.Context) error {
+	if !f.opts.Check || !f.check.Replaying() {
+		return nil
+	}
+	evs, ok := f.fromVersion1(ctx, 0)
+	if !ok {
+		return nil // best effort: trimmed, or the service is gone at the end of a run
+	}
+	for _, ev := range evs {
+		if err := f.checkEvent(ev); err != nil {
+			return err
+		}
+	}
+	exp, err := f.c.Match.ExportGame(ctx, &matchv1.ExportGameRequest{MatchId: f.id})
+	if err != nil {
+		return nil
+	}
+	if err := f.check.Export(exp.GetPgn4()); err != nil {
+		return f.violation(err)
+	}
+	for i, ev := range evs {
+		if ev.GetVersion() != uint64(i)+2 {
+			return f.violation(fmt.Errorf("replay from version 1: item %d has version %d: %w", i+1, ev.GetVersion(), matchcheck.ErrViolation))
+		}
+		if live, ok := f.history[ev.GetVersion()]; ok && !proto.Equal(live, ev) {
+			return f.violation(fmt.Errorf("replay from version 1: version %d is %v, live it was %v: %w", ev.GetVersion(), ev, live, matchcheck.ErrViolation))
+		}
+	}
+	if last := uint64(len(evs)) + 1; last != f.check.Version() {
+		return f.violation(fmt.Errorf("replay from version 1 ends at version %d, the match at %d: %w", last, f.check.Version(), matchcheck.ErrViolation))
 	}
 	return nil
 }
 
 func (f *follower) version() uint64 { return f.m.GetVersion() }
 
+// resumeFrom is the version a reconnection resumes from: the checker may
+// be behind the folded state (after a refresh) and needs every event.
+func (f *follower) resumeFrom() uint64 {
+	if f.opts.Check && f.m != nil && f.check.Version() < f.version() {
+		return f.check.Version()
+	}
+	return f.version()
+}
+
 func (f *follower) run(ctx context.Context) (*matchv1.Match, error) {
 	var bo backoff
 	for {
 		err := f.stream(ctx, &bo)
+		var stop stopError
+		if errors.As(err, &stop) {
+			return f.m, stop.err
+		}
 		if f.m != nil && Over(f.m) {
 			return f.m, nil
 		}
 		if ctx.Err() != nil {
 			return f.m, ctx.Err()
-		}
-		var stop stopError
-		if errors.As(err, &stop) {
-			return f.m, stop.err
 		}
 		switch {
 		case err == nil || errors.Is(err, io.EOF):
@@ -124,7 +283,7 @@ func (e stopError) Error() string { return e.err.Error() }
 func (f *follower) stream(ctx context.Context, bo *backoff) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st, err := f.c.Match.WatchMatch(ctx, &matchv1.WatchMatchRequest{MatchId: f.id, FromVersion: f.version()})
+	st, err := f.c.Match.WatchMatch(ctx, &matchv1.WatchMatchRequest{MatchId: f.id, FromVersion: f.resumeFrom()})
 	if err != nil {
 		return err
 	}
@@ -138,14 +297,26 @@ func (f *follower) stream(ctx context.Context, bo *backoff) error {
 		switch x := item.GetItem().(type) {
 		case *matchv1.WatchMatchResponse_Snapshot:
 			if x.Snapshot.GetVersion() < f.version() {
+				// Stale for the fold; a checker further behind restarts
+				// from it (the events before it are gone).
+				if f.opts.Check && x.Snapshot.GetVersion() > f.check.Version() {
+					if err := f.check.Snapshot(x.Snapshot); err != nil {
+						return f.violation(err)
+					}
+				}
 				continue
 			}
 			f.m = x.Snapshot
-			if err := f.checkSnapshot(); err != nil {
+			if err := f.checkSnapshot(ctx); err != nil {
 				return err
 			}
 		case *matchv1.WatchMatchResponse_Event:
 			ev = x.Event
+			if f.m != nil {
+				if err := f.checkEvent(ev); err != nil {
+					return err
+				}
+			}
 			switch {
 			case f.m == nil:
 				return errors.New("event before snapshot")
@@ -155,22 +326,24 @@ func (f *follower) stream(ctx context.Context, bo *backoff) error {
 				// A gap: reconnect from the last version seen.
 				return status.Errorf(codes.Unavailable, "version gap: have %d, got %d", f.version(), ev.GetVersion())
 			}
-			if f.opts.Check {
-				if err := f.check.Event(ev); err != nil {
-					return stopError{fmt.Errorf("match %s: %w", f.id, err)}
-				}
-			}
 			f.m = proto.Clone(f.m).(*matchv1.Match)
 			Fold(f.m, ev)
 			if _, move := ev.GetEvent().(*eventsv1.MatchEvent_MoveApplied); move && f.opts.RefreshBoard && !Over(f.m) {
-				if f.refresh(ctx) {
-					if err := f.checkSnapshot(); err != nil {
-						return err
+				if f.refresh(ctx) && f.opts.Check && f.m.GetVersion() == f.check.Version() {
+					// A reload at the checker's version must be the
+					// replayed state; a later one is only folded.
+					if err := f.check.Snapshot(f.m); err != nil {
+						return f.violation(err)
 					}
 				}
 			}
 		default:
 			continue
+		}
+		if f.opts.Check && item.GetVersion() == f.check.Version() {
+			if err := f.check.LegalMoves(f.opts.Seat, item.GetLegalMoves()); err != nil {
+				return f.violation(err)
+			}
 		}
 		f.m.LegalMoves = nil
 		if len(item.GetLegalMoves()) > 0 && item.GetVersion() == f.version() {
@@ -180,6 +353,9 @@ func (f *follower) stream(ctx context.Context, bo *backoff) error {
 			return stopError{err}
 		}
 		if Over(f.m) {
+			if err := f.finalCheck(ctx); err != nil {
+				return err
+			}
 			return nil
 		}
 	}

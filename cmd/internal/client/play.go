@@ -41,7 +41,7 @@ func SeatLive(m *matchv1.Match, s gamev1.Seat) bool {
 // final state.
 func (c *Client) PlayAuto(ctx context.Context, id string, seat gamev1.Seat, choose Chooser, observe func(Update)) (*matchv1.Match, error) {
 	actedAt := int64(-1) // the ply of the last move we submitted
-	return c.Follow(ctx, id, FollowOptions{Check: true}, func(u Update) error {
+	return c.Follow(ctx, id, FollowOptions{Check: true, Seat: seat}, func(u Update) error {
 		if observe != nil {
 			observe(u)
 		}

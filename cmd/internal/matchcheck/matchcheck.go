@@ -3,11 +3,18 @@
 //
 // A Checker consumes the events of one match in the order WatchMatch
 // delivers them, optionally starting from a snapshot, and reports the first
-// violation as an error naming the event's version. It checks only what the
-// events themselves determine: versions and plies, the seat to move, seat
-// states, capture deadness, eliminations, running and frozen points, and the
-// final result. It does not replay moves with the rules engine (zombie moves
-// depend on a seed the server never publishes).
+// violation as an error naming the event's version. It checks two layers:
+//
+//   - what the events themselves determine: versions and plies, the seat to
+//     move, seat states, capture values and deadness, eliminations, running
+//     and frozen points, and the final result;
+//   - when it has the match from version 1, a replay through pkg/rules (a
+//     game whose zombie moves are the ones the events name, since the
+//     server never publishes its zombie seed): every move is legal in the
+//     replayed position and its effects, the seat to move, eliminations,
+//     points, statuses and the result are the engine's. The replay also
+//     checks the legal moves offered (LegalMoves), later snapshots and the
+//     PGN4 export (Export).
 package matchcheck
 
 import (
@@ -56,11 +63,16 @@ type Checker struct {
 	// partial is set after a snapshot until the next move: eliminations
 	// announced before the snapshot may still arrive.
 	partial bool
-	// unexplained is set after a zombie king's stalemate under a rule set
-	// that pays the live seats for it: the engine adds that bonus without an
-	// event, so the next reported points may exceed the tracked ones.
-	unexplained bool
-	err         error
+	// left is 1 + the index of the seat whose resignation or time loss
+	// was the last event, 0 after any other: a draw by insufficient
+	// material after a leave (RuleSet.LeaveInsufficientDraw) pays it too.
+	left int
+	// g is the replayed game (see replay.go), nil when the checker did not
+	// see the match from version 1; owed are the events the engine's last
+	// action still owes the stream.
+	g    *rules.Game
+	owed []owed
+	err  error
 }
 
 // Snapshot (re)starts the checker from a match state, as WatchMatch sends
@@ -74,6 +86,11 @@ func (c *Checker) Snapshot(m *matchv1.Match) error {
 	if !ok {
 		return c.fail(m.GetVersion(), "unknown rule set %q", m.GetRuleSet())
 	}
+	if c.g != nil && m.GetVersion() == c.version {
+		// The same version again (a reconnection or a reload): it must be
+		// the replayed state.
+		return c.agreeSnapshot(m)
+	}
 	*c = Checker{started: true, rs: rs, version: m.GetVersion(), ply: m.GetPly(), toMove: m.GetToMove(), partial: true}
 	for _, st := range m.GetSeats() {
 		i, ok := index(st.GetSeat())
@@ -86,8 +103,36 @@ func (c *Checker) Snapshot(m *matchv1.Match) error {
 	case matchv1.MatchStatus_MATCH_STATUS_FINISHED, matchv1.MatchStatus_MATCH_STATUS_ABORTED:
 		c.ended = true
 	}
+	if m.GetVersion() == 1 && !c.ended {
+		// The match's start: the replay can begin here.
+		c.partial = false
+		return c.startReplay(m.GetFen4())
+	}
 	return nil
 }
+
+// Start begins the check at version 1 of a match under ruleSet from the
+// position fen4 ("" for the standard start), as if the MatchCreated event
+// had been seen: for a client that joined later and fetches the history
+// from version 1 (WatchMatch from_version 1) to replay it.
+func (c *Checker) Start(ruleSet, fen4 string) error {
+	if c.err != nil {
+		return c.err
+	}
+	rs, ok := rules.RuleSetByName(ruleSet)
+	if !ok {
+		return c.fail(1, "unknown rule set %q", ruleSet)
+	}
+	g, err := rules.NewGame(rs, 0, fen4)
+	if err != nil {
+		return c.fail(1, "fen4 %q: %v", fen4, err)
+	}
+	return c.created(&eventsv1.MatchCreated{RuleSet: rs.Name, Fen4: g.FEN4(), ToMove: gamev1.Seat(g.ToMove() + 1)},
+		&eventsv1.MatchEvent{Version: 1})
+}
+
+// Version returns the version of the last event or snapshot checked.
+func (c *Checker) Version() uint64 { return c.version }
 
 // Event checks the next event of the stream.
 func (c *Checker) Event(ev *eventsv1.MatchEvent) error {
@@ -121,23 +166,38 @@ func (c *Checker) Event(ev *eventsv1.MatchEvent) error {
 		return c.fail(v, "ply %d, want %d", ev.GetPly(), wantPly)
 	}
 	c.ply = wantPly
+	var err error
+	left := c.left
+	c.left = 0
 	switch x := ev.GetEvent().(type) {
 	case *eventsv1.MatchEvent_MoveApplied:
-		return c.move(v, x.MoveApplied)
+		err = c.move(v, x.MoveApplied)
 	case *eventsv1.MatchEvent_PlayerResigned:
-		return c.leave(v, x.PlayerResigned.GetSeat(), x.PlayerResigned.GetFrozenPoints())
+		err = c.leave(v, x.PlayerResigned.GetSeat(), x.PlayerResigned.GetFrozenPoints(), false)
 	case *eventsv1.MatchEvent_PlayerTimedOut:
-		return c.leave(v, x.PlayerTimedOut.GetSeat(), x.PlayerTimedOut.GetFrozenPoints())
+		err = c.leave(v, x.PlayerTimedOut.GetSeat(), x.PlayerTimedOut.GetFrozenPoints(), true)
 	case *eventsv1.MatchEvent_PlayerEliminated:
-		return c.eliminated(v, x.PlayerEliminated)
+		err = c.eliminated(v, x.PlayerEliminated)
 	case *eventsv1.MatchEvent_GameOver:
+		err = c.gameOver(v, x.GameOver.GetResult(), left)
+		if err == nil && c.g != nil {
+			err = c.replayGameOver(v, x.GameOver.GetResult())
+		}
 		c.ended = true
-		return c.gameOver(v, x.GameOver.GetResult())
 	case *eventsv1.MatchEvent_MatchAborted:
+		if c.g != nil && len(c.owed) > 0 {
+			err = c.fail(v, "MatchAborted while the replay expects %s", c.owedString())
+		}
+		if c.g != nil {
+			c.g.Abort()
+		}
 		c.ended = true
 	}
 	// Unknown kinds are skipped, as clients must do.
-	return nil
+	if err != nil {
+		return err
+	}
+	return c.agree(v)
 }
 
 // Err returns the first violation found, or nil.
@@ -156,16 +216,16 @@ func (c *Checker) created(mc *eventsv1.MatchCreated, ev *eventsv1.MatchEvent) er
 		return c.fail(1, "MatchCreated ply %d", ev.GetPly())
 	}
 	*c = Checker{started: true, rs: rs, version: 1, toMove: mc.GetToMove()}
-	pts := g.Points()
+	pts, res := g.Points(), g.ResultPoints()
 	for i := range c.status {
-		c.status[i] = gamev1.SeatStatus(g.Status(rules.Seat(i)) + 1)
+		c.status[i] = seatStatus(g.Status(rules.Seat(i)))
 		c.points[i] = int32(pts[i])
-		c.result[i] = c.points[i]
+		c.result[i] = int32(res[i])
 	}
 	if got, want := mc.GetToMove(), gamev1.Seat(g.ToMove()+1); got != want {
 		return c.fail(1, "to_move %v, fen4 says %v", got, want)
 	}
-	return nil
+	return c.startReplay(mc.GetFen4())
 }
 
 func (c *Checker) move(v uint64, m *eventsv1.MoveApplied) error {
@@ -195,6 +255,14 @@ func (c *Checker) move(v uint64, m *eventsv1.MoveApplied) error {
 			return c.fail(v, "%q captured %v of %v (%v): dead=%v, want %v", e.GetMove(), cp.GetKind(), cp.GetOwner(), st, cp.GetDead(), dead)
 		}
 	}
+	// Every point of a move is accounted for: the capture's value, the
+	// check bonus and the points for each king mated (a zombie scores them
+	// too; they never count for its result).
+	capture := captureValue(c.rs, e.GetCaptured(), c.status)
+	if want := capture + e.GetCheckBonusPoints() + int32(c.rs.MatePoints*len(e.GetMatedSeats())); e.GetPointsGained() != want {
+		return c.fail(v, "%q gained %d points: capture %d + check bonus %d + %d mates make %d",
+			e.GetMove(), e.GetPointsGained(), capture, e.GetCheckBonusPoints(), len(e.GetMatedSeats()), want)
+	}
 	for _, el := range e.GetEliminations() {
 		j, ok := index(el.GetSeat())
 		if !ok || c.status[j] == out {
@@ -213,10 +281,40 @@ func (c *Checker) move(v uint64, m *eventsv1.MoveApplied) error {
 		return err
 	}
 	c.toMove = m.GetToMove()
+	if c.g != nil {
+		return c.replayMove(v, m)
+	}
 	return nil
 }
 
-func (c *Checker) leave(v uint64, s gamev1.Seat, frozen int32) error {
+// captureValue is what capturing cp is worth by the rule book
+// (docs/rules.md section 5 and 13.3.3), given the owners' states before
+// the move: nothing for a dead piece or a zombie's piece other than its
+// king, the king's points for a king, one point for a promoted queen,
+// otherwise the piece's value.
+func captureValue(rs rules.RuleSet, cp *gamev1.Capture, status [numSeats]gamev1.SeatStatus) int32 {
+	if cp == nil || cp.GetDead() {
+		return 0
+	}
+	o, ok := index(cp.GetOwner())
+	if !ok || status[o] == out {
+		return 0
+	}
+	k := cp.GetKind()
+	switch {
+	case k == gamev1.PieceKind_PIECE_KIND_KING:
+		return int32(rs.KingCapturePoints)
+	case status[o] == zombie && !rs.ZombiePiecesScore:
+		return 0
+	case k == gamev1.PieceKind_PIECE_KIND_QUEEN && cp.GetPromoted():
+		return int32(rs.PromotedQueen)
+	case k < gamev1.PieceKind_PIECE_KIND_PAWN || k > gamev1.PieceKind_PIECE_KIND_KING:
+		return 0
+	}
+	return int32(rs.PieceValues[k])
+}
+
+func (c *Checker) leave(v uint64, s gamev1.Seat, frozen int32, timeOut bool) error {
 	i, ok := index(s)
 	if !ok || c.status[i] != live {
 		return c.fail(v, "%v left but is not live", s)
@@ -225,8 +323,17 @@ func (c *Checker) leave(v uint64, s gamev1.Seat, frozen int32) error {
 		return c.fail(v, "%v left with frozen points %d, running points %d", s, frozen, c.points[i])
 	}
 	c.status[i], c.result[i] = zombie, frozen
+	c.left = i + 1
 	// The seat to move stays the same: if it was the leaver, the server's
-	// zombie move for it follows at once.
+	// zombie move for it follows at once. Where the rule set passes the
+	// turn on (chesscom-ffa), no event names the next seat: the replay
+	// knows it.
+	if c.rs.ResignPassesTurn && s == c.toMove {
+		c.toMove = none
+	}
+	if c.g != nil {
+		return c.replayLeave(v, s, timeOut)
+	}
 	return nil
 }
 
@@ -243,6 +350,9 @@ func (c *Checker) eliminated(v uint64, pe *eventsv1.PlayerEliminated) error {
 			return c.fail(v, "PlayerEliminated %v, the last move announced %v", el, c.pending[0])
 		}
 		c.pending = c.pending[1:]
+		if len(pe.GetBonusPoints()) > 0 {
+			return c.fail(v, "%v's elimination by a move pays bonus points %v", s, pe.GetBonusPoints())
+		}
 	} else {
 		if el.GetReason() == gamev1.ExitReason_EXIT_REASON_KING_CAPTURED && !c.partial {
 			return c.fail(v, "king capture of %v not announced by a move", s)
@@ -253,6 +363,21 @@ func (c *Checker) eliminated(v uint64, pe *eventsv1.PlayerEliminated) error {
 				return c.fail(v, "points awarded to %v", a)
 			}
 			c.points[j] += el.GetAwardedPoints()
+		}
+		bonus, err := bonusPoints(pe.GetBonusPoints())
+		if err != nil {
+			return c.fail(v, "bonus_points: %v", err)
+		}
+		for j, b := range bonus {
+			if b != 0 && c.status[j] != live {
+				return c.fail(v, "%v's elimination paid %d bonus points to %v (%v)", s, b, gamev1.Seat(j+1), c.status[j])
+			}
+			c.points[j] += b
+		}
+		if c.g != nil {
+			if err := c.replayEliminated(v, pe); err != nil {
+				return err
+			}
 		}
 	}
 	wasZombie := c.status[i] == zombie
@@ -267,9 +392,6 @@ func (c *Checker) eliminated(v uint64, pe *eventsv1.PlayerEliminated) error {
 		return c.fail(v, "%v (%v) eliminated with result points %d, want %d", s, c.status[i], pe.GetResultPoints(), want)
 	}
 	c.status[i], c.result[i] = out, want
-	if wasZombie && el.GetReason() == gamev1.ExitReason_EXIT_REASON_STALEMATED && c.rs.ZombieKingStalemateDrawPoints != 0 {
-		c.unexplained = true
-	}
 	if s == c.toMove {
 		// Passed over on its turn; which seat moves next is named by no
 		// event, so the next mover is not checked.
@@ -287,24 +409,14 @@ func (c *Checker) checkPoints(v uint64, ps []*gamev1.SeatPoints) error {
 	if err != nil {
 		return c.fail(v, "points: %v", err)
 	}
-	if c.unexplained {
-		// Accept a bonus to live seats, nothing for the others.
-		for i := range got {
-			d := got[i] - c.points[i]
-			if c.status[i] != live && d != 0 || c.status[i] == live && d < 0 {
-				return c.fail(v, "points %v after a zombie king's stalemate, tracked %v", got, c.points)
-			}
-		}
-		c.points, c.unexplained = got, false
-		return nil
-	}
 	if got != c.points {
 		return c.fail(v, "points %v, the moves add up to %v", got, c.points)
 	}
 	return nil
 }
 
-func (c *Checker) gameOver(v uint64, r *gamev1.Result) error {
+// gameOver checks the result; left is Checker.left before this event.
+func (c *Checker) gameOver(v uint64, r *gamev1.Result, left int) error {
 	if len(c.pending) > 0 {
 		return c.fail(v, "game over before PlayerEliminated for %v", c.pending[0].GetSeat())
 	}
@@ -330,6 +442,14 @@ func (c *Checker) gameOver(v uint64, r *gamev1.Result) error {
 		if term != gamev1.Termination_TERMINATION_ALL_OPPONENTS_OUT {
 			return c.fail(v, "termination %v with one live seat and the others out", term)
 		}
+	case nLive == 1 && term == gamev1.Termination_TERMINATION_INSUFFICIENT_MATERIAL &&
+		c.rs.LeaveInsufficientDraw && left > 0 && c.status[left-1] == zombie:
+		// A leave against a last player with a bare king (docs/rules.md
+		// 13.3.14): the draw's points to both, the other zombie kings to
+		// the last player. The checker does not see the board, so it
+		// takes the bare king on trust.
+		bonus[last] = int32(c.rs.DrawPoints) + int32(c.rs.LastPlayerBonus)*(nZombie-1)
+		c.result[left-1] += int32(c.rs.DrawPoints)
 	case nLive == 1:
 		if term != gamev1.Termination_TERMINATION_LAST_PLAYER_STANDING {
 			return c.fail(v, "termination %v with one live seat and %d zombies", term, nZombie)
@@ -361,9 +481,7 @@ func (c *Checker) gameOver(v uint64, r *gamev1.Result) error {
 		if st == live {
 			want = c.points[i] + bonus[i]
 		}
-		// A zombie king's stalemate pays live seats without an event: their
-		// final points are then known only from the result.
-		if got[i] != want && !(c.unexplained && st == live && got[i] > want) {
+		if got[i] != want {
 			return c.fail(v, "%v (%v) result points %d, want %d (%v)", gamev1.Seat(i+1), st, got[i], want, term)
 		}
 	}

@@ -100,10 +100,21 @@ func eventsOf(id string, g *rules.Game, eff *rules.Effects, before [rules.NumSea
 				if ev.Points == 0 {
 					awarded = gamev1.Seat_SEAT_UNSPECIFIED
 				}
+				// A zombie king's stalemate pays the live seats
+				// (chesscom-ffa): the engine reports those payments as
+				// bonuses right after it, which the elimination carries.
+				var bonus []*gamev1.SeatPoints
+				for ei+1 < len(eff.Events) && eff.Events[ei+1].Kind == rules.EventBonus && eff.Events[ei+1].Reason == rules.NotOver {
+					ei++
+					b := eff.Events[ei]
+					pts[b.Seat] += b.Points
+					bonus = append(bonus, &gamev1.SeatPoints{Seat: wire.Seat(b.Seat), Points: int32(b.Points)})
+				}
 				add(ev.Ply, &eventsv1.MatchEvent{Event: &eventsv1.MatchEvent_PlayerEliminated{PlayerEliminated: &eventsv1.PlayerEliminated{
 					Elimination:  &gamev1.Elimination{Seat: wire.Seat(ev.Seat), Reason: reason, AwardedTo: awarded, AwardedPoints: int32(ev.Points)},
-					ResultPoints: int32(g.ResultPoints()[ev.Seat]), Points: wire.Points(pts)}}})
+					ResultPoints: int32(g.ResultPoints()[ev.Seat]), Points: wire.Points(pts), BonusPoints: bonus}}})
 			case rules.EventBonus:
+				// End-of-game bonuses are in GameOver's result.
 				pts[ev.Seat] += ev.Points
 			case rules.EventGameOver:
 				// Written last, below, with the final result.

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
@@ -270,9 +273,13 @@ func TestEventsFoldRandomGames(t *testing.T) {
 							zombies += b2i(st == gamev1.SeatStatus_SEAT_STATUS_ZOMBIE)
 						}
 						term := e.GameOver.GetResult().GetTermination()
+						// A leave that leaves a bare king alone is a draw by
+						// insufficient material under chesscom-ffa
+						// (docs/rules.md section 13.3.14).
+						leaveDraw := rs.LeaveInsufficientDraw && term == gamev1.Termination_TERMINATION_INSUFFICIENT_MATERIAL
 						switch {
 						case live == 1 && zombies == 0 && term != gamev1.Termination_TERMINATION_ALL_OPPONENTS_OUT,
-							live == 1 && zombies > 0 && term != gamev1.Termination_TERMINATION_LAST_PLAYER_STANDING,
+							live == 1 && zombies > 0 && term != gamev1.Termination_TERMINATION_LAST_PLAYER_STANDING && !leaveDraw,
 							live == 0 && term != gamev1.Termination_TERMINATION_NO_LIVE_PLAYER:
 							t.Fatalf("%s seed %d: %d live, %d zombies, termination %v", rs.Name, seed, live, zombies, term)
 						}
@@ -291,4 +298,65 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// Green's zombie king (alone, on a4) is boxed in by Red's rook and knight
+// without being in check: stalemated when its turn comes after Yellow's.
+const fenZombieKingStalemate = "Y-0,0,0,0-0,0,0,0-0,0,0,0-0,0,0,0-0-6,yK,7/14/14/1,rR,12/14/14/13,bK/14/2,rN,11/14/gK,13/14/14/7,rK,6-{zombie:0,0,0,1}"
+
+// TestZombieKingStalemateReportsItsBonus: under chesscom-ffa a zombie
+// king's stalemate pays each live seat its share; the PlayerEliminated
+// lists those shares in bonus_points and its points include them, so the
+// points of every event add up from the events alone. Under fourkingdoms
+// the stalemated zombie scores for itself and pays nobody.
+func TestZombieKingStalemateReportsItsBonus(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		rs    rules.RuleSet
+		bonus int32 // to each live seat
+		self  int32 // awarded to Green
+	}{
+		{rules.ChesscomFFA(), 7, 0}, // (2 x 10 + 1) / 3 live seats
+		{rules.FourKingdoms(), 0, 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rs.Name, func(t *testing.T) {
+			t.Parallel()
+			g := newTestGame(t, tt.rs, fenZombieKingStalemate)
+			evs := run(t, g, mv("Kg14-f14"))
+			if len(evs) != 2 {
+				t.Fatalf("events %v, want the move and Green's elimination", evs)
+			}
+			pe := evs[1].GetPlayerEliminated()
+			el := pe.GetElimination()
+			if el.GetSeat() != gamev1.Seat_SEAT_GREEN || el.GetReason() != gamev1.ExitReason_EXIT_REASON_STALEMATED || el.GetAwardedPoints() != tt.self {
+				t.Fatalf("elimination %v, want Green stalemated, awarded %d", el, tt.self)
+			}
+			var want []*gamev1.SeatPoints
+			if tt.bonus != 0 {
+				for _, s := range []gamev1.Seat{gamev1.Seat_SEAT_RED, gamev1.Seat_SEAT_BLUE, gamev1.Seat_SEAT_YELLOW} {
+					want = append(want, &gamev1.SeatPoints{Seat: s, Points: tt.bonus})
+				}
+			}
+			if d := cmp.Diff(want, pe.GetBonusPoints(), protocmp.Transform()); d != "" {
+				t.Errorf("bonus_points (-want +got):\n%s", d)
+			}
+			// The event's points are the engine's after the step.
+			if d := cmp.Diff(wire.Points(g.Points()), pe.GetPoints(), protocmp.Transform()); d != "" {
+				t.Errorf("points (-engine +event):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestCheckedSeatsLeaveOutMatedSeats: checked_seats lists the kings a move
+// attacks and does not mate (proto comment); mated kings are only in
+// mated_seats, although the engine counts them among the checks.
+func TestCheckedSeatsLeaveOutMatedSeats(t *testing.T) {
+	t.Parallel()
+	g := newTestGame(t, rules.FourKingdoms(), fenRedMatesBlueAndYellow)
+	me := movesOf(run(t, g, mv("Ql7-m8")))[0].GetEffects()
+	if len(me.GetMatedSeats()) != 2 || len(me.GetCheckedSeats()) != 0 {
+		t.Fatalf("mated %v, checked %v: want Blue and Yellow mated, nobody else checked", me.GetMatedSeats(), me.GetCheckedSeats())
+	}
 }

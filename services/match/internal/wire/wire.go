@@ -9,6 +9,7 @@
 package wire
 
 import (
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -131,7 +132,7 @@ func MoveEffects(m *rules.AppliedMove, rs rules.RuleSet) *gamev1.MoveEffects {
 		To:               Square(m.Move.To()),
 		Piece:            Kind(m.Move.Piece()),
 		PointsGained:     int32(m.Points),
-		CheckedSeats:     Seats(m.Checks),
+		CheckedSeats:     Seats(checkedNotMated(m)),
 		MatedSeats:       Seats(m.Mated),
 		CheckBonusPoints: int32(m.CheckBonus),
 		IsZombieMove:     m.Zombie,
@@ -156,6 +157,19 @@ func MoveEffects(m *rules.AppliedMove, rs rules.RuleSet) *gamev1.MoveEffects {
 		e.Eliminations = append(e.Eliminations, elimination(m, s, rs))
 	}
 	return e
+}
+
+// checkedNotMated lists the seats the move checks and does not mate: the
+// engine judges checks before mates, so its Checks include the mated seats,
+// which the wire lists in mated_seats only.
+func checkedNotMated(m *rules.AppliedMove) []rules.Seat {
+	var out []rules.Seat
+	for _, s := range m.Checks {
+		if !slices.Contains(m.Mated, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func elimination(m *rules.AppliedMove, s rules.Seat, rs rules.RuleSet) *gamev1.Elimination {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/backoff"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
@@ -69,6 +70,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return err
 		}
 		srv.Go("rating-consumer", c.Run)
+		srv.Go("rating-backfill", func(ctx context.Context) error {
+			return backfill(ctx, st, rules.RuleSetNames(), backoff.DefaultPolicy(), log)
+		})
 		log.InfoContext(ctx, "rating service starting",
 			"stream", cfg.Consumer.Stream, "group", cfg.Consumer.Group, "consumer", cfg.Consumer.Name,
 			"workers", cfg.Consumer.Workers, "redis_cluster", cfg.Redis.Cluster())

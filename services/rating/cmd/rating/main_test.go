@@ -24,6 +24,8 @@ import (
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/ladder"
+	"github.com/fourkingdoms/fourkingdoms/services/rating/internal/store"
 )
 
 // TestMain stops the Redis servers and checks for leaked goroutines.
@@ -45,6 +47,25 @@ func TestRunServesAndConsumes(t *testing.T) {
 		"HOSTNAME":                  "rating-test",
 		"LOG_LEVEL":                 "warn",
 	}
+	// A pool rated before the leaderboard had a provisional section: the
+	// service's start fills it (the backfill).
+	old := store.New(rdb, ladder.DefaultPolicy(), store.Config{Prefix: prefix, Retention: store.DefaultRetention()})
+	var oldPlayers []ladder.Participant
+	for i := range ladder.Seats {
+		oldPlayers = append(oldPlayers, ladder.Participant{PlayerID: fmt.Sprint("old", i), Seat: ladder.Seat(i), Points: 40 - 10*i})
+	}
+	oldResult, err := ladder.NewResult("old-1", "fourkingdoms", time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), oldPlayers,
+		[]ladder.Seat{0, 1, 2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Apply(t.Context(), []ladder.Result{oldResult}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Del(t.Context(), prefix+"{rt:fourkingdoms}:prov").Err(); err != nil {
+		t.Fatal(err)
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out strings.Builder
@@ -102,6 +123,19 @@ func TestRunServesAndConsumes(t *testing.T) {
 	}
 	if got.GetGamesPlayed() != 1 || got.GetMu() <= 25 {
 		t.Errorf("winner's rating = %v", got)
+	}
+	// Both the players of the backfill and those of the consumed match
+	// are in the provisional section.
+	for {
+		lb, err := client.GetLeaderboard(t.Context(), &ratingv1.GetLeaderboardRequest{RuleSet: "fourkingdoms",
+			Section: ratingv1.LeaderboardSection_LEADERBOARD_SECTION_PROVISIONAL})
+		if err == nil && lb.GetSectionSize() == 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the provisional section never held the 4 backfilled and 4 new players: %v, %v", lb, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 
 	// The consumer's metrics are exported with the server's.

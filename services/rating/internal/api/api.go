@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 
@@ -93,7 +94,7 @@ func (s *Service) BatchGetRatings(ctx context.Context, req *ratingv1.BatchGetRat
 	return resp, nil
 }
 
-// GetLeaderboard returns a page of a pool's leaderboard.
+// GetLeaderboard returns a page of a section of a pool's leaderboard.
 func (s *Service) GetLeaderboard(ctx context.Context, req *ratingv1.GetLeaderboardRequest) (*ratingv1.GetLeaderboardResponse, error) {
 	pool := req.GetRuleSet()
 	if err := s.checkPool(pool); err != nil {
@@ -103,16 +104,29 @@ func (s *Service) GetLeaderboard(ctx context.Context, req *ratingv1.GetLeaderboa
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	cursor, err := decodeToken(req.GetPageToken(), "lb", pool)
+	section, sec, kind := ratingv1.LeaderboardSection_LEADERBOARD_SECTION_RANKED, store.Ranked, "lb"
+	switch req.GetSection() {
+	case ratingv1.LeaderboardSection_LEADERBOARD_SECTION_UNSPECIFIED, ratingv1.LeaderboardSection_LEADERBOARD_SECTION_RANKED:
+	case ratingv1.LeaderboardSection_LEADERBOARD_SECTION_PROVISIONAL:
+		// Its own token kind: a token of one section is refused by the other.
+		section, sec, kind = req.GetSection(), store.Provisional, "lbp"
+	default:
+		return nil, s.toStatus(ctx, invalid("section", fmt.Sprintf("unknown section %d: use LEADERBOARD_SECTION_RANKED or LEADERBOARD_SECTION_PROVISIONAL", req.GetSection())))
+	}
+	cursor, err := decodeToken(req.GetPageToken(), kind, pool)
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	entries, next, err := s.store.Leaderboard(ctx, pool, cursor, size)
+	page, err := s.store.Leaderboard(ctx, pool, sec, cursor, size)
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
-	resp := &ratingv1.GetLeaderboardResponse{Entries: make([]*ratingv1.LeaderboardEntry, len(entries))}
-	for i, e := range entries {
+	resp := &ratingv1.GetLeaderboardResponse{
+		Entries:     make([]*ratingv1.LeaderboardEntry, len(page.Entries)),
+		Section:     section,
+		SectionSize: uint32(min(page.Size, math.MaxUint32)),
+	}
+	for i, e := range page.Entries {
 		st := e.Player.Standing
 		resp.Entries[i] = &ratingv1.LeaderboardEntry{
 			Rank:          uint32(e.Rank),
@@ -121,10 +135,14 @@ func (s *Service) GetLeaderboard(ctx context.Context, req *ratingv1.GetLeaderboa
 			Mu:            st.Rating.Mu,
 			Sigma:         st.Rating.Sigma,
 			GamesPlayed:   uint32(st.Games),
+			// From the standing read just after the section: a player
+			// established meanwhile shows 0 until the next page read.
+			Provisional:      sec == store.Provisional,
+			GamesToEstablish: uint32(s.policy.GamesToEstablish(st)),
 		}
 	}
-	if next != "" {
-		resp.NextPageToken = encodeToken("lb", pool, next)
+	if page.Next != "" {
+		resp.NextPageToken = encodeToken(kind, pool, page.Next)
 	}
 	return resp, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,14 +84,16 @@ type fixture struct {
 	client ratingv1.RatingServiceClient
 	store  *store.Store
 	policy ladder.Policy
+	prefix string // of the store's keys
 }
 
 func newFixture(t *testing.T, rdb redis.UniversalClient) *fixture {
 	policy := ladder.DefaultPolicy()
 	policy.ProvisionalGames = 2
 	policy.ProvisionalSigma = 100
-	st := store.New(rdb, policy, store.Config{Prefix: redistest.Prefix(t), Retention: store.DefaultRetention()})
-	return &fixture{client: serve(t, st, policy), store: st, policy: policy}
+	prefix := redistest.Prefix(t)
+	st := store.New(rdb, policy, store.Config{Prefix: prefix, Retention: store.DefaultRetention()})
+	return &fixture{client: serve(t, st, policy), store: st, policy: policy, prefix: prefix}
 }
 
 // seed plays three matches: a, b, c, d finish in that order twice, then
@@ -255,6 +258,15 @@ func TestBadRequests(t *testing.T) {
 		}, codes.InvalidArgument, "page_token"},
 		{"leaderboard with a history token", func() error {
 			_, err := fx.client.GetLeaderboard(ctx, &ratingv1.GetLeaderboardRequest{RuleSet: pool, PageToken: hist.GetNextPageToken()})
+			return err
+		}, codes.InvalidArgument, "page_token"},
+		{"leaderboard of an unknown section", func() error {
+			_, err := fx.client.GetLeaderboard(ctx, &ratingv1.GetLeaderboardRequest{RuleSet: pool, Section: 7})
+			return err
+		}, codes.InvalidArgument, "section"},
+		{"provisional section with a ranked section's token", func() error {
+			_, err := fx.client.GetLeaderboard(ctx, &ratingv1.GetLeaderboardRequest{RuleSet: pool, PageToken: lb.GetNextPageToken(),
+				Section: ratingv1.LeaderboardSection_LEADERBOARD_SECTION_PROVISIONAL})
 			return err
 		}, codes.InvalidArgument, "page_token"},
 		{"history with another player's token", func() error {
@@ -431,5 +443,117 @@ func TestToStatus(t *testing.T) {
 			}
 			wantRefusal(t, s.toStatus(t.Context(), tt.err), tt.code, reason, tt.field)
 		})
+	}
+}
+
+// TestLeaderboardSections follows both sections of the leaderboard through
+// rated matches (2 games establish a player here): players start in the
+// provisional section and move to the ranked one with their establishing
+// match; players rated before the provisional section existed (simulated
+// by deleting it) are missing from it until the backfill adds them. Every
+// step reads both sections in pages of 2 and compares them with entries
+// built from the stored standings, best display rating first.
+func TestLeaderboardSections(t *testing.T) {
+	t.Parallel()
+	rdb := standalone(t)
+	fx := newFixture(t, rdb)
+	ctx := t.Context()
+	const (
+		ranked      = ratingv1.LeaderboardSection_LEADERBOARD_SECTION_RANKED
+		provisional = ratingv1.LeaderboardSection_LEADERBOARD_SECTION_PROVISIONAL
+	)
+	steps := []struct {
+		name     string
+		matches  [][]string
+		forget   bool // delete the provisional section after the matches
+		backfill bool
+		ranked   []string
+		prov     []string
+	}{
+		{name: "first game: all provisional", matches: [][]string{{"a", "b", "c", "d"}}, prov: []string{"a", "b", "c", "d"}},
+		{name: "second game establishes them", matches: [][]string{{"b", "a", "d", "c"}}, ranked: []string{"a", "b", "c", "d"}},
+		{name: "players rated before the section existed are missing", matches: [][]string{{"e", "f", "g", "h"}}, forget: true,
+			ranked: []string{"a", "b", "c", "d"}},
+		{name: "the backfill lists them", backfill: true, ranked: []string{"a", "b", "c", "d"}, prov: []string{"e", "f", "g", "h"}},
+		{name: "backfilled players move with their establishing game", matches: [][]string{{"i", "e", "j", "f"}},
+			ranked: []string{"a", "b", "c", "d", "e", "f"}, prov: []string{"g", "h", "i", "j"}},
+	}
+	read := func(section ratingv1.LeaderboardSection) ([]*ratingv1.LeaderboardEntry, []*ratingv1.GetLeaderboardResponse) {
+		var entries []*ratingv1.LeaderboardEntry
+		var pages []*ratingv1.GetLeaderboardResponse
+		token := ""
+		for range 10 {
+			page, err := fx.client.GetLeaderboard(ctx, &ratingv1.GetLeaderboardRequest{RuleSet: pool, PageSize: 2, PageToken: token, Section: section})
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries = append(entries, page.GetEntries()...)
+			pages = append(pages, page)
+			if token = page.GetNextPageToken(); token == "" {
+				break
+			}
+		}
+		return entries, pages
+	}
+	want := func(ids []string, prov bool) []*ratingv1.LeaderboardEntry {
+		players, err := fx.store.Players(ctx, pool, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []*ratingv1.LeaderboardEntry
+		for _, p := range players {
+			out = append(out, &ratingv1.LeaderboardEntry{
+				Player:        &gamev1.Player{PlayerId: p.ID, DisplayName: strings.ToUpper(p.ID)},
+				DisplayRating: int32(ladder.Display(p.Standing.Rating)),
+				Mu:            p.Standing.Rating.Mu, Sigma: p.Standing.Rating.Sigma, GamesPlayed: uint32(p.Standing.Games),
+				Provisional: prov, GamesToEstablish: uint32(fx.policy.GamesToEstablish(p.Standing)),
+			})
+		}
+		slices.SortStableFunc(out, func(a, b *ratingv1.LeaderboardEntry) int { return int(b.GetDisplayRating() - a.GetDisplayRating()) })
+		for i, e := range out {
+			if i > 0 && out[i-1].GetDisplayRating() == e.GetDisplayRating() {
+				t.Fatalf("players %s and %s have equal ratings: the expected order would be a guess", out[i-1].GetPlayer().GetPlayerId(), e.GetPlayer().GetPlayerId())
+			}
+			e.Rank = uint32(i + 1)
+		}
+		return out
+	}
+	at := t0
+	for _, step := range steps {
+		for _, players := range step.matches {
+			at = at.Add(time.Hour)
+			if _, err := fx.store.Apply(ctx, []ladder.Result{result(t, "m-"+strings.Join(players, ""), at, players...)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if step.forget {
+			// The section's key (docs/rating.md, "Redis layout").
+			if err := rdb.Del(ctx, fx.prefix+"{rt:"+pool+"}:prov").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if step.backfill {
+			if n, err := fx.store.Backfill(ctx, pool); err != nil || n != len(step.prov) {
+				t.Fatalf("%s: backfill added %d (%v), want %d", step.name, n, err, len(step.prov))
+			}
+		}
+		for _, sec := range []struct {
+			section ratingv1.LeaderboardSection
+			ids     []string
+		}{{ranked, step.ranked}, {provisional, step.prov}, {ratingv1.LeaderboardSection_LEADERBOARD_SECTION_UNSPECIFIED, step.ranked}} {
+			got, pages := read(sec.section)
+			if diff := cmp.Diff(want(sec.ids, sec.section == provisional), got, protocmp.Transform()); diff != "" {
+				t.Errorf("%s: section %v (-want +got):\n%s", step.name, sec.section, diff)
+			}
+			for _, p := range pages {
+				wantSection := sec.section
+				if wantSection == ratingv1.LeaderboardSection_LEADERBOARD_SECTION_UNSPECIFIED {
+					wantSection = ranked
+				}
+				if p.GetSection() != wantSection || p.GetSectionSize() != uint32(len(sec.ids)) {
+					t.Errorf("%s: a page of section %v says section %v of %d players, want %v of %d", step.name, sec.section, p.GetSection(), p.GetSectionSize(), wantSection, len(sec.ids))
+				}
+			}
+		}
 	}
 }

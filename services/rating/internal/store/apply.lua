@@ -5,7 +5,8 @@
 --
 -- KEYS: K_STANDINGS (player id -> standing), K_SEQ (sequence counter),
 --       K_LEADERBOARD, K_WATERMARK (the newest finish time applied, unix
---       ms), then from K_BUCKETS: the A_N_BUCKETS applied-marker buckets
+--       ms), K_PROVISIONAL (the leaderboard's provisional section), then
+--       from K_BUCKETS: the A_N_BUCKETS applied-marker buckets
 --       the matches refer to, the history buckets of the same days in the
 --       same order, the A_MARKER_DROPS marker buckets of the days from
 --       A_MARKER_DROP_FIRST on, the A_HISTORY_DROPS history buckets of the
@@ -19,8 +20,12 @@
 --       (index among the bucket keys, from 1), its finish time (unix ms),
 --       its history record and, per player, 4 fields: the player id, the
 --       standing the caller computed from ('' when the player had none),
---       the new standing, the leaderboard action ('' = none, '-' = remove,
---       else the display rating to list).
+--       the new standing, the leaderboard action: '' = none, else two
+--       letters and a number: the set the player belongs in after the
+--       match ('L' the leaderboard, 'P' its provisional section, 'N'
+--       neither), the set the caller saw them in before it (same
+--       letters), and the display rating to list them with (none for
+--       'N').
 --
 -- A match is applied only if it is not older than the retention before the
 -- watermark, not yet marked applied, and every player's stored standing is
@@ -53,16 +58,20 @@
 -- Cost: a run spends its time on key lookups, on redis.call and on turning
 -- arguments into Lua strings. So every standing and marker is read with one
 -- HMGET and written with one HSET per run, the checks run on Lua tables,
--- and the leaderboard is updated with one ZADD and one ZREM at the end
--- (each member with its last match's action: the same end state as one
--- update per match).
+-- and the leaderboard and its provisional section are updated with one
+-- ZADD and one ZREM each at the end (each member with its last match's
+-- action: the same end state as one update per match). A player leaves a
+-- set only when one of their matches in the run says they were in it, so
+-- an established player costs no ZREM on the provisional section.
 --
 -- Leaderboard score = display * 2^39 + (2^39 - 1 - (4 * seq + place - 1)):
 -- equal display ratings rank the player changed by the earlier match first,
 -- and within one match the better place first. Exact in a double while
 -- display <= 9999 and seq < 2^37 (below 2^53, so '%d' prints it exactly,
--- and more cheaply than '%.17g').
+-- and more cheaply than '%.17g'). The provisional section is scored the
+-- same way.
 local standings, seqkey, lb, wmkey = KEYS[K_STANDINGS], KEYS[K_SEQ], KEYS[K_LEADERBOARD], KEYS[K_WATERMARK]
+local prov = KEYS[K_PROVISIONAL]
 local n = tonumber(ARGV[A_N_MATCHES])
 local keep = tonumber(ARGV[A_MARKER_RETENTION])
 local nbuckets = tonumber(ARGV[A_N_BUCKETS])
@@ -213,7 +222,8 @@ if not mok then
 end
 
 -- The standings and the leaderboard entries, each player's last.
-local board, members = {}, {}
+local sets = {{'L', lb}, {'P', prov}}
+local board, members = {}, {} -- member -> {dest =, score =, was = {set letter -> true}}
 local write, written = {}, {}
 for j = 1, #applied do
   local e = applied[j]
@@ -226,11 +236,16 @@ for j = 1, #applied do
     write[id] = ARGV[p + 2]
     local act = ARGV[p + 3]
     if act ~= '' then
-      if board[id] == nil then members[#members + 1] = id end
-      if act == '-' then
-        board[id] = false
-      else
-        board[id] = string.format('%d', tonumber(act) * tie + (tie - 1 - (4 * s + i)))
+      local b = board[id]
+      if b == nil then
+        b = {was = {}}
+        board[id] = b
+        members[#members + 1] = id
+      end
+      b.dest = string.sub(act, 1, 1)
+      b.was[string.sub(act, 2, 2)] = true
+      if b.dest ~= 'N' then
+        b.score = string.format('%d', tonumber(string.sub(act, 3)) * tie + (tie - 1 - (4 * s + i)))
       end
     end
   end
@@ -245,18 +260,21 @@ if #written > 0 then
   chunked('HSET', standings, pairs_)
 end
 if #members > 0 then
-  local adds, rems = {}, {}
-  for _, member in ipairs(members) do
-    local score = board[member]
-    if score then
-      adds[#adds + 1] = score
-      adds[#adds + 1] = member
-    else
-      rems[#rems + 1] = member
+  for _, set in ipairs(sets) do
+    local letter, key = set[1], set[2]
+    local adds, rems = {}, {}
+    for _, member in ipairs(members) do
+      local b = board[member]
+      if b.dest == letter then
+        adds[#adds + 1] = b.score
+        adds[#adds + 1] = member
+      elseif b.was[letter] then
+        rems[#rems + 1] = member
+      end
     end
+    chunked('ZADD', key, adds)
+    chunked('ZREM', key, rems)
   end
-  chunked('ZADD', lb, adds)
-  chunked('ZREM', lb, rems)
 end
 if seq ~= seq0 then
   redis.call('SET', seqkey, seq)

@@ -33,6 +33,16 @@ func (k keys) history(day int64) string { return k.tag + ":hist:" + strconv.Form
 // leaderboard is the sorted set of listed players.
 func (k keys) leaderboard() string { return k.tag + ":lb" }
 
+// provisional is the sorted set of the players of the leaderboard's
+// provisional section: humans whose rating is still provisional, scored
+// like the leaderboard.
+func (k keys) provisional() string { return k.tag + ":prov" }
+
+// backfilled marks a pool whose provisional section holds every
+// provisional player (see Store.Backfill): players rated before the
+// section existed were added.
+func (k keys) backfilled() string { return k.tag + ":prov:filled" }
+
 // bucket is the hash of the matches applied that finished on day (days
 // since the Unix epoch, UTC): match id -> apply sequence number.
 func (k keys) bucket(day int64) string { return k.tag + ":applied:" + strconv.FormatInt(day, 10) }

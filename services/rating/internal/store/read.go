@@ -72,16 +72,45 @@ func (s *Store) Applied(ctx context.Context, pool, match string) (int64, bool, e
 
 // LeaderboardEntry is one line of a leaderboard.
 type LeaderboardEntry struct {
-	// Rank is the 1-based position on the leaderboard.
+	// Rank is the 1-based position in the leaderboard's section.
 	Rank int64
 	// Display is the displayed rating that placed the player.
 	Display int
 	Player  Player
 }
 
-// Leaderboard returns up to limit entries of pool's leaderboard, best first.
-// cursor is "" for the first page or the next cursor of the previous page;
-// next is "" after the last page.
+// Section is a part of a pool's leaderboard.
+type Section int
+
+const (
+	// Ranked lists the humans whose rating is established.
+	Ranked Section = iota
+	// Provisional lists the humans whose rating is still provisional
+	// (ladder.Policy.Provisional), in the same order. Players rated before
+	// the section existed appear once Backfill has run for the pool.
+	Provisional
+)
+
+// LeaderboardPage is one page of a leaderboard section.
+type LeaderboardPage struct {
+	Entries []LeaderboardEntry
+	// Next is the cursor of the next page; "" after the last page.
+	Next string
+	// Size is the number of players in the section.
+	Size int64
+}
+
+// key returns the sorted set of section sec.
+func (k keys) section(sec Section) string {
+	if sec == Provisional {
+		return k.provisional()
+	}
+	return k.leaderboard()
+}
+
+// Leaderboard returns up to limit entries of a section of pool's
+// leaderboard, best first. cursor is "" for the first page or the next
+// cursor of the previous page of the same section.
 //
 // Order: display rating, highest first; equal ratings: the player whose
 // rating last changed in an earlier match (lower apply sequence number)
@@ -89,28 +118,29 @@ type LeaderboardEntry struct {
 // the last entry's score, so pages neither repeat nor skip players whose
 // score did not change meanwhile. The entry's Display comes from the
 // leaderboard itself; the standing is read just after it and may be newer.
-func (s *Store) Leaderboard(ctx context.Context, pool, cursor string, limit int) ([]LeaderboardEntry, string, error) {
+func (s *Store) Leaderboard(ctx context.Context, pool string, sec Section, cursor string, limit int) (LeaderboardPage, error) {
 	if limit <= 0 {
-		return nil, "", fmt.Errorf("leaderboard page size %d: must be positive", limit)
+		return LeaderboardPage{}, fmt.Errorf("leaderboard page size %d: must be positive", limit)
 	}
 	max := "+inf"
 	if cursor != "" {
 		after, err := strconv.ParseInt(cursor, 10, 64)
 		if err != nil || after < 0 {
-			return nil, "", fmt.Errorf("leaderboard cursor %q: %w", cursor, ErrInvalidCursor)
+			return LeaderboardPage{}, fmt.Errorf("leaderboard cursor %q: %w", cursor, ErrInvalidCursor)
 		}
 		max = "(" + cursor
 	}
-	k := newKeys(s.prefix, pool)
-	var above *redis.IntCmd
+	key := newKeys(s.prefix, pool).section(sec)
+	var above, size *redis.IntCmd
 	var page *redis.ZSliceCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		above = p.ZCount(ctx, k.leaderboard(), strings.TrimPrefix(max, "("), "+inf")
-		page = p.ZRevRangeByScoreWithScores(ctx, k.leaderboard(), &redis.ZRangeBy{Max: max, Min: "-inf", Count: int64(limit) + 1})
+		above = p.ZCount(ctx, key, strings.TrimPrefix(max, "("), "+inf")
+		page = p.ZRevRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Max: max, Min: "-inf", Count: int64(limit) + 1})
+		size = p.ZCard(ctx, key)
 		return nil
 	})
 	if err != nil {
-		return nil, "", fmt.Errorf("read leaderboard of pool %s: %w", pool, err)
+		return LeaderboardPage{}, fmt.Errorf("read leaderboard of pool %s: %w", pool, err)
 	}
 	zs := page.Val()
 	more := len(zs) > limit
@@ -121,20 +151,19 @@ func (s *Store) Leaderboard(ctx context.Context, pool, cursor string, limit int)
 	}
 	players, err := s.Players(ctx, pool, ids)
 	if err != nil {
-		return nil, "", err
+		return LeaderboardPage{}, err
 	}
 	// ZCOUNT counted the entries of earlier pages, down to the cursor
 	// (none without a cursor: nothing scores +inf).
 	rank := above.Val()
-	out := make([]LeaderboardEntry, len(zs))
+	out := LeaderboardPage{Entries: make([]LeaderboardEntry, len(zs)), Size: size.Val()}
 	for i, z := range zs {
-		out[i] = LeaderboardEntry{Rank: rank + int64(i) + 1, Display: int(math.Floor(z.Score / tieBits)), Player: players[i]}
+		out.Entries[i] = LeaderboardEntry{Rank: rank + int64(i) + 1, Display: int(math.Floor(z.Score / tieBits)), Player: players[i]}
 	}
-	next := ""
 	if more {
-		next = strconv.FormatInt(int64(zs[len(zs)-1].Score), 10)
+		out.Next = strconv.FormatInt(int64(zs[len(zs)-1].Score), 10)
 	}
-	return out, next, nil
+	return out, nil
 }
 
 // History returns up to limit of a player's rated matches in pool, newest

@@ -20,6 +20,7 @@ const (
 	applyKSeq
 	applyKLeaderboard
 	applyKWatermark
+	applyKProvisional
 	applyNKeys
 )
 
@@ -38,7 +39,7 @@ const (
 
 // applyMatchWidth is the number of arguments per match: id, bucket,
 // finish time, history record, then per player id, standing before,
-// standing after, leaderboard action.
+// standing after, leaderboard action (see boardAction).
 const applyMatchWidth = 4 + 4*4
 
 var applyLayout = redisconn.Layout{
@@ -48,6 +49,7 @@ var applyLayout = redisconn.Layout{
 		applyKSeq:         "K_SEQ",
 		applyKLeaderboard: "K_LEADERBOARD",
 		applyKWatermark:   "K_WATERMARK",
+		applyKProvisional: "K_PROVISIONAL",
 	},
 	Args: []string{
 		applyANMatches:         "A_N_MATCHES",
@@ -149,4 +151,26 @@ func historyArgs(k keys, player, ref string, lastDay int64, limit int, retention
 	a[historyARetention] = retention.Milliseconds()
 	a[historyALastDay] = lastDay
 	return ks, a
+}
+
+// Slots of the backfill script.
+const (
+	backfillKStandings = iota
+	backfillKSeq
+	backfillKProvisional
+	backfillNKeys
+)
+
+// backfillWidth is the number of arguments per player: id, the standing
+// read, the display rating.
+const backfillWidth = 3
+
+var backfillLayout = redisconn.Layout{
+	Name: "backfill",
+	Keys: []string{
+		backfillKStandings:   "K_STANDINGS",
+		backfillKSeq:         "K_SEQ",
+		backfillKProvisional: "K_PROVISIONAL",
+	},
+	ArgTail: redisconn.Tail{Name: "A_PLAYERS", Width: backfillWidth},
 }

@@ -53,16 +53,34 @@ func TestScriptLayouts(t *testing.T) {
 			if c.args[applyAMarkerDrops] == 0 || c.args[applyAHistoryDrops] == 0 {
 				t.Fatalf("the run drops no buckets: args %v", c.args[:applyNArgs])
 			}
+			// ann, provisional after "old", as if rated before the
+			// provisional section existed.
+			raw, err := rdb.HGet(t.Context(), k.standings(), "ann").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ann, err := s.decodePlayer("ann", raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rdb.ZRem(t.Context(), k.provisional(), "ann").Err(); err != nil {
+				t.Fatal(err)
+			}
 			hk, ha := historyArgs(k, "ann", recordRef(dayOf(t0), "old"), dayOf(t0), 10, s.retention.History)
 			got := scripttest.Run(t, rdb,
 				scripttest.Case{Name: "apply", Layout: applyLayout, Body: applySource, Script: s.apply, Keys: c.keys, Args: c.args},
 				scripttest.Case{Name: "history", Layout: historyLayout, Body: historySource, Script: s.history, Keys: hk, Args: ha},
+				scripttest.Case{Name: "backfill", Layout: backfillLayout, Body: backfillSource, Script: s.backfill,
+					Keys: backfillKeys(k), Args: []any{"ann", raw, ladder.Display(ann.Standing.Rating)}},
 			)
 			if fmt.Sprint(got[0]) != "[2]" {
 				t.Errorf("apply: reply %v, want [2] (applied as the second match)", got[0])
 			}
 			if n, err := rdb.Exists(t.Context(), k.bucket(dayOf(t0)), k.history(dayOf(t0))).Result(); err != nil || n != 0 {
 				t.Errorf("buckets of the old match's day: %d exist (%v), want them dropped", n, err)
+			}
+			if fmt.Sprint(got[2]) != "1" {
+				t.Errorf("backfill: reply %v, want 1 (ann added)", got[2])
 			}
 		})
 	}

@@ -46,6 +46,9 @@ var applySource string
 //go:embed history.lua
 var historySource string
 
+//go:embed backfill.lua
+var backfillSource string
+
 // ErrContention reports a match that lost the optimistic race on every
 // attempt; it stays unapplied and may be retried.
 var ErrContention = errors.New("store: too much contention")
@@ -153,6 +156,7 @@ type Store struct {
 	waitTimeout time.Duration
 	apply       *redisconn.Script
 	history     *redisconn.Script
+	backfill    *redisconn.Script
 }
 
 // New returns a store on rdb; cfg must be valid (see [Config.Validate]).
@@ -167,6 +171,7 @@ func New(rdb redis.UniversalClient, policy ladder.Policy, cfg Config) *Store {
 		waitTimeout: cfg.WaitTimeout,
 		apply:       applyLayout.Script(applySource),
 		history:     historyLayout.Script(historySource),
+		backfill:    backfillLayout.Script(backfillSource),
 	}
 }
 
@@ -428,6 +433,7 @@ func (s *Store) newCall(pool string, size int) *poolCall {
 	c.keys[applyKSeq] = k.seq()
 	c.keys[applyKLeaderboard] = k.leaderboard()
 	c.keys[applyKWatermark] = k.watermark()
+	c.keys[applyKProvisional] = k.provisional()
 	c.args[applyAMarkerRetention] = s.retention.Markers.Milliseconds()
 	c.args[applyAHistoryRetention] = s.retention.History.Milliseconds()
 	c.args[applyATouch] = min(s.wait, 1)
@@ -620,10 +626,11 @@ func (s *Store) appendMatch(c *poolCall, res *ladder.Result, prior [ladder.Seats
 		c.buckets = append(c.buckets, d)
 	}
 	ref := recordRef(d, res.MatchID)
-	// The four standings and the record share one allocation.
+	// The four standings, the record and the leaderboard actions share one
+	// allocation.
 	size := 0
 	for p, ch := range changes {
-		size += 240 + 2*len(ch.Name) + 2*len(ch.PlayerID) + 2*len(ref) + len(prior[p].player.last) + len(res.MatchID)
+		size += 240 + 8 + 2*len(ch.Name) + 2*len(ch.PlayerID) + 2*len(ref) + len(prior[p].player.last) + len(res.MatchID)
 	}
 	buf := make([]byte, 0, size)
 	var ends [ladder.Seats]int
@@ -648,27 +655,64 @@ func (s *Store) appendMatch(c *poolCall, res *ladder.Result, prior [ladder.Seats
 		})
 		buf = append(append(strconv.AppendInt(buf, int64(len(entry)), 10), ':'), entry...)
 	}
+	recordEnd := len(buf)
+	var actionEnds [ladder.Seats]int
+	for p, ch := range changes {
+		var from byte = sectionNone
+		if prior[p].player.Known {
+			from = s.sectionOf(prior[p].player.Bot, prior[p].player.Standing)
+		}
+		buf = appendBoardAction(buf, s.sectionOf(ch.Bot, ch.After), from, ch.DisplayAfter())
+		actionEnds[p] = len(buf)
+	}
 	encoded := string(buf)
 	c.newest = max(c.newest, res.FinishedAt.UnixMilli())
-	c.args = append(c.args, res.MatchID, bucket+1, res.FinishedAt.UnixMilli(), encoded[ends[ladder.Seats-1]:])
-	start := 0
+	c.args = append(c.args, res.MatchID, bucket+1, res.FinishedAt.UnixMilli(), encoded[ends[ladder.Seats-1]:recordEnd])
+	start, actionStart := 0, recordEnd
 	for p, ch := range changes {
 		after[p].raw = encoded[start:ends[p]]
 		start = ends[p]
-		action := ""
-		switch {
-		case s.Listed(ch.Bot, ch.After):
-			action = strconv.Itoa(ch.DisplayAfter())
-		case prior[p].player.Known && s.Listed(prior[p].player.Bot, prior[p].player.Standing):
-			action = "-"
-		}
-		c.args = append(c.args, ch.PlayerID, prior[p].raw, after[p].raw, action)
+		c.args = append(c.args, ch.PlayerID, prior[p].raw, after[p].raw, encoded[actionStart:actionEnds[p]])
+		actionStart = actionEnds[p]
 	}
 	return after
+}
+
+// The sets a player is listed in, by the letters apply.lua knows them by.
+const (
+	sectionNone        = 'N' // bots
+	sectionRanked      = 'L' // the leaderboard
+	sectionProvisional = 'P' // its provisional section
+)
+
+// sectionOf returns the set a player with standing st belongs in.
+func (s *Store) sectionOf(bot bool, st ladder.Standing) byte {
+	switch {
+	case bot:
+		return sectionNone
+	case s.policy.Provisional(st):
+		return sectionProvisional
+	}
+	return sectionRanked
+}
+
+// appendBoardAction appends a player's leaderboard action for apply.lua:
+// the set they belong in after the match, the set they were in before (so
+// the script removes them from it, and only from it), and the display
+// rating to list them with; nothing when they are in neither (a bot).
+func appendBoardAction(b []byte, dest, from byte, display int) []byte {
+	if dest == sectionNone && from == sectionNone {
+		return b
+	}
+	b = append(b, dest, from)
+	if dest != sectionNone {
+		b = strconv.AppendInt(b, int64(display), 10)
+	}
+	return b
 }
 
 // Listed reports whether a player appears on the leaderboard: humans with a
 // non-provisional rating.
 func (s *Store) Listed(bot bool, st ladder.Standing) bool {
-	return !bot && !s.policy.Provisional(st)
+	return s.sectionOf(bot, st) == sectionRanked
 }

@@ -272,15 +272,15 @@ func TestLeaderboard(t *testing.T) {
 		var all []LeaderboardEntry
 		cursor := ""
 		for range 10 {
-			page, next, err := s.Leaderboard(ctx, pool, cursor, 1)
+			page, err := s.Leaderboard(ctx, pool, Ranked, cursor, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			all = append(all, page...)
-			if next == "" {
+			all = append(all, page.Entries...)
+			if page.Next == "" {
 				break
 			}
-			cursor = next
+			cursor = page.Next
 		}
 		var got []string
 		for i, e := range all {
@@ -298,7 +298,7 @@ func TestLeaderboard(t *testing.T) {
 		if want := []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
 			t.Errorf("leaderboard = %v, want %v", got, want)
 		}
-		if _, _, err := s.Leaderboard(ctx, pool, "x", 10); err == nil {
+		if _, err := s.Leaderboard(ctx, pool, Ranked, "x", 10); err == nil {
 			t.Error("Leaderboard accepted a bad cursor")
 		}
 	})
@@ -318,12 +318,12 @@ func TestLeaderboardTies(t *testing.T) {
 		if _, err := s.Apply(ctx, []ladder.Result{r1, r2}); err != nil {
 			t.Fatal(err)
 		}
-		page, _, err := s.Leaderboard(ctx, pool, "", 10)
+		page, err := s.Leaderboard(ctx, pool, Ranked, "", 10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got []string
-		for _, e := range page {
+		for _, e := range page.Entries {
 			got = append(got, e.Player.ID)
 		}
 		if want := []string{"z1", "a1", "z2", "a2", "z3", "a3", "z4", "a4"}; !slices.Equal(got, want) {

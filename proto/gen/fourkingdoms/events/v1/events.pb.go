@@ -665,8 +665,14 @@ type PlayerEliminated struct {
 	Elimination *v1.Elimination `protobuf:"bytes,1,opt,name=elimination,proto3" json:"elimination,omitempty"`
 	// The seat's final result points (for a zombie, its frozen points).
 	ResultPoints int32 `protobuf:"varint,2,opt,name=result_points,json=resultPoints,proto3" json:"result_points,omitempty"`
-	// Points of every seat after the elimination.
-	Points        []*v1.SeatPoints `protobuf:"bytes,3,rep,name=points,proto3" json:"points,omitempty"`
+	// Points of every seat after the elimination, bonus_points included.
+	Points []*v1.SeatPoints `protobuf:"bytes,3,rep,name=points,proto3" json:"points,omitempty"`
+	// Points this elimination paid to other seats, one entry per seat paid;
+	// empty for almost every elimination. Under "chesscom-ffa" a zombie's
+	// king stalemated on its turn (reason STALEMATED, awarded to nobody)
+	// pays each live seat its share of the draw (docs/rules.md section 13.3.4):
+	// those shares are listed here.
+	BonusPoints   []*v1.SeatPoints `protobuf:"bytes,4,rep,name=bonus_points,json=bonusPoints,proto3" json:"bonus_points,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -718,6 +724,13 @@ func (x *PlayerEliminated) GetResultPoints() int32 {
 func (x *PlayerEliminated) GetPoints() []*v1.SeatPoints {
 	if x != nil {
 		return x.Points
+	}
+	return nil
+}
+
+func (x *PlayerEliminated) GetBonusPoints() []*v1.SeatPoints {
+	if x != nil {
+		return x.BonusPoints
 	}
 	return nil
 }
@@ -874,11 +887,12 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\x0ePlayerTimedOut\x12.\n" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x12#\n" +
 	"\rfrozen_points\x18\x02 \x01(\x05R\ffrozenPoints\x12(\n" +
-	"\x10first_move_limit\x18\x03 \x01(\bR\x0efirstMoveLimit\"\xb6\x01\n" +
+	"\x10first_move_limit\x18\x03 \x01(\bR\x0efirstMoveLimit\"\xfb\x01\n" +
 	"\x10PlayerEliminated\x12C\n" +
 	"\velimination\x18\x01 \x01(\v2!.fourkingdoms.game.v1.EliminationR\velimination\x12#\n" +
 	"\rresult_points\x18\x02 \x01(\x05R\fresultPoints\x128\n" +
-	"\x06points\x18\x03 \x03(\v2 .fourkingdoms.game.v1.SeatPointsR\x06points\"@\n" +
+	"\x06points\x18\x03 \x03(\v2 .fourkingdoms.game.v1.SeatPointsR\x06points\x12C\n" +
+	"\fbonus_points\x18\x04 \x03(\v2 .fourkingdoms.game.v1.SeatPointsR\vbonusPoints\"@\n" +
 	"\bGameOver\x124\n" +
 	"\x06result\x18\x01 \x01(\v2\x1c.fourkingdoms.game.v1.ResultR\x06result\"E\n" +
 	"\fMatchAborted\x12\x16\n" +
@@ -946,12 +960,13 @@ var file_fourkingdoms_events_v1_events_proto_depIdxs = []int32{
 	13, // 22: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
 	17, // 23: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
 	16, // 24: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	11, // 25: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	16, // 25: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
+	11, // 26: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_events_v1_events_proto_init() }

@@ -426,7 +426,10 @@ const (
 	// play) occurred for the third time; every live player received +10.
 	Termination_TERMINATION_THREEFOLD_REPETITION Termination = 5
 	// No live player had anything but a bare king; every live player received
-	// +10.
+	// +10. Under chesscom-ffa also: a resignation or time loss left one live
+	// player, with a bare king; that player and the one who left received +10
+	// each, and the live player +20 per other zombie king (docs/rules.md
+	// section 13.3.14).
 	Termination_TERMINATION_INSUFFICIENT_MATERIAL Termination = 6
 	// An operator aborted the match: it has no result and changes no rating.
 	Termination_TERMINATION_ABORTED Termination = 7

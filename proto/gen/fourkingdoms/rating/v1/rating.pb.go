@@ -29,6 +29,62 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// LeaderboardSection is a part of a pool's leaderboard. Every human player
+// with a rated match in the pool is in exactly one section; bots in none.
+type LeaderboardSection int32
+
+const (
+	// The ranked section.
+	LeaderboardSection_LEADERBOARD_SECTION_UNSPECIFIED LeaderboardSection = 0
+	// Players with an established rating: the leaderboard proper.
+	LeaderboardSection_LEADERBOARD_SECTION_RANKED LeaderboardSection = 1
+	// Players whose rating is still provisional (too few games or sigma too
+	// high). A player moves to the ranked section with the match that
+	// establishes their rating.
+	LeaderboardSection_LEADERBOARD_SECTION_PROVISIONAL LeaderboardSection = 2
+)
+
+// Enum value maps for LeaderboardSection.
+var (
+	LeaderboardSection_name = map[int32]string{
+		0: "LEADERBOARD_SECTION_UNSPECIFIED",
+		1: "LEADERBOARD_SECTION_RANKED",
+		2: "LEADERBOARD_SECTION_PROVISIONAL",
+	}
+	LeaderboardSection_value = map[string]int32{
+		"LEADERBOARD_SECTION_UNSPECIFIED": 0,
+		"LEADERBOARD_SECTION_RANKED":      1,
+		"LEADERBOARD_SECTION_PROVISIONAL": 2,
+	}
+)
+
+func (x LeaderboardSection) Enum() *LeaderboardSection {
+	p := new(LeaderboardSection)
+	*p = x
+	return p
+}
+
+func (x LeaderboardSection) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (LeaderboardSection) Descriptor() protoreflect.EnumDescriptor {
+	return file_fourkingdoms_rating_v1_rating_proto_enumTypes[0].Descriptor()
+}
+
+func (LeaderboardSection) Type() protoreflect.EnumType {
+	return &file_fourkingdoms_rating_v1_rating_proto_enumTypes[0]
+}
+
+func (x LeaderboardSection) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use LeaderboardSection.Descriptor instead.
+func (LeaderboardSection) EnumDescriptor() ([]byte, []int) {
+	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{0}
+}
+
 // Rating is a player's skill estimate in one pool. The model keeps a mean
 // (mu) and an uncertainty (sigma); the display rating is derived from both
 // and is what players see.
@@ -48,7 +104,8 @@ type Rating struct {
 	// Rated matches played in the pool.
 	GamesPlayed uint32 `protobuf:"varint,6,opt,name=games_played,json=gamesPlayed,proto3" json:"games_played,omitempty"`
 	// True while the rating is still settling (too few games or sigma too
-	// high); provisional players are not on the leaderboard.
+	// high); provisional players are listed in the leaderboard's provisional
+	// section, not among the ranked players.
 	Provisional bool `protobuf:"varint,7,opt,name=provisional,proto3" json:"provisional,omitempty"`
 	// When the rating last changed; unset for a default rating.
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
@@ -385,8 +442,11 @@ type GetLeaderboardRequest struct {
 	RuleSet string `protobuf:"bytes,1,opt,name=rule_set,json=ruleSet,proto3" json:"rule_set,omitempty"`
 	// Maximum entries to return.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	// next_page_token of the previous page; empty for the first page.
-	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// next_page_token of the previous page of the same section; empty for
+	// the first page.
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// The section to list; unspecified means LEADERBOARD_SECTION_RANKED.
+	Section       LeaderboardSection `protobuf:"varint,4,opt,name=section,proto3,enum=fourkingdoms.rating.v1.LeaderboardSection" json:"section,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -442,13 +502,24 @@ func (x *GetLeaderboardRequest) GetPageToken() string {
 	return ""
 }
 
-// GetLeaderboardResponse is one page of a leaderboard.
+func (x *GetLeaderboardRequest) GetSection() LeaderboardSection {
+	if x != nil {
+		return x.Section
+	}
+	return LeaderboardSection_LEADERBOARD_SECTION_UNSPECIFIED
+}
+
+// GetLeaderboardResponse is one page of a leaderboard section.
 type GetLeaderboardResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The entries, best first.
 	Entries []*LeaderboardEntry `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
 	// Token for the next page; empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The section listed (never unspecified).
+	Section LeaderboardSection `protobuf:"varint,3,opt,name=section,proto3,enum=fourkingdoms.rating.v1.LeaderboardSection" json:"section,omitempty"`
+	// The number of players in the section.
+	SectionSize   uint32 `protobuf:"varint,4,opt,name=section_size,json=sectionSize,proto3" json:"section_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -497,11 +568,26 @@ func (x *GetLeaderboardResponse) GetNextPageToken() string {
 	return ""
 }
 
+func (x *GetLeaderboardResponse) GetSection() LeaderboardSection {
+	if x != nil {
+		return x.Section
+	}
+	return LeaderboardSection_LEADERBOARD_SECTION_UNSPECIFIED
+}
+
+func (x *GetLeaderboardResponse) GetSectionSize() uint32 {
+	if x != nil {
+		return x.SectionSize
+	}
+	return 0
+}
+
 // LeaderboardEntry is one ranked player.
 type LeaderboardEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Position on the leaderboard, from 1. Players with equal display ratings
-	// get consecutive ranks in a stable order.
+	// Position in the leaderboard section, from 1. Players with equal display
+	// ratings get consecutive ranks in a stable order: the one whose rating
+	// last changed earlier first.
 	Rank uint32 `protobuf:"varint,1,opt,name=rank,proto3" json:"rank,omitempty"`
 	// The player (display name as of their latest rated match).
 	Player *v1.Player `protobuf:"bytes,2,opt,name=player,proto3" json:"player,omitempty"`
@@ -512,9 +598,14 @@ type LeaderboardEntry struct {
 	// Uncertainty of the estimate.
 	Sigma float64 `protobuf:"fixed64,5,opt,name=sigma,proto3" json:"sigma,omitempty"`
 	// Rated matches played in the pool.
-	GamesPlayed   uint32 `protobuf:"varint,6,opt,name=games_played,json=gamesPlayed,proto3" json:"games_played,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	GamesPlayed uint32 `protobuf:"varint,6,opt,name=games_played,json=gamesPlayed,proto3" json:"games_played,omitempty"`
+	// True in the provisional section.
+	Provisional bool `protobuf:"varint,7,opt,name=provisional,proto3" json:"provisional,omitempty"`
+	// While provisional: the estimate of the rated games still needed to be
+	// established, as in Rating.games_to_establish. 0 when not provisional.
+	GamesToEstablish uint32 `protobuf:"varint,8,opt,name=games_to_establish,json=gamesToEstablish,proto3" json:"games_to_establish,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *LeaderboardEntry) Reset() {
@@ -585,6 +676,20 @@ func (x *LeaderboardEntry) GetSigma() float64 {
 func (x *LeaderboardEntry) GetGamesPlayed() uint32 {
 	if x != nil {
 		return x.GamesPlayed
+	}
+	return 0
+}
+
+func (x *LeaderboardEntry) GetProvisional() bool {
+	if x != nil {
+		return x.Provisional
+	}
+	return false
+}
+
+func (x *LeaderboardEntry) GetGamesToEstablish() uint32 {
+	if x != nil {
+		return x.GamesToEstablish
 	}
 	return 0
 }
@@ -856,22 +961,27 @@ const file_fourkingdoms_rating_v1_rating_proto_rawDesc = "" +
 	"player_ids\x18\x01 \x03(\tR\tplayerIds\x12\x19\n" +
 	"\brule_set\x18\x02 \x01(\tR\aruleSet\"S\n" +
 	"\x17BatchGetRatingsResponse\x128\n" +
-	"\aratings\x18\x01 \x03(\v2\x1e.fourkingdoms.rating.v1.RatingR\aratings\"n\n" +
+	"\aratings\x18\x01 \x03(\v2\x1e.fourkingdoms.rating.v1.RatingR\aratings\"\xb4\x01\n" +
 	"\x15GetLeaderboardRequest\x12\x19\n" +
 	"\brule_set\x18\x01 \x01(\tR\aruleSet\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x03 \x01(\tR\tpageToken\"\x84\x01\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12D\n" +
+	"\asection\x18\x04 \x01(\x0e2*.fourkingdoms.rating.v1.LeaderboardSectionR\asection\"\xed\x01\n" +
 	"\x16GetLeaderboardResponse\x12B\n" +
 	"\aentries\x18\x01 \x03(\v2(.fourkingdoms.rating.v1.LeaderboardEntryR\aentries\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xcc\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12D\n" +
+	"\asection\x18\x03 \x01(\x0e2*.fourkingdoms.rating.v1.LeaderboardSectionR\asection\x12!\n" +
+	"\fsection_size\x18\x04 \x01(\rR\vsectionSize\"\x9c\x02\n" +
 	"\x10LeaderboardEntry\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\rR\x04rank\x124\n" +
 	"\x06player\x18\x02 \x01(\v2\x1c.fourkingdoms.game.v1.PlayerR\x06player\x12%\n" +
 	"\x0edisplay_rating\x18\x03 \x01(\x05R\rdisplayRating\x12\x0e\n" +
 	"\x02mu\x18\x04 \x01(\x01R\x02mu\x12\x14\n" +
 	"\x05sigma\x18\x05 \x01(\x01R\x05sigma\x12!\n" +
-	"\fgames_played\x18\x06 \x01(\rR\vgamesPlayed\"\x8d\x01\n" +
+	"\fgames_played\x18\x06 \x01(\rR\vgamesPlayed\x12 \n" +
+	"\vprovisional\x18\a \x01(\bR\vprovisional\x12,\n" +
+	"\x12games_to_establish\x18\b \x01(\rR\x10gamesToEstablish\"\x8d\x01\n" +
 	"\x17GetRatingHistoryRequest\x12\x1b\n" +
 	"\tplayer_id\x18\x01 \x01(\tR\bplayerId\x12\x19\n" +
 	"\brule_set\x18\x02 \x01(\tR\aruleSet\x12\x1b\n" +
@@ -891,7 +1001,11 @@ const file_fourkingdoms_rating_v1_rating_proto_rawDesc = "" +
 	"\x06change\x18\x06 \x01(\x05R\x06change\x12\x19\n" +
 	"\bmu_after\x18\a \x01(\x01R\amuAfter\x12\x1f\n" +
 	"\vsigma_after\x18\b \x01(\x01R\n" +
-	"sigmaAfter2\xcd\x03\n" +
+	"sigmaAfter*~\n" +
+	"\x12LeaderboardSection\x12#\n" +
+	"\x1fLEADERBOARD_SECTION_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aLEADERBOARD_SECTION_RANKED\x10\x01\x12#\n" +
+	"\x1fLEADERBOARD_SECTION_PROVISIONAL\x10\x022\xcd\x03\n" +
 	"\rRatingService\x12`\n" +
 	"\tGetRating\x12(.fourkingdoms.rating.v1.GetRatingRequest\x1a).fourkingdoms.rating.v1.GetRatingResponse\x12r\n" +
 	"\x0fBatchGetRatings\x12..fourkingdoms.rating.v1.BatchGetRatingsRequest\x1a/.fourkingdoms.rating.v1.BatchGetRatingsResponse\x12o\n" +
@@ -911,43 +1025,47 @@ func file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP() []byte {
 	return file_fourkingdoms_rating_v1_rating_proto_rawDescData
 }
 
+var file_fourkingdoms_rating_v1_rating_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_fourkingdoms_rating_v1_rating_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_fourkingdoms_rating_v1_rating_proto_goTypes = []any{
-	(*Rating)(nil),                   // 0: fourkingdoms.rating.v1.Rating
-	(*GetRatingRequest)(nil),         // 1: fourkingdoms.rating.v1.GetRatingRequest
-	(*GetRatingResponse)(nil),        // 2: fourkingdoms.rating.v1.GetRatingResponse
-	(*BatchGetRatingsRequest)(nil),   // 3: fourkingdoms.rating.v1.BatchGetRatingsRequest
-	(*BatchGetRatingsResponse)(nil),  // 4: fourkingdoms.rating.v1.BatchGetRatingsResponse
-	(*GetLeaderboardRequest)(nil),    // 5: fourkingdoms.rating.v1.GetLeaderboardRequest
-	(*GetLeaderboardResponse)(nil),   // 6: fourkingdoms.rating.v1.GetLeaderboardResponse
-	(*LeaderboardEntry)(nil),         // 7: fourkingdoms.rating.v1.LeaderboardEntry
-	(*GetRatingHistoryRequest)(nil),  // 8: fourkingdoms.rating.v1.GetRatingHistoryRequest
-	(*GetRatingHistoryResponse)(nil), // 9: fourkingdoms.rating.v1.GetRatingHistoryResponse
-	(*RatingHistoryEntry)(nil),       // 10: fourkingdoms.rating.v1.RatingHistoryEntry
-	(*timestamppb.Timestamp)(nil),    // 11: google.protobuf.Timestamp
-	(*v1.Player)(nil),                // 12: fourkingdoms.game.v1.Player
+	(LeaderboardSection)(0),          // 0: fourkingdoms.rating.v1.LeaderboardSection
+	(*Rating)(nil),                   // 1: fourkingdoms.rating.v1.Rating
+	(*GetRatingRequest)(nil),         // 2: fourkingdoms.rating.v1.GetRatingRequest
+	(*GetRatingResponse)(nil),        // 3: fourkingdoms.rating.v1.GetRatingResponse
+	(*BatchGetRatingsRequest)(nil),   // 4: fourkingdoms.rating.v1.BatchGetRatingsRequest
+	(*BatchGetRatingsResponse)(nil),  // 5: fourkingdoms.rating.v1.BatchGetRatingsResponse
+	(*GetLeaderboardRequest)(nil),    // 6: fourkingdoms.rating.v1.GetLeaderboardRequest
+	(*GetLeaderboardResponse)(nil),   // 7: fourkingdoms.rating.v1.GetLeaderboardResponse
+	(*LeaderboardEntry)(nil),         // 8: fourkingdoms.rating.v1.LeaderboardEntry
+	(*GetRatingHistoryRequest)(nil),  // 9: fourkingdoms.rating.v1.GetRatingHistoryRequest
+	(*GetRatingHistoryResponse)(nil), // 10: fourkingdoms.rating.v1.GetRatingHistoryResponse
+	(*RatingHistoryEntry)(nil),       // 11: fourkingdoms.rating.v1.RatingHistoryEntry
+	(*timestamppb.Timestamp)(nil),    // 12: google.protobuf.Timestamp
+	(*v1.Player)(nil),                // 13: fourkingdoms.game.v1.Player
 }
 var file_fourkingdoms_rating_v1_rating_proto_depIdxs = []int32{
-	11, // 0: fourkingdoms.rating.v1.Rating.updated_at:type_name -> google.protobuf.Timestamp
-	0,  // 1: fourkingdoms.rating.v1.GetRatingResponse.rating:type_name -> fourkingdoms.rating.v1.Rating
-	0,  // 2: fourkingdoms.rating.v1.BatchGetRatingsResponse.ratings:type_name -> fourkingdoms.rating.v1.Rating
-	7,  // 3: fourkingdoms.rating.v1.GetLeaderboardResponse.entries:type_name -> fourkingdoms.rating.v1.LeaderboardEntry
-	12, // 4: fourkingdoms.rating.v1.LeaderboardEntry.player:type_name -> fourkingdoms.game.v1.Player
-	10, // 5: fourkingdoms.rating.v1.GetRatingHistoryResponse.entries:type_name -> fourkingdoms.rating.v1.RatingHistoryEntry
-	11, // 6: fourkingdoms.rating.v1.RatingHistoryEntry.finished_at:type_name -> google.protobuf.Timestamp
-	1,  // 7: fourkingdoms.rating.v1.RatingService.GetRating:input_type -> fourkingdoms.rating.v1.GetRatingRequest
-	3,  // 8: fourkingdoms.rating.v1.RatingService.BatchGetRatings:input_type -> fourkingdoms.rating.v1.BatchGetRatingsRequest
-	5,  // 9: fourkingdoms.rating.v1.RatingService.GetLeaderboard:input_type -> fourkingdoms.rating.v1.GetLeaderboardRequest
-	8,  // 10: fourkingdoms.rating.v1.RatingService.GetRatingHistory:input_type -> fourkingdoms.rating.v1.GetRatingHistoryRequest
-	2,  // 11: fourkingdoms.rating.v1.RatingService.GetRating:output_type -> fourkingdoms.rating.v1.GetRatingResponse
-	4,  // 12: fourkingdoms.rating.v1.RatingService.BatchGetRatings:output_type -> fourkingdoms.rating.v1.BatchGetRatingsResponse
-	6,  // 13: fourkingdoms.rating.v1.RatingService.GetLeaderboard:output_type -> fourkingdoms.rating.v1.GetLeaderboardResponse
-	9,  // 14: fourkingdoms.rating.v1.RatingService.GetRatingHistory:output_type -> fourkingdoms.rating.v1.GetRatingHistoryResponse
-	11, // [11:15] is the sub-list for method output_type
-	7,  // [7:11] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	12, // 0: fourkingdoms.rating.v1.Rating.updated_at:type_name -> google.protobuf.Timestamp
+	1,  // 1: fourkingdoms.rating.v1.GetRatingResponse.rating:type_name -> fourkingdoms.rating.v1.Rating
+	1,  // 2: fourkingdoms.rating.v1.BatchGetRatingsResponse.ratings:type_name -> fourkingdoms.rating.v1.Rating
+	0,  // 3: fourkingdoms.rating.v1.GetLeaderboardRequest.section:type_name -> fourkingdoms.rating.v1.LeaderboardSection
+	8,  // 4: fourkingdoms.rating.v1.GetLeaderboardResponse.entries:type_name -> fourkingdoms.rating.v1.LeaderboardEntry
+	0,  // 5: fourkingdoms.rating.v1.GetLeaderboardResponse.section:type_name -> fourkingdoms.rating.v1.LeaderboardSection
+	13, // 6: fourkingdoms.rating.v1.LeaderboardEntry.player:type_name -> fourkingdoms.game.v1.Player
+	11, // 7: fourkingdoms.rating.v1.GetRatingHistoryResponse.entries:type_name -> fourkingdoms.rating.v1.RatingHistoryEntry
+	12, // 8: fourkingdoms.rating.v1.RatingHistoryEntry.finished_at:type_name -> google.protobuf.Timestamp
+	2,  // 9: fourkingdoms.rating.v1.RatingService.GetRating:input_type -> fourkingdoms.rating.v1.GetRatingRequest
+	4,  // 10: fourkingdoms.rating.v1.RatingService.BatchGetRatings:input_type -> fourkingdoms.rating.v1.BatchGetRatingsRequest
+	6,  // 11: fourkingdoms.rating.v1.RatingService.GetLeaderboard:input_type -> fourkingdoms.rating.v1.GetLeaderboardRequest
+	9,  // 12: fourkingdoms.rating.v1.RatingService.GetRatingHistory:input_type -> fourkingdoms.rating.v1.GetRatingHistoryRequest
+	3,  // 13: fourkingdoms.rating.v1.RatingService.GetRating:output_type -> fourkingdoms.rating.v1.GetRatingResponse
+	5,  // 14: fourkingdoms.rating.v1.RatingService.BatchGetRatings:output_type -> fourkingdoms.rating.v1.BatchGetRatingsResponse
+	7,  // 15: fourkingdoms.rating.v1.RatingService.GetLeaderboard:output_type -> fourkingdoms.rating.v1.GetLeaderboardResponse
+	10, // 16: fourkingdoms.rating.v1.RatingService.GetRatingHistory:output_type -> fourkingdoms.rating.v1.GetRatingHistoryResponse
+	13, // [13:17] is the sub-list for method output_type
+	9,  // [9:13] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_rating_v1_rating_proto_init() }
@@ -960,13 +1078,14 @@ func file_fourkingdoms_rating_v1_rating_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fourkingdoms_rating_v1_rating_proto_rawDesc), len(file_fourkingdoms_rating_v1_rating_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_fourkingdoms_rating_v1_rating_proto_goTypes,
 		DependencyIndexes: file_fourkingdoms_rating_v1_rating_proto_depIdxs,
+		EnumInfos:         file_fourkingdoms_rating_v1_rating_proto_enumTypes,
 		MessageInfos:      file_fourkingdoms_rating_v1_rating_proto_msgTypes,
 	}.Build()
 	File_fourkingdoms_rating_v1_rating_proto = out.File

@@ -58,9 +58,11 @@ type RatingServiceClient interface {
 	// Errors: INVALID_ARGUMENT (more than 1000 ids, or an empty id); NOT_FOUND
 	// (unknown rule set).
 	BatchGetRatings(ctx context.Context, in *BatchGetRatingsRequest, opts ...grpc.CallOption) (*BatchGetRatingsResponse, error)
-	// GetLeaderboard lists a pool's players by display rating, highest first.
-	// Provisional players are left out (see Rating.games_to_establish for
-	// how long a player stays provisional).
+	// GetLeaderboard lists a pool's players by display rating, highest first,
+	// one section at a time: the ranked players (the default), or with
+	// section LEADERBOARD_SECTION_PROVISIONAL the players whose rating is
+	// still provisional, in the same order (see Rating.games_to_establish for
+	// how long a player stays provisional). Bots are rated but never listed.
 	//
 	// Errors: only the common ones.
 	GetLeaderboard(ctx context.Context, in *GetLeaderboardRequest, opts ...grpc.CallOption) (*GetLeaderboardResponse, error)
@@ -148,9 +150,11 @@ type RatingServiceServer interface {
 	// Errors: INVALID_ARGUMENT (more than 1000 ids, or an empty id); NOT_FOUND
 	// (unknown rule set).
 	BatchGetRatings(context.Context, *BatchGetRatingsRequest) (*BatchGetRatingsResponse, error)
-	// GetLeaderboard lists a pool's players by display rating, highest first.
-	// Provisional players are left out (see Rating.games_to_establish for
-	// how long a player stays provisional).
+	// GetLeaderboard lists a pool's players by display rating, highest first,
+	// one section at a time: the ranked players (the default), or with
+	// section LEADERBOARD_SECTION_PROVISIONAL the players whose rating is
+	// still provisional, in the same order (see Rating.games_to_establish for
+	// how long a player stays provisional). Bots are rated but never listed.
 	//
 	// Errors: only the common ones.
 	GetLeaderboard(context.Context, *GetLeaderboardRequest) (*GetLeaderboardResponse, error)
