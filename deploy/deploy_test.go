@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/edge"
 )
 
 // The overlays an operator deploys; each is rendered and checked.
@@ -311,9 +314,18 @@ func publicServices(t *testing.T) map[string]string {
 
 // TestRouting: the edge (Ingress, or HTTPRoute in the Gateway variant)
 // serves the web app at / and sends every RPC path prefix of proto/ to its
-// service, over TLS with HTTP/2 for the gRPC backends.
+// service, over TLS with HTTP/2 for the gRPC backends; the table is the
+// one of pkg/edge (make run).
 func TestRouting(t *testing.T) {
 	want := publicServices(t)
+	// The local edge of `make run` (pkg/edge) has the same table.
+	edgeTable := map[string]string{}
+	for _, r := range edge.Routes() {
+		edgeTable[r.Prefix] = string(r.Backend)
+	}
+	if !maps.Equal(edgeTable, want) {
+		t.Errorf("pkg/edge routes %v, proto/ gives %v: keep them and deploy/components equal", edgeTable, want)
+	}
 	want["/"] = "web"
 	for _, ov := range overlays {
 		t.Run(filepath.Base(ov), func(t *testing.T) {
