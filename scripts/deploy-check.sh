@@ -41,7 +41,8 @@ apiserver=$root/bin/kube-apiserver
 work=$(mktemp -d)
 pids=()
 cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	# The API server's graceful shutdown can take a minute; nothing here needs it.
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	rm -rf "$work"
 }
