@@ -81,3 +81,11 @@ image-test: ## Build the images and play one game through them with podman, TLS 
 .PHONY: build
 build: ## Build every binary into bin/.
 	go build -o $(BIN)/ ./services/match/cmd/... ./services/matchmaking/cmd/... ./services/rating/cmd/... ./cmd/...
+
+.PHONY: deploy-check
+deploy-check: ## Every overlay against a real kube-apiserver (built from the module proxy; cold ~12 min), fixtures, schema drift.
+	@scripts/deploy-check.sh
+
+.PHONY: deploy-check-update
+deploy-check-update: ## deploy-check, rewriting deploy/check/openapi from the server's OpenAPI v3 documents.
+	@scripts/deploy-check.sh -update

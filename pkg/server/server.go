@@ -60,6 +60,7 @@ type Server struct {
 	mu        sync.Mutex
 	statuses  map[string]bool  // per gRPC service; "" is derived
 	failing   map[string]error // components reported failing (Report); empty when ready
+	reported  map[string]bool  // every component ever reported, for server_component_failing
 	stopping  bool
 	grpcLis   net.Listener
 	adminLis  net.Listener
@@ -105,6 +106,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts Options) (*Serv
 		calls:     newInflight(),
 		statuses:  make(map[string]bool),
 		failing:   make(map[string]error),
+		reported:  make(map[string]bool),
+	}
+	if err := s.registerHealthMetrics(tel.meter.Meter("github.com/fourkingdoms/fourkingdoms/pkg/server")); err != nil {
+		return nil, errors.Join(err, tel.shutdown(ctx))
 	}
 	ic := &interceptors{
 		log:       log,
@@ -230,6 +235,7 @@ func (s *Server) publishLocked() {
 func (s *Server) Report(component string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reported[component] = true
 	prev, wasFailing := s.failing[component]
 	switch {
 	case err != nil && !wasFailing:

@@ -464,6 +464,70 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// TestHealthMetrics: a failing component shows on /metrics as
+// server_component_failing{component=...} 1 and server_ready 0 (the alerts
+// on Redis and the workers read them), and as 0 and 1 once it recovers.
+func TestHealthMetrics(t *testing.T) {
+	t.Parallel()
+	h := start(t, nil)
+	// Collection happens per scrape, but readiness changes asynchronously
+	// (Serve marks services SERVING): scrape until the state shows.
+	waitFor := func(what string, cond func(body string) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			body := scrape(t, h.admin)
+			if cond(body) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/metrics does not show %s:\n%s", what, body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("ready", func(b string) bool { return metricValueIs(b, "server_ready", "1") })
+	h.srv.Report("redis", errors.New("connection refused"))
+	waitFor("redis failing and not ready", func(b string) bool {
+		return strings.Contains(b, `component="redis"`) &&
+			metricValueIs(b, "server_component_failing", "1") && metricValueIs(b, "server_ready", "0")
+	})
+	h.srv.Report("redis", nil)
+	waitFor("redis recovered and ready", func(b string) bool {
+		return metricValueIs(b, "server_component_failing", "0") && metricValueIs(b, "server_ready", "1")
+	})
+}
+
+func scrape(t *testing.T, admin string) string {
+	t.Helper()
+	resp, err := httpClient(t).Get(admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}
+
+// metricValueIs reports whether every sample of the metric name in a
+// Prometheus text exposition has the value want.
+func metricValueIs(body, name, want string) bool {
+	found := false
+	for line := range strings.Lines(body) {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if fields[len(fields)-1] != want {
+			return false
+		}
+		found = true
+	}
+	return found
+}
+
 func TestGracefulShutdownDrainsStream(t *testing.T) {
 	t.Parallel()
 	h := start(t, func(c *Config) { c.ShutdownDrainDelay = 300 * time.Millisecond })

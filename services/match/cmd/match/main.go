@@ -83,11 +83,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if err != nil {
 			return err
 		}
-		keeper, err := match.NewKeeper(svc, cfg.Keeper, log, srv.Report)
+		keeper, err := match.NewKeeper(svc, cfg.Keeper, log, srv.Report, srv.MeterProvider())
 		if err != nil {
 			return err
 		}
-		api.New(svc, log).Register(srv.GRPC())
+		a, err := api.New(svc, log, srv.MeterProvider())
+		if err != nil {
+			return err
+		}
+		a.Register(srv.GRPC())
 		srv.Go("keeper", keeper.Run)
 		// Closing the hub at the start of shutdown ends the watch streams
 		// (UNAVAILABLE: reconnect elsewhere), so the graceful drain need not

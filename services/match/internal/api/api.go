@@ -7,9 +7,13 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -32,11 +36,43 @@ type Server struct {
 	matchv1.UnimplementedMatchServiceServer
 	svc *match.Service
 	log *slog.Logger
+	// streams counts the open WatchMatch streams (match_watch_streams, the
+	// per-pod metric the autoscaler reads); dropped counts the streams the
+	// server ended before the match did (match_watch_dropped_total).
+	streams metric.Int64UpDownCounter
+	dropped metric.Int64Counter
 }
 
-// New returns the gRPC server of the match service.
-func New(svc *match.Service, log *slog.Logger) *Server {
-	return &Server{svc: svc, log: log}
+// Reasons of match_watch_dropped_total. A stream that ends because the
+// match is over or the client left is not a drop.
+var (
+	dropSlow     = metric.WithAttributes(attribute.String("reason", "slow_consumer"))
+	dropShutdown = metric.WithAttributes(attribute.String("reason", "shutdown"))
+	dropError    = metric.WithAttributes(attribute.String("reason", "error"))
+)
+
+// New returns the gRPC server of the match service. mp receives its
+// metrics; nil means none.
+func New(svc *match.Service, log *slog.Logger, mp metric.MeterProvider) (*Server, error) {
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	m := mp.Meter("github.com/fourkingdoms/fourkingdoms/services/match/internal/api")
+	streams, err := m.Int64UpDownCounter("match.watch.streams", metric.WithUnit("{stream}"),
+		metric.WithDescription("WatchMatch streams open on this instance."))
+	if err != nil {
+		return nil, fmt.Errorf("match.watch.streams metric: %w", err)
+	}
+	dropped, err := m.Int64Counter("match.watch.dropped", metric.WithUnit("{stream}"),
+		metric.WithDescription("WatchMatch streams the server ended before the match ended, by reason: slow_consumer (the client read too slowly), shutdown (the instance stopped), error (storage)."))
+	if err != nil {
+		return nil, fmt.Errorf("match.watch.dropped metric: %w", err)
+	}
+	// Every series exists from the start, so rate() sees the first drop.
+	for _, r := range []metric.AddOption{dropSlow, dropShutdown, dropError} {
+		dropped.Add(context.Background(), 0, r)
+	}
+	return &Server{svc: svc, log: log, streams: streams, dropped: dropped}, nil
 }
 
 // Register registers the service on a gRPC server.
@@ -127,13 +163,36 @@ func (s *Server) WatchMatch(req *matchv1.WatchMatchRequest, stream grpc.ServerSt
 	if err != nil {
 		return err
 	}
+	s.streams.Add(ctx, 1)
+	defer s.streams.Add(ctx, -1)
+	sendFailed := false
 	err = s.svc.Watch(ctx, c, req.GetMatchId(), req.GetFromVersion(), func(it match.WatchItem) error {
-		return stream.Send(watchResponse(it))
+		err := stream.Send(watchResponse(it))
+		sendFailed = err != nil
+		return err
 	})
 	if err != nil {
+		if !sendFailed && ctx.Err() == nil {
+			s.countDrop(ctx, err)
+		}
 		return s.Status(ctx, err)
 	}
 	return nil
+}
+
+// countDrop counts a stream the server ended on its own.
+func (s *Server) countDrop(ctx context.Context, err error) {
+	switch {
+	case errors.Is(err, match.ErrNotFound), errors.Is(err, store.ErrNotFound), errors.Is(err, match.ErrForbidden),
+		errors.Is(err, match.ErrFutureVersion):
+		// Refused at the start: never a stream.
+	case errors.Is(err, match.ErrSlowConsumer):
+		s.dropped.Add(ctx, 1, dropSlow)
+	case errors.Is(err, fanout.ErrClosed):
+		s.dropped.Add(ctx, 1, dropShutdown)
+	default:
+		s.dropped.Add(ctx, 1, dropError)
+	}
 }
 
 // watchResponse is the wire form of a stream item. An event goes out as it

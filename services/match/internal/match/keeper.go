@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
 	"github.com/fourkingdoms/fourkingdoms/pkg/backoff"
 )
 
@@ -66,6 +69,12 @@ type Keeper struct {
 	cfg    KeeperConfig
 	log    *slog.Logger
 	report func(component string, err error)
+	// held is 1 while this instance holds the lease (match_keeper_lease_held:
+	// summed over instances it should be 1); lost counts the times another
+	// instance took it over while this one was running
+	// (match_keeper_lease_lost_total).
+	held metric.Int64Gauge
+	lost metric.Int64Counter
 }
 
 const keeperLease = "keeper"
@@ -73,15 +82,32 @@ const keeperLease = "keeper"
 // NewKeeper returns a Keeper for the service. report receives the result
 // of every scan, as component "keeper" (nil after a successful one); the
 // service passes its health's Report, so an instance whose keeper cannot
-// work is reported not ready. A nil report ignores the results.
-func NewKeeper(svc *Service, cfg KeeperConfig, log *slog.Logger, report func(component string, err error)) (*Keeper, error) {
+// work is reported not ready. A nil report ignores the results. mp
+// receives the keeper's metrics; nil means none.
+func NewKeeper(svc *Service, cfg KeeperConfig, log *slog.Logger, report func(component string, err error), mp metric.MeterProvider) (*Keeper, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if report == nil {
 		report = func(string, error) {}
 	}
-	return &Keeper{svc: svc, cfg: cfg, log: log, report: report}, nil
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	m := mp.Meter("github.com/fourkingdoms/fourkingdoms/services/match/internal/match")
+	held, err := m.Int64Gauge("match.keeper.lease.held",
+		metric.WithDescription("1 while this instance holds the keeper lease (flags overdue clocks, relays finished matches), else 0."))
+	if err != nil {
+		return nil, fmt.Errorf("keeper metrics: %w", err)
+	}
+	lost, err := m.Int64Counter("match.keeper.lease.lost",
+		metric.WithDescription("Times another instance took the keeper lease over while this one held it (a pause or Redis trouble longer than the lease TTL)."))
+	if err != nil {
+		return nil, fmt.Errorf("keeper metrics: %w", err)
+	}
+	lost.Add(context.Background(), 0)
+	held.Record(context.Background(), 0)
+	return &Keeper{svc: svc, cfg: cfg, log: log, report: report, held: held, lost: lost}, nil
 }
 
 // Run works until ctx is cancelled, then releases the lease. It never
@@ -103,6 +129,7 @@ func (k *Keeper) Run(ctx context.Context) error {
 				if err := st.ReleaseLease(rctx, keeperLease, k.cfg.Owner); err != nil {
 					k.log.Warn("keeper lease not released", "err", err)
 				}
+				k.held.Record(rctx, 0)
 			}
 			return nil
 		case <-t.C:
@@ -129,11 +156,21 @@ func (k *Keeper) Run(ctx context.Context) error {
 func (k *Keeper) scan(ctx context.Context, held *bool) error {
 	ok, err := k.svc.store.AcquireLease(ctx, keeperLease, k.cfg.Owner, k.cfg.LeaseTTL)
 	if err != nil {
+		// Whether the lease still holds is unknown; it lapses after its TTL.
+		k.held.Record(ctx, 0)
 		return fmt.Errorf("keeper lease: %w", err)
 	}
 	if ok != *held {
 		k.log.Info("keeper lease changed", "held", ok)
+		if *held {
+			k.lost.Add(ctx, 1)
+		}
 		*held = ok
+	}
+	if ok {
+		k.held.Record(ctx, 1)
+	} else {
+		k.held.Record(ctx, 0)
 	}
 	if !ok {
 		return nil

@@ -129,6 +129,10 @@ func New(cfg Config, st *store.Store, ratings Ratings, matches Matches, meter me
 	m.waiting, _ = meter.Int64Gauge("matchmaking.tickets.waiting", metric.WithDescription("Tickets waiting at the start of the latest round."))
 	m.roundTime, _ = meter.Float64Histogram("matchmaking.round.duration", metric.WithUnit("s"), metric.WithDescription("Duration of formation rounds."))
 	m.botsShort, _ = meter.Int64Gauge("matchmaking.bots.short", metric.WithDescription("Bot tickets missing in the latest round to seat every human who waited past the queue's bot-fill delay."))
+	// The counters exist from the start, so dashboards and rate() see the first increase.
+	for _, c := range []metric.Int64Counter{m.formed, m.recovered, m.expired} {
+		c.Add(context.Background(), 0)
+	}
 	return m
 }
 

@@ -171,7 +171,64 @@ func New(rdb redis.UniversalClient, st *store.Store, cfg Config, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("consumer metrics: %w", err)
 	}
-	return &Consumer{rdb: rdb, store: st, cfg: cfg, log: log, events: events, forgetAfter: defaultForgetAfter, report: report}, nil
+	// Every outcome's series exists from the start, so the alert on
+	// dead letters sees the first one as an increase.
+	for _, o := range []metric.AddOption{outcomeApplied, outcomeDuplicate, outcomeDead, outcomeFailed} {
+		events.Add(context.Background(), 0, o)
+	}
+	c := &Consumer{rdb: rdb, store: st, cfg: cfg, log: log, events: events, forgetAfter: defaultForgetAfter, report: report}
+	if err := c.registerGroupMetrics(mp.Meter("github.com/fourkingdoms/fourkingdoms/services/rating/internal/consumer")); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// groupInfoTimeout bounds the XINFO GROUPS a scrape of /metrics makes.
+const groupInfoTimeout = 500 * time.Millisecond
+
+// registerGroupMetrics exports the consumer group's backlog, read from
+// Redis (XINFO GROUPS) when the metrics are collected, so every instance
+// reports the same group-wide numbers (alerts take the max over pods):
+//
+//   - rating_consumer_lag: entries in the stream the group has not read
+//     yet (Redis's "lag"; absent while Redis cannot compute it, after
+//     deletions in the stream);
+//   - rating_consumer_pending: entries read but not yet acknowledged.
+//
+// While Redis does not answer, both are absent (the Redis alert covers it).
+func (c *Consumer) registerGroupMetrics(m metric.Meter) error {
+	lag, err := m.Int64ObservableGauge("rating.consumer.lag", metric.WithUnit("{event}"),
+		metric.WithDescription("MatchFinished entries the consumer group has not read yet (XINFO GROUPS lag)."))
+	if err != nil {
+		return fmt.Errorf("consumer metrics: %w", err)
+	}
+	pending, err := m.Int64ObservableGauge("rating.consumer.pending", metric.WithUnit("{event}"),
+		metric.WithDescription("MatchFinished entries delivered to a consumer and not yet acknowledged (XINFO GROUPS pending)."))
+	if err != nil {
+		return fmt.Errorf("consumer metrics: %w", err)
+	}
+	_, err = m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		ctx, cancel := context.WithTimeout(ctx, groupInfoTimeout)
+		defer cancel()
+		groups, err := c.rdb.XInfoGroups(ctx, c.cfg.Stream).Result()
+		if err != nil {
+			return nil // no stream or group yet, or Redis unavailable: no sample
+		}
+		for _, g := range groups {
+			if g.Name != c.cfg.Group {
+				continue
+			}
+			if g.Lag >= 0 {
+				o.ObserveInt64(lag, g.Lag)
+			}
+			o.ObserveInt64(pending, g.Pending)
+		}
+		return nil
+	}, lag, pending)
+	if err != nil {
+		return fmt.Errorf("consumer metrics: %w", err)
+	}
+	return nil
 }
 
 // Run creates the consumer group if needed and runs cfg.Workers consumer
