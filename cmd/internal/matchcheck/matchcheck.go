@@ -567,17 +567,9 @@ func index(s gamev1.Seat) (int, bool) {
 
 // seatPoints reads one entry per seat.
 func seatPoints(ps []*gamev1.SeatPoints) ([numSeats]int32, error) {
-	var out [numSeats]int32
-	var seen [numSeats]bool
-	for _, p := range ps {
-		i, ok := index(p.GetSeat())
-		if !ok || seen[i] {
-			return out, fmt.Errorf("seat %v invalid or repeated", p.GetSeat())
-		}
-		out[i], seen[i] = p.GetPoints(), true
+	out, err := bonusPoints(ps)
+	if err == nil && len(ps) != numSeats {
+		err = fmt.Errorf("%d entries, want %d", len(ps), numSeats)
 	}
-	if len(ps) != numSeats {
-		return out, fmt.Errorf("%d entries, want %d", len(ps), numSeats)
-	}
-	return out, nil
+	return out, err
 }

@@ -439,7 +439,7 @@ func seatStatus(s rules.SeatStatus) gamev1.SeatStatus {
 }
 
 // bonusPoints reads PlayerEliminated.bonus_points: at most one entry per
-// seat.
+// seat (seatPoints adds that every seat has one).
 func bonusPoints(ps []*gamev1.SeatPoints) ([numSeats]int32, error) {
 	var out [numSeats]int32
 	var seen [numSeats]bool
