@@ -25,7 +25,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 	_, keyFile := authtest.KeyFile(t)
 	env := map[string]string{
 		"REDIS_ADDR": addr, "GRPC_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0",
-		"AUTH_KEYS_FILE": keyFile, "LOG_LEVEL": "error", "MM_REDIS_KEY_PREFIX": redistest.Prefix(t),
+		"AUTH_KEYS_FILE": keyFile, "INTERNAL_PLAINTEXT": "true", "LOG_LEVEL": "error", "MM_REDIS_KEY_PREFIX": redistest.Prefix(t),
 		"MATCH_ADDR": "127.0.0.1:1", "RATING_ADDR": "127.0.0.1:1", "MM_ROUND_INTERVAL": "50ms",
 		"MM_QUEUES": "fourkingdoms 5+5 bots=10ms",
 	}

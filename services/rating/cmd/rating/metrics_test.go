@@ -25,10 +25,10 @@ func TestOperationsMetrics(t *testing.T) {
 	t.Parallel()
 	rdb, addr := redistest.Standalone(t)
 	prefix := redistest.Prefix(t)
-	_, keyFile := authtest.KeyFile(t)
+	_, keyFile := authtest.PublicKeyFile(t)
 	env := map[string]string{
 		"REDIS_ADDR": addr, "GRPC_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0",
-		"AUTH_KEYS_FILE": keyFile, "LOG_LEVEL": "error",
+		"AUTH_KEYS_FILE": keyFile, "INTERNAL_PLAINTEXT": "true", "LOG_LEVEL": "error",
 		"RATING_STREAM": prefix + "events", "RATING_DEAD_LETTER_STREAM": prefix + "dead", "RATING_KEY_PREFIX": prefix,
 		"RATING_BLOCK": "100ms", "RATING_CLAIM_INTERVAL": "100ms",
 	}
