@@ -71,7 +71,7 @@ bench: ## Benchmarks (compare runs with benchstat).
 	go test -run '^$$' -bench . -benchmem -count 6 $(PKGS)
 
 .PHONY: images
-images: ## OCI images of the three services and the bots: static binaries on an empty base (docs/images.md).
+images: ## OCI images of the three services, the bots and the web app: static binaries on an empty base (docs/images.md).
 	@scripts/images.sh
 
 .PHONY: image-test

@@ -2,7 +2,7 @@
 # The image test (make image-test, run by .ci/run): builds the images, then
 # cmd/internal/imagetest starts Redis and the three services from them with podman (host network,
 # loopback ports, TLS, split keys), plays one whole game with the bots' image, checks the result
-# and the ratings, and removes the containers. Needs root for podman; installs podman, buildah,
+# and the ratings, checks that the web image serves web/dist, and removes the containers. Needs root for podman; installs podman, buildah,
 # runc and redis-server with apt-get when they are missing (as root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +10,7 @@ scripts/ensure-podman.sh
 scripts/ensure-redis.sh
 export CONTAINERS_CONF="$PWD/deploy/images/containers.conf"
 start=$SECONDS
-scripts/images.sh match matchmaking rating bots redis-test
+scripts/images.sh match matchmaking rating bots web redis-test
 echo "images built in $((SECONDS - start))s"
 # Static and trimmed like the images (scripts/images.sh) and the end-to-end test's services
 # (cmd/devcluster): the test binary reuses the packages they compiled.

@@ -1,24 +1,22 @@
 #!/usr/bin/env bash
-# Builds the OCI images (make images): one per service (match, matchmaking, rating) and one for
-# the bots, each a static Go binary (CGO_ENABLED=0) with the CA certificates on an empty base,
-# running as user 65532. Containerfiles: deploy/images/. Offline, with Debian's buildah.
+# Builds the OCI images (make images): one per service (match, matchmaking, rating), one for the
+# bots and one for the web app (web: cmd/webserve and the committed web/dist), each a static Go
+# binary (CGO_ENABLED=0) on an empty base, running as user 65532; those that call out also hold the
+# CA certificates. Containerfiles: deploy/images/. Offline, with Debian's buildah.
 #
-#   scripts/images.sh [IMAGE...]     IMAGE: match matchmaking rating bots (default: all four),
+#   scripts/images.sh [IMAGE...]     IMAGE: match matchmaking rating bots web (default: all five),
 #                                    redis-test (the image test's Redis, never deployed)
 #
 # Settings: IMAGE_PREFIX (default fourkingdoms: images fourkingdoms/match ...), IMAGE_TAG (default
 # the version, `git describe --tags --always --dirty`; every image is also tagged latest),
 # IMAGE_SOURCE (the source label).
-#
-# The web app's static files get no image here yet: web/dist and the server that serves them
-# (pkg/edge) come from other branches; see docs/images.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-podman.sh
 export CONTAINERS_CONF="$PWD/deploy/images/containers.conf"
 
 images=("$@")
-[ ${#images[@]} -gt 0 ] || images=(match matchmaking rating bots)
+[ ${#images[@]} -gt 0 ] || images=(match matchmaking rating bots web)
 prefix=${IMAGE_PREFIX:-fourkingdoms}
 version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 tag=${IMAGE_TAG:-$version}
@@ -42,8 +40,18 @@ for img in "${images[@]}"; do
   case $img in
     match | matchmaking | rating) pkgs+=("./services/$img/cmd/$img") ;;
     bots) pkgs+=(./cmd/bots) ;;
+    web)
+      # The committed build (make web regenerates it; make test checks it for drift).
+      if [ ! -s web/dist/index.html ]; then
+        echo "images: web/dist/index.html is missing: build the web app with make web" >&2
+        exit 1
+      fi
+      pkgs+=(./cmd/webserve)
+      cp -R web/dist "$ctx/web"
+      chmod -R a+rX,go-w "$ctx/web" # readable by the image's user whatever the umask
+      ;;
     redis-test) ;;
-    *) echo "images: unknown image $img (match matchmaking rating bots redis-test)" >&2; exit 2 ;;
+    *) echo "images: unknown image $img (match matchmaking rating bots web redis-test)" >&2; exit 2 ;;
   esac
 done
 if [ ${#pkgs[@]} -gt 0 ]; then

@@ -104,7 +104,7 @@ func New(cfg Config) (*Handler, error) {
 	if table == nil {
 		table = Routes()
 	}
-	h := &Handler{web: newStatic(cfg.WebDir), h2c: newTransport(true), h1: newTransport(false)}
+	h := &Handler{web: NewStatic(cfg.WebDir), h2c: newTransport(true), h1: newTransport(false)}
 	for _, rt := range table {
 		if !strings.HasPrefix(rt.Prefix, "/") || !strings.HasSuffix(rt.Prefix, "/") {
 			return nil, fmt.Errorf("edge: route prefix %q: want /<package>.<Service>/", rt.Prefix)

@@ -64,9 +64,16 @@ func contentType(name string) string {
 	return "application/octet-stream"
 }
 
-type static struct{ dir string }
+// NewStatic returns the handler of the web app's files in dir (web/dist of
+// the repository, or its copy in the web image): the edge's fallback after
+// its routes, and the whole of cmd/webserve. It answers GET and HEAD only;
+// paths are those described above (a screen gets index.html, a missing file
+// 404, assets/ cached for a year, the rest revalidated). dir is read on every
+// request and never left, through ".." or symbolic links; while it holds no
+// index.html every screen gets a 503 page that says how to build the app.
+func NewStatic(dir string) http.Handler { return static{dir: dir} }
 
-func newStatic(dir string) static { return static{dir: dir} }
+type static struct{ dir string }
 
 func (s static) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -78,7 +78,7 @@ func TestStaticFiles(t *testing.T) {
 			t.Parallel()
 			rec := httptest.NewRecorder()
 			req := httptest.NewRequest(tc.method, "http://edge"+tc.path, nil)
-			newStatic(dir).ServeHTTP(rec, req)
+			NewStatic(dir).ServeHTTP(rec, req)
 			res := rec.Result()
 			body, _ := io.ReadAll(res.Body)
 			if res.StatusCode != tc.status {
@@ -114,7 +114,7 @@ func TestStaticFiles(t *testing.T) {
 		req := httptest.NewRequest("GET", "http://edge/watch/0a4f", nil)
 		req.Header.Set("If-Modified-Since", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat))
 		rec := httptest.NewRecorder()
-		newStatic(dir).ServeHTTP(rec, req)
+		NewStatic(dir).ServeHTTP(rec, req)
 		if rec.Code != http.StatusNotModified {
 			t.Errorf("conditional GET of a screen: %d, want 304", rec.Code)
 		}
@@ -141,7 +141,7 @@ func TestStaticWithoutBuild(t *testing.T) {
 		{noIndex, "/app.js", http.StatusOK},
 	} {
 		rec := httptest.NewRecorder()
-		newStatic(tc.dir).ServeHTTP(rec, httptest.NewRequest("GET", "http://edge"+tc.path, nil))
+		NewStatic(tc.dir).ServeHTTP(rec, httptest.NewRequest("GET", "http://edge"+tc.path, nil))
 		body := rec.Body.String()
 		if rec.Code != tc.status {
 			t.Errorf("%s in %s: %d, want %d", tc.path, tc.dir, rec.Code, tc.status)

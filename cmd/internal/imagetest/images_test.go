@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -39,7 +40,8 @@ const mount = "/etc/fourkingdoms"
 // is ready, lets four bots from the bots image play one whole game through
 // them, then checks the finished match and that the rating service rated
 // it: every player has one rated game, and the winner is rated above the
-// last.
+// last. The web image runs beside them, restricted alike: it must serve the
+// committed web/dist (index.html for / and for a screen, the bundle).
 func TestImagesPlayAGame(t *testing.T) {
 	if os.Getenv(enableVar) != "1" {
 		t.Skipf("run by make image-test (scripts/image-test.sh), which builds the images and sets %s=1", enableVar)
@@ -95,9 +97,12 @@ func TestImagesPlayAGame(t *testing.T) {
 		}
 		pod.start(svc, svc, append(env, "AUTH_KEYS_FILE="+keysFile))
 	}
+	webPort := freePort(t)
+	pod.start("web", "web", nil, "-addr", "127.0.0.1:"+strconv.Itoa(webPort))
 	for _, svc := range []string{"rating", "match", "matchmaking"} {
 		pod.waitReady(svc, ports[svc][1])
 	}
+	pod.checkWeb("web", webPort)
 
 	// Four guests from the bots image: matched with each other, one game
 	// each, then the container exits.
@@ -252,6 +257,66 @@ func (p *pod) waitReady(name string, adminPort int) {
 			p.t.Fatalf("%s not ready after a minute:\n%s", name, p.logs(p.run+"-"+name))
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// webDist is the committed web build, which the web image must serve as is.
+const webDist = "../../../web/dist"
+
+// checkWeb waits until the web container answers /, then checks that /, a
+// screen of the app and its script bundle are the files of web/dist.
+func (p *pod) checkWeb(name string, port int) {
+	p.t.Helper()
+	index, err := os.ReadFile(filepath.Join(webDist, "index.html"))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	bundles, err := filepath.Glob(filepath.Join(webDist, "assets", "app-*.js"))
+	if err != nil || len(bundles) != 1 {
+		p.t.Fatalf("web/dist/assets: app bundles %v (%v), want one", bundles, err)
+	}
+	bundle, err := os.ReadFile(bundles[0])
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	c := &http.Client{Timeout: 5 * time.Second}
+	get := func(path string) (int, []byte, error) {
+		r, err := c.Get(base + path)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer r.Body.Close()
+		body, err := io.ReadAll(r.Body)
+		return r.StatusCode, body, err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if code, _, err := get("/"); err == nil && code == http.StatusOK {
+			break
+		}
+		state, _ := p.podman("inspect", "--format", "{{.State.Status}}", p.run+"-"+name)
+		if s := strings.TrimSpace(state); s == "exited" || s == "stopped" {
+			p.t.Fatalf("%s exited at start:\n%s", name, p.logs(p.run+"-"+name))
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s: GET / not 200 after a minute:\n%s", name, p.logs(p.run+"-"+name))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		path string
+		want []byte
+	}{
+		{"/", index},
+		{"/watch/x", index},
+		{"/assets/" + filepath.Base(bundles[0]), bundle},
+	} {
+		code, body, err := get(tc.path)
+		if err != nil || code != http.StatusOK || !bytes.Equal(body, tc.want) {
+			p.t.Errorf("%s: GET %s: status %d, %d bytes (%v); want 200 and the %d bytes of web/dist's file",
+				name, tc.path, code, len(body), err, len(tc.want))
+		}
 	}
 }
 
