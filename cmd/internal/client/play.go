@@ -84,11 +84,7 @@ func (c *Client) Turn(ctx context.Context, id string, choose Chooser) (bool, err
 		}
 		move, err := choose(ctx, m)
 		if errors.Is(err, ErrResign) {
-			_, err := c.Match.Resign(ctx, &matchv1.ResignRequest{MatchId: id})
-			if err != nil && status.Code(err) != codes.FailedPrecondition {
-				return false, fmt.Errorf("resign %s: %w", id, err)
-			}
-			return true, nil
+			return c.resign(ctx, id, &bo)
 		}
 		if err != nil {
 			return false, err
@@ -133,4 +129,25 @@ func Reason(err error) string {
 		}
 	}
 	return ""
+}
+
+// resign resigns the caller's seat in match id, retrying what retryable
+// says is worth repeating (a rate limit, an unreachable server): a refusal
+// to resign would otherwise leave the caller playing a game it has given up.
+// Resigning is idempotent from the caller's view: a repeat after an
+// acknowledged resignation gets FailedPrecondition (the seat is no longer
+// live), which counts as done.
+func (c *Client) resign(ctx context.Context, id string, bo *backoff) (bool, error) {
+	for attempt := 0; ; attempt++ {
+		_, err := c.Match.Resign(ctx, &matchv1.ResignRequest{MatchId: id})
+		if err == nil || status.Code(err) == codes.FailedPrecondition {
+			return true, nil
+		}
+		if !retryable(err) || attempt >= 8 {
+			return false, fmt.Errorf("resign %s: %w", id, err)
+		}
+		if err := bo.wait(ctx); err != nil {
+			return false, err
+		}
+	}
 }
