@@ -197,7 +197,8 @@ func (h *Handler) proxy(backend Backend, target *url.URL, log *slog.Logger) *htt
 		}),
 		// Flush every write at once: a server stream's messages must
 		// reach the browser when they are sent, not when a buffer fills.
-		FlushInterval: -1,
+		FlushInterval:  -1,
+		ModifyResponse: trailersOnly,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {
 				return // the client went away; nobody to answer
@@ -206,6 +207,33 @@ func (h *Handler) proxy(backend Backend, target *url.URL, log *slog.Logger) *htt
 			unavailable(w, r, fmt.Sprintf("the %s service cannot be reached; try again shortly", backend))
 		},
 	}
+}
+
+// grpcStatusKeys are the fields of a gRPC status.
+var grpcStatusKeys = [...]string{"Grpc-Status", "Grpc-Message", "Grpc-Status-Details-Bin"}
+
+// trailersOnly moves the status of a native gRPC "trailers-only" answer (a
+// refusal before any message: one HEADERS frame that ends the stream) from
+// the headers into the trailers. Forwarded as it came, it breaks at random:
+// with FlushInterval -1 ReverseProxy flushes the headers at once, so they
+// can leave without END_STREAM, and a gRPC client reads a status in headers
+// that do not end the stream as no status at all ("server closed the stream
+// without sending trailers"). As trailers the status is valid however the
+// frames are split.
+func trailersOnly(res *http.Response) error {
+	if res.Request == nil || !isGRPC(res.Request) || res.Header.Get("Grpc-Status") == "" {
+		return nil
+	}
+	if res.Trailer == nil {
+		res.Trailer = http.Header{}
+	}
+	for _, k := range grpcStatusKeys {
+		if v, ok := res.Header[k]; ok {
+			res.Trailer[k] = v
+			delete(res.Header, k)
+		}
+	}
+	return nil
 }
 
 // unavailable answers a call that could not be forwarded with UNAVAILABLE
