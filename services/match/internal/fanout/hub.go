@@ -181,8 +181,11 @@ func (h *Hub) receive(p int, part *partition) {
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "ssubscribe" {
+			switch m.Kind {
+			case "ssubscribe":
 				h.confirmed(m.Channel)
+			case "sunsubscribe":
+				h.dropped(part, m.Channel)
 			}
 		case *redis.Message:
 			h.deliver(m.Channel, m.Payload)
@@ -205,6 +208,29 @@ func (h *Hub) confirmed(ch string) {
 		return
 	}
 	h.send(t, &Item{Resync: true})
+}
+
+// dropped handles the end of a channel's subscription: ours (its last
+// watcher left) or the server's. A node drops the shard channels of a slot
+// it stops serving without closing the connection, for example a master
+// that failed over and came back as a replica: no error reaches Receive, so
+// without this the channel's watchers would wait for events that never
+// come. A channel that still has watchers is subscribed again; the
+// confirmation makes them catch up (confirmed).
+func (h *Hub) dropped(part *partition, ch string) {
+	h.mu.Lock()
+	_, wanted := h.topics[ch]
+	wanted = wanted && !h.closed
+	h.mu.Unlock()
+	if !wanted {
+		return
+	}
+	h.log.Warn("watch subscription dropped by the server; subscribing again", "channel", ch)
+	if err := part.ps.SSubscribe(h.ctx, ch); err != nil && h.ctx.Err() == nil {
+		// The connection is broken: Receive reports it, and the
+		// reconnection subscribes every channel again.
+		h.log.Warn("watch subscription not renewed", "channel", ch, "err", err)
+	}
 }
 
 func (h *Hub) resyncPartition(p int) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,4 +142,109 @@ func testSlow(t *testing.T, rdb redis.UniversalClient) {
 	default:
 		t.Fatal("slow watcher not dropped after overflowing its buffer")
 	}
+}
+
+// TestHubResubscribesWhenTheServerDropsTheChannel: a manual failover turns
+// the master serving a match's channel into a replica, and the node drops
+// the channel's subscribers without closing the connection (no error for
+// Receive). The watcher must still get the next change.
+func TestHubResubscribesWhenTheServerDropsTheChannel(t *testing.T) {
+	t.Parallel()
+	lc := redistest.NewCluster(t)
+	rdb := lc.Client(t)
+	st, id := setup(t, rdb)
+	hub := fanout.New(st, slog.New(slog.NewTextHandler(io.Discard, nil)), 64)
+	defer hub.Close()
+	w, err := hub.Watch(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	ch, _ := st.Channel(id)
+	cc := rdb.(*redis.ClusterClient)
+	master, err := cc.MasterForKey(t.Context(), ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	masterID, err := master.Do(t.Context(), "CLUSTER", "MYID").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replica *redis.Client
+	for _, addr := range lc.Addrs() {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		defer c.Close()
+		info, err := c.Info(t.Context(), "replication").Result()
+		if err == nil && strings.Contains(info, "role:slave") {
+			if nodes, err := c.Do(t.Context(), "CLUSTER", "NODES").Text(); err == nil && myselfReplicates(nodes, masterID) {
+				replica = c
+			}
+		}
+	}
+	if replica == nil {
+		t.Fatalf("no replica of %s (%s)", master.Options().Addr, masterID)
+	}
+	if err := replica.Do(t.Context(), "CLUSTER", "FAILOVER").Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		info, _ := master.Info(t.Context(), "replication").Result()
+		if strings.Contains(info, "role:slave") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the master was not demoted by CLUSTER FAILOVER")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The change is committed after the demotion, so only a renewed
+	// subscription can deliver it (or tell the watcher to catch up).
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		cur, err := st.Load(t.Context(), id)
+		if err == nil {
+			if _, err := st.Commit(t.Context(), id, store.Change{Expected: 1, ExpectedStamp: cur.Stamp, Game: []byte("g"),
+				Events: [][]byte{mustEvent(t, id, 2)}}); err == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("commit after the failover: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case it := <-w.C:
+			if it.Resync || (len(it.Events) > 0 && it.Events[0].Version == 2) {
+				return
+			}
+		case <-timeout:
+			t.Fatal("the watcher got neither the change nor a resync after the server dropped its channel")
+		}
+	}
+}
+
+// myselfReplicates reports whether the "myself" line of CLUSTER NODES
+// names masterID as its master.
+func myselfReplicates(nodes, masterID string) bool {
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 3 && strings.Contains(f[2], "myself") && f[3] == masterID {
+			return true
+		}
+	}
+	return false
+}
+
+func mustEvent(t *testing.T, id string, v uint64) []byte {
+	t.Helper()
+	b, err := proto.Marshal(&eventsv1.MatchEvent{MatchId: id, Version: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
