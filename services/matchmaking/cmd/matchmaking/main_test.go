@@ -271,10 +271,14 @@ func TestEndToEnd(t *testing.T) {
 							return
 						}
 						if m := up.GetMatched(); m != nil {
-							results <- result{player: login.GetPlayerId(), up: m}
+							// The end of the stream is awaited before the
+							// result is reported: once all four results are
+							// in, the test returns and cancels ctx, which
+							// would otherwise race the server's EOF.
 							if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
 								t.Errorf("after the matched update: %v, want the end of the stream", err)
 							}
+							results <- result{player: login.GetPlayerId(), up: m}
 							return
 						}
 					}
