@@ -15,7 +15,11 @@ import (
 //	                     stored (record replay), 4 aborted, 8 leaves that
 //	                     keep the turn follow (record replay, see
 //	                     Action.KeepTurn): codes 8-15 below are those
-//	                     leaves and moves start at 16
+//	                     leaves and moves start at 16; 16 a claim
+//	                     follows the actions; 32 the options byte follows
+//	[options]            1 byte, when flags has 32: the rule set's options
+//	                     (OptionNames), bit i for the i-th, when they
+//	                     differ from the named rule set's
 //	seed                 uvarint
 //	[start FEN4]         uvarint length + canonical FEN4 text
 //	n                    uvarint number of actions
@@ -38,6 +42,7 @@ const (
 	binFlagAborted = 4
 	binFlagKeep    = 8
 	binFlagClaim   = 16
+	binFlagOptions = 32
 	binMoveBase    = 8
 	// binMoveBaseKeep is the first move code under binFlagKeep: 8-11
 	// resignation and 12-15 time loss keeping the turn.
@@ -51,9 +56,11 @@ func (g *Game) MarshalBinary() ([]byte, error) {
 	if ri < 0 {
 		return nil, fmt.Errorf("marshal game: %w %q", ErrUnknownRules, g.rules.Name)
 	}
-	if std, _ := RuleSetByName(g.rules.Name); std != g.rules {
-		return nil, fmt.Errorf("marshal game: rule set %q was modified", g.rules.Name)
+	std, ok := storable(g.rules)
+	if !ok {
+		return nil, fmt.Errorf("marshal game: rule set %q was modified beyond its options %v", g.rules.Name, OptionNames())
 	}
+	opts := optionBits(g.rules)
 	buf := make([]byte, 0, 16+len(g.startFEN)+len(g.history))
 	buf = append(buf, binMagic0, binMagic1, binVersion, byte(ri))
 	var flags byte
@@ -76,7 +83,13 @@ func (g *Game) MarshalBinary() ([]byte, error) {
 		claimer = int(g.history[last].Seat)
 		flags |= binFlagClaim
 	}
+	if opts != std {
+		flags |= binFlagOptions
+	}
 	buf = append(buf, flags)
+	if opts != std {
+		buf = append(buf, opts)
+	}
 	buf = binary.AppendUvarint(buf, g.seed)
 	if g.startFEN != "" {
 		buf = binary.AppendUvarint(buf, uint64(len(g.startFEN)))
@@ -131,6 +144,12 @@ func (g *Game) UnmarshalBinary(data []byte) error {
 	rs, _ := RuleSetByName(ruleSetNames[data[3]])
 	flags := data[4]
 	rest := data[5:]
+	if flags&binFlagOptions != 0 {
+		if len(rest) == 0 || rest[0] >= 1<<len(ruleOptions) {
+			return bad("options")
+		}
+		rs, rest = withOptionBits(rs, rest[0]), rest[1:]
+	}
 	next := func() (uint64, error) {
 		v, n := binary.Uvarint(rest)
 		if n <= 0 {

@@ -182,3 +182,75 @@ func TestSec8AutoClaim(t *testing.T) {
 		})
 	}
 }
+
+// TestRuleOptionsStored: a game whose rule set turns its options
+// (OptionNames) on or off keeps them through the binary encoding and its
+// PGN4 record, so a stored auto-claimed game decodes claimed; any other
+// change to a named rule set is refused.
+func TestRuleOptionsStored(t *testing.T) {
+	t.Parallel()
+	noClaim := ChesscomFFA()
+	noClaim.ClaimWin = false
+	for _, c := range []struct {
+		name    string
+		rs      RuleSet
+		tag     string // the RuleOptions tag, "" for none
+		claimed bool   // the move ends the game by the server's claim
+	}{
+		{"named rule set", FourKingdoms(), "", false},
+		{"fourkingdoms with auto-claim", withAutoClaim(FourKingdoms()), "AutoClaimWin", true},
+		{"fourkingdoms with claims and auto-claim", withClaim(withAutoClaim(FourKingdoms())), "ClaimWin AutoClaimWin", true},
+		{"chesscom-ffa without claims", noClaim, "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := mustGame(t, c.rs, fen(t, "R", claimHeader(45, 0), claimPieces, "zombie:0,0,1,0"))
+			play(t, g, "Qe4xe10")
+			if g.Over() != c.claimed || (c.claimed && g.Result().Termination != ClaimedWin) {
+				t.Fatalf("over %v (%s), want claimed %v", g.Over(), g.Result().Termination, c.claimed)
+			}
+			data, err := g.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Game
+			if err := back.UnmarshalBinary(data); err != nil {
+				t.Fatal(err)
+			}
+			if back.Rules() != c.rs {
+				t.Errorf("binary: rule set %+v, want %+v", back.Rules(), c.rs)
+			}
+			sameGame(t, "binary", g, &back)
+
+			text := g.PGN4(nil)
+			wantTag := c.tag != "" || c.rs.ClaimWin != mustRuleSet(t, c.rs.Name).ClaimWin
+			if got := strings.Contains(text, `[RuleOptions "`+c.tag+`"]`); got != wantTag {
+				t.Errorf("PGN4 RuleOptions tag %q present %v, want %v:\n%s", c.tag, got, wantTag, text)
+			}
+			rec, err := ParsePGN4(text, nil)
+			if err != nil {
+				t.Fatalf("ParsePGN4: %v\n%s", err, text)
+			}
+			if rec.Game.Rules() != c.rs {
+				t.Errorf("PGN4: rule set %+v, want %+v", rec.Game.Rules(), c.rs)
+			}
+			sameGame(t, "PGN4", g, rec.Game)
+		})
+	}
+	modified := FourKingdoms()
+	modified.DrawPoints = 5
+	if _, err := mustGame(t, modified, "").MarshalBinary(); err == nil {
+		t.Error("MarshalBinary of a rule set changed beyond its options: no error")
+	}
+	if _, err := ParsePGN4("[RuleSet \"fourkingdoms\"]\n[RuleOptions \"Premoves\"]\n\n", nil); !errors.Is(err, ErrBadRecord) {
+		t.Errorf("ParsePGN4 with an unknown option: %v, want ErrBadRecord", err)
+	}
+}
+
+func mustRuleSet(t *testing.T, name string) RuleSet {
+	t.Helper()
+	rs, ok := RuleSetByName(name)
+	if !ok {
+		t.Fatalf("no rule set %q", name)
+	}
+	return rs
+}

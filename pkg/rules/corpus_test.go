@@ -82,10 +82,14 @@ func TestPGN4Corpus(t *testing.T) {
 			for _, m := range rep.Mismatches {
 				t.Errorf("%s [Termination %q]", m, rep.RecordedTermination)
 			}
-			// A leave that Replay applied from the tag is one the record
-			// leaves out: the site's CurrentMove tag counts one action
-			// more than the record's tokens.
-			if strings.HasSuffix(rep.TagEnding, "left (not in the moves)") {
+			// A leave or a claim that Replay applied from the tag is one
+			// the record leaves out: the site's CurrentMove tag counts
+			// one action more than the record's tokens.
+			claimed := strings.HasSuffix(rep.TagEnding, "claimed the win (not in the moves)")
+			if claimed != (rep.Record.Game.Result().Termination == ClaimedWin) {
+				t.Errorf("termination %s, but the ending from the tag is %q", rep.Record.Game.Result().Termination, rep.TagEnding)
+			}
+			if claimed || strings.HasSuffix(rep.TagEnding, "left (not in the moves)") {
 				_, toks, _ := readPGN4(string(data), nil)
 				if cm, ok := rep.Record.Tag("CurrentMove"); ok && cm != strconv.Itoa(len(toks)+1) {
 					t.Errorf("ending from the tag (%s), but CurrentMove %s for %d tokens", rep.TagEnding, cm, len(toks))
@@ -230,6 +234,38 @@ func TestReplayOfEngineExports(t *testing.T) {
 				if rep.Points != g.ResultPoints() {
 					t.Errorf("seed %d: points %v, game %v", seed, rep.Points, g.ResultPoints())
 				}
+			}
+		})
+	}
+}
+
+// TestPGN4CorpusClaims: the site's records of a claimed win (docs/rules.md
+// 8.3 and 13.4: two live players, the winner named by the Termination tag
+// ahead by more than 20) replay as the winner's claim, point for point. It
+// names them so that the corpus test cannot pass without any claim.
+func TestPGN4CorpusClaims(t *testing.T) {
+	t.Parallel()
+	files := corpusFiles(t)
+	for _, name := range []string{"cc_game_0240.pgn4", "cc_game_0250.pgn4"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := filepath.Join(filepath.Dir(files[0]), name)
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Replay(string(data), nil)
+			if err != nil {
+				t.Fatalf("replay: %v", err)
+			}
+			end := parseSiteEnd(rep.RecordedTermination)
+			r := rep.Record.Game.Result()
+			if !rep.OK() || end.kind != siteEndWinner || r.Termination != ClaimedWin || r.Ranking[0] != end.winner {
+				t.Errorf("%s, ranking %v, mismatches %v: want the claimed win of the tag %q", r.Termination, r.Ranking, rep.Mismatches, rep.RecordedTermination)
+			}
+			h := rep.Record.Game.History()
+			if last := h[len(h)-1]; last.Kind != ActionClaim || last.Seat != end.winner {
+				t.Errorf("last action %+v, want %s's claim", last, end.winner)
 			}
 		})
 	}

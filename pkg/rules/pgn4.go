@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -55,7 +56,8 @@ func namedStart(tag string) (string, bool) {
 
 // PGN4 writes the game as a PGN4 record: the given tags first (in order;
 // tags the engine writes itself are skipped), then Variant, RuleSet,
-// StartFen4, Seed, Result and Termination, then the moves in numbered
+// RuleOptions (only when the options differ from the named rule set's: the
+// options that are on, by OptionNames, separated by spaces), StartFen4, Seed, Result and Termination, then the moves in numbered
 // rounds of up to four moves in seat order, separated by "..".
 //
 // Resignations and time losses: a lone "R" or "T" is the seat to move
@@ -69,7 +71,7 @@ func namedStart(tag string) (string, bool) {
 // The largest site writes no token for a claim (docs/rules.md 13.4).
 func (g *Game) PGN4(tags []Tag) string {
 	var b strings.Builder
-	own := map[string]bool{"Variant": true, "RuleSet": true, "StartFen4": true, "Seed": true, "Result": true, "Termination": true}
+	own := map[string]bool{"Variant": true, "RuleSet": true, "RuleOptions": true, "StartFen4": true, "Seed": true, "Result": true, "Termination": true}
 	for _, t := range tags {
 		if own[t.Name] {
 			continue
@@ -78,6 +80,15 @@ func (g *Game) PGN4(tags []Tag) string {
 	}
 	writeTag(&b, "Variant", "FFA")
 	writeTag(&b, "RuleSet", g.rules.Name)
+	if std, _ := storable(g.rules); optionBits(g.rules) != std {
+		var on []string
+		for i, o := range ruleOptions {
+			if optionBits(g.rules)&(1<<i) != 0 {
+				on = append(on, o.name)
+			}
+		}
+		writeTag(&b, "RuleOptions", strings.Join(on, " "))
+	}
 	start := g.startFEN
 	if start == "" {
 		start = standardStartTag
@@ -263,6 +274,17 @@ func readPGN4(text string, rs *RuleSet) (*Record, []string, error) {
 			return nil, nil, fmt.Errorf("%w: %w %q", ErrBadRecord, ErrUnknownRules, name)
 		}
 		rules = r
+		if v, ok := rec.Tag("RuleOptions"); ok {
+			var bits byte
+			for _, name := range strings.Fields(v) {
+				i := slices.Index(OptionNames(), name)
+				if i < 0 {
+					return nil, nil, fmt.Errorf("%w: RuleOptions %q: %q is not one of %v", ErrBadRecord, v, name, OptionNames())
+				}
+				bits |= 1 << i
+			}
+			rules = withOptionBits(rules, bits)
+		}
 	}
 	var seed uint64
 	if v, ok := rec.Tag("Seed"); ok {

@@ -218,6 +218,56 @@ func RuleSetNames() []string { return slices.Clone(ruleSetNames[:]) }
 
 var ruleSetNames = [...]string{"fourkingdoms", "chesscom-ffa"}
 
+// OptionNames lists the rules a match may turn on or off on top of its
+// named rule set (docs/rules.md, the option table): ClaimWin and
+// AutoClaimWin. A game keeps them through its binary encoding and its PGN4
+// record (tag RuleOptions); any other change to a named rule set is not
+// stored.
+func OptionNames() []string {
+	names := make([]string, len(ruleOptions))
+	for i, o := range ruleOptions {
+		names[i] = o.name
+	}
+	return names
+}
+
+var ruleOptions = [...]struct {
+	name  string
+	field func(*RuleSet) *bool
+}{
+	{"ClaimWin", func(rs *RuleSet) *bool { return &rs.ClaimWin }},
+	{"AutoClaimWin", func(rs *RuleSet) *bool { return &rs.AutoClaimWin }},
+}
+
+// optionBits returns rs's options, bit i for ruleOptions[i].
+func optionBits(rs RuleSet) byte {
+	var bits byte
+	for i, o := range ruleOptions {
+		if *o.field(&rs) {
+			bits |= 1 << i
+		}
+	}
+	return bits
+}
+
+// withOptionBits returns rs with its options set from bits.
+func withOptionBits(rs RuleSet, bits byte) RuleSet {
+	for i, o := range ruleOptions {
+		*o.field(&rs) = bits&(1<<i) != 0
+	}
+	return rs
+}
+
+// storable reports whether rs is a named rule set with at most its
+// options changed, and returns that named rule set's option bits.
+func storable(rs RuleSet) (std byte, ok bool) {
+	named, known := RuleSetByName(rs.Name)
+	if !known || named.Name != rs.Name {
+		return 0, false
+	}
+	return optionBits(named), withOptionBits(named, optionBits(rs)) == rs
+}
+
 func (rs *RuleSet) captureValue(p uint8, ownerStatus SeatStatus) int {
 	k := pieceKind(p)
 	switch ownerStatus {
