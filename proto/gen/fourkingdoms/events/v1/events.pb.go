@@ -397,7 +397,15 @@ type MatchCreated struct {
 	// The seat to move first.
 	ToMove v1.Seat `protobuf:"varint,5,opt,name=to_move,json=toMove,proto3,enum=fourkingdoms.game.v1.Seat" json:"to_move,omitempty"`
 	// The clocks at the start.
-	Clocks        []*v1.Clock `protobuf:"bytes,6,rep,name=clocks,proto3" json:"clocks,omitempty"`
+	Clocks []*v1.Clock `protobuf:"bytes,6,rep,name=clocks,proto3" json:"clocks,omitempty"`
+	// Whether the match allows claims (RuleSet.ClaimWin as
+	// CreateMatchRequest.claim_win set it, docs/rules.md section 8.3). Unset
+	// in matches created before this field: the rule set's default.
+	ClaimWin *bool `protobuf:"varint,7,opt,name=claim_win,json=claimWin,proto3,oneof" json:"claim_win,omitempty"`
+	// Whether the server claims automatically (RuleSet.AutoClaimWin as
+	// CreateMatchRequest.auto_claim_win set it). Unset in matches created
+	// before this field: the rule set's default (off).
+	AutoClaimWin  *bool `protobuf:"varint,8,opt,name=auto_claim_win,json=autoClaimWin,proto3,oneof" json:"auto_claim_win,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -472,6 +480,20 @@ func (x *MatchCreated) GetClocks() []*v1.Clock {
 		return x.Clocks
 	}
 	return nil
+}
+
+func (x *MatchCreated) GetClaimWin() bool {
+	if x != nil && x.ClaimWin != nil {
+		return *x.ClaimWin
+	}
+	return false
+}
+
+func (x *MatchCreated) GetAutoClaimWin() bool {
+	if x != nil && x.AutoClaimWin != nil {
+		return *x.AutoClaimWin
+	}
+	return false
 }
 
 // MoveApplied is one move and its immediate effects.
@@ -947,14 +969,19 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\rmatch_aborted\x18\x10 \x01(\v2$.fourkingdoms.events.v1.MatchAbortedH\x00R\fmatchAborted\x12E\n" +
 	"\vwin_claimed\x18\x11 \x01(\v2\".fourkingdoms.events.v1.WinClaimedH\x00R\n" +
 	"winClaimedB\a\n" +
-	"\x05event\"\xa9\x02\n" +
+	"\x05event\"\x97\x03\n" +
 	"\fMatchCreated\x12\x19\n" +
 	"\brule_set\x18\x01 \x01(\tR\aruleSet\x12D\n" +
 	"\ftime_control\x18\x02 \x01(\v2!.fourkingdoms.game.v1.TimeControlR\vtimeControl\x12:\n" +
 	"\aplayers\x18\x03 \x03(\v2 .fourkingdoms.game.v1.SeatPlayerR\aplayers\x12\x12\n" +
 	"\x04fen4\x18\x04 \x01(\tR\x04fen4\x123\n" +
 	"\ato_move\x18\x05 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x06toMove\x123\n" +
-	"\x06clocks\x18\x06 \x03(\v2\x1b.fourkingdoms.game.v1.ClockR\x06clocks\"\xee\x01\n" +
+	"\x06clocks\x18\x06 \x03(\v2\x1b.fourkingdoms.game.v1.ClockR\x06clocks\x12 \n" +
+	"\tclaim_win\x18\a \x01(\bH\x00R\bclaimWin\x88\x01\x01\x12)\n" +
+	"\x0eauto_claim_win\x18\b \x01(\bH\x01R\fautoClaimWin\x88\x01\x01B\f\n" +
+	"\n" +
+	"_claim_winB\x11\n" +
+	"\x0f_auto_claim_win\"\xee\x01\n" +
 	"\vMoveApplied\x12;\n" +
 	"\aeffects\x18\x01 \x01(\v2!.fourkingdoms.game.v1.MoveEffectsR\aeffects\x123\n" +
 	"\ato_move\x18\x02 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x06toMove\x123\n" +
@@ -1071,6 +1098,7 @@ func file_fourkingdoms_events_v1_events_proto_init() {
 		(*MatchEvent_MatchAborted)(nil),
 		(*MatchEvent_WinClaimed)(nil),
 	}
+	file_fourkingdoms_events_v1_events_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

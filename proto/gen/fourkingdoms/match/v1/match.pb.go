@@ -121,7 +121,11 @@ type Match struct {
 	// When the match was created.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// When the match ended; unset while active.
-	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// True when the caller holds a seat that may claim the win now: ClaimWin
+	// would succeed (docs/rules.md section 8.3). Computed by the server's rules
+	// engine, so a client offers the claim exactly when it is allowed.
+	CanClaimWin   bool `protobuf:"varint,17,opt,name=can_claim_win,json=canClaimWin,proto3" json:"can_claim_win,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -266,6 +270,13 @@ func (x *Match) GetFinishedAt() *timestamppb.Timestamp {
 		return x.FinishedAt
 	}
 	return nil
+}
+
+func (x *Match) GetCanClaimWin() bool {
+	if x != nil {
+		return x.CanClaimWin
+	}
+	return false
 }
 
 // SeatState is one seat of a match.
@@ -470,7 +481,16 @@ type CreateMatchRequest struct {
 	// Optional seed for the zombie move generator, for reproducible tests;
 	// unset means a random seed. The seed is stored with the match and never
 	// shown to players.
-	Seed          *uint64 `protobuf:"varint,6,opt,name=seed,proto3,oneof" json:"seed,omitempty"`
+	Seed *uint64 `protobuf:"varint,6,opt,name=seed,proto3,oneof" json:"seed,omitempty"`
+	// Turns the rule set's claim win on or off for this match (docs/rules.md
+	// section 8.3; RuleSet.ClaimWin); unset keeps the rule set's default (on
+	// in chesscom-ffa, off in fourkingdoms).
+	ClaimWin *bool `protobuf:"varint,7,opt,name=claim_win,json=claimWin,proto3,oneof" json:"claim_win,omitempty"`
+	// Turns the auto-claim on or off for this match: the server claims the
+	// win for the leader of the last two live players once the other can no
+	// longer end ranked above them (docs/rules.md section 8.3;
+	// RuleSet.AutoClaimWin); unset keeps the rule set's default (off in both).
+	AutoClaimWin  *bool `protobuf:"varint,8,opt,name=auto_claim_win,json=autoClaimWin,proto3,oneof" json:"auto_claim_win,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -545,6 +565,20 @@ func (x *CreateMatchRequest) GetSeed() uint64 {
 		return *x.Seed
 	}
 	return 0
+}
+
+func (x *CreateMatchRequest) GetClaimWin() bool {
+	if x != nil && x.ClaimWin != nil {
+		return *x.ClaimWin
+	}
+	return false
+}
+
+func (x *CreateMatchRequest) GetAutoClaimWin() bool {
+	if x != nil && x.AutoClaimWin != nil {
+		return *x.AutoClaimWin
+	}
+	return false
 }
 
 // CreateMatchResponse is the created (or, on a retry, the existing) match.
@@ -1427,7 +1461,7 @@ var File_fourkingdoms_match_v1_match_proto protoreflect.FileDescriptor
 
 const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\n" +
-	"!fourkingdoms/match/v1/match.proto\x12\x15fourkingdoms.match.v1\x1a#fourkingdoms/events/v1/events.proto\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xec\x05\n" +
+	"!fourkingdoms/match/v1/match.proto\x12\x15fourkingdoms.match.v1\x1a#fourkingdoms/events/v1/events.proto\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x90\x06\n" +
 	"\x05Match\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12:\n" +
 	"\x06status\x18\x02 \x01(\x0e2\".fourkingdoms.match.v1.MatchStatusR\x06status\x12\x19\n" +
@@ -1448,7 +1482,8 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12;\n" +
 	"\vfinished_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\"\xab\x02\n" +
+	"finishedAt\x12\"\n" +
+	"\rcan_claim_win\x18\x11 \x01(\bR\vcanClaimWin\"\xab\x02\n" +
 	"\tSeatState\x12.\n" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x124\n" +
 	"\x06player\x18\x02 \x01(\v2\x1c.fourkingdoms.game.v1.PlayerR\x06player\x128\n" +
@@ -1463,7 +1498,7 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\x04kind\x18\x03 \x01(\x0e2\x1f.fourkingdoms.game.v1.PieceKindR\x04kind\x12\x12\n" +
 	"\x04dead\x18\x04 \x01(\bR\x04dead\x12\x16\n" +
 	"\x06zombie\x18\x05 \x01(\bR\x06zombie\x12\x1a\n" +
-	"\bpromoted\x18\x06 \x01(\bR\bpromoted\"\xa5\x02\n" +
+	"\bpromoted\x18\x06 \x01(\bR\bpromoted\"\x93\x03\n" +
 	"\x12CreateMatchRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12:\n" +
@@ -1472,9 +1507,14 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\ftime_control\x18\x04 \x01(\v2!.fourkingdoms.game.v1.TimeControlR\vtimeControl\x12\"\n" +
 	"\n" +
 	"start_fen4\x18\x05 \x01(\tH\x00R\tstartFen4\x88\x01\x01\x12\x17\n" +
-	"\x04seed\x18\x06 \x01(\x04H\x01R\x04seed\x88\x01\x01B\r\n" +
+	"\x04seed\x18\x06 \x01(\x04H\x01R\x04seed\x88\x01\x01\x12 \n" +
+	"\tclaim_win\x18\a \x01(\bH\x02R\bclaimWin\x88\x01\x01\x12)\n" +
+	"\x0eauto_claim_win\x18\b \x01(\bH\x03R\fautoClaimWin\x88\x01\x01B\r\n" +
 	"\v_start_fen4B\a\n" +
-	"\x05_seed\"I\n" +
+	"\x05_seedB\f\n" +
+	"\n" +
+	"_claim_winB\x11\n" +
+	"\x0f_auto_claim_win\"I\n" +
 	"\x13CreateMatchResponse\x122\n" +
 	"\x05match\x18\x01 \x01(\v2\x1c.fourkingdoms.match.v1.MatchR\x05match\",\n" +
 	"\x0fGetMatchRequest\x12\x19\n" +

@@ -92,7 +92,7 @@ type MatchServiceClient interface {
 	// succeeded; MATCH_OVER), ABORTED (lost a race: retry).
 	Resign(ctx context.Context, in *ResignRequest, opts ...grpc.CallOption) (*ResignResponse, error)
 	// ClaimWin ends the match won by the caller's seat, when the rule set
-	// allows claims (chesscom-ffa), exactly two live players remain and the
+	// allows claims (chesscom-ffa, or CreateMatchRequest.claim_win), exactly two live players remain and the
 	// caller's seat leads the other by more than 20 points, at any time, also
 	// out of turn (docs/rules.md section 8.3). Points stand; the claimer
 	// receives +20 for every zombie king and for the other live player's
@@ -287,7 +287,7 @@ type MatchServiceServer interface {
 	// succeeded; MATCH_OVER), ABORTED (lost a race: retry).
 	Resign(context.Context, *ResignRequest) (*ResignResponse, error)
 	// ClaimWin ends the match won by the caller's seat, when the rule set
-	// allows claims (chesscom-ffa), exactly two live players remain and the
+	// allows claims (chesscom-ffa, or CreateMatchRequest.claim_win), exactly two live players remain and the
 	// caller's seat leads the other by more than 20 points, at any time, also
 	// out of turn (docs/rules.md section 8.3). Points stand; the claimer
 	// receives +20 for every zombie king and for the other live player's
