@@ -213,6 +213,14 @@ func (c *Checker) created(mc *eventsv1.MatchCreated, ev *eventsv1.MatchEvent) er
 	if !ok {
 		return c.fail(1, "unknown rule set %q", mc.GetRuleSet())
 	}
+	// The match's options of the rule set (docs/rules.md 8.3); unset: the
+	// rule set's defaults.
+	if mc.ClaimWin != nil {
+		rs.ClaimWin = mc.GetClaimWin()
+	}
+	if mc.AutoClaimWin != nil {
+		rs.AutoClaimWin = mc.GetAutoClaimWin()
+	}
 	g, err := rules.NewGame(rs, 0, mc.GetFen4())
 	if err != nil {
 		return c.fail(1, "fen4 %q: %v", mc.GetFen4(), err)

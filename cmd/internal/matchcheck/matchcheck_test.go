@@ -91,6 +91,19 @@ func claimed(t *testing.T) []*eventsv1.MatchEvent {
 	return evs
 }
 
+// autoClaimed: under fourkingdoms with the auto-claim on, Red 60, Green
+// 0, Yellow a bare king, Blue out. Yellow resigns: Green can reach at most
+// 49 (Red's king and queen, Yellow's zombie king), so the server claims for
+// Red.
+func autoClaimed(t *testing.T) []*eventsv1.MatchEvent {
+	rs := rules.FourKingdoms()
+	rs.AutoClaimWin = true
+	evs, _ := streamOf(t, rs, fenRedFarAhead, 1, "resign Yellow")
+	return evs
+}
+
+const fenRedFarAhead = "R-0,1,0,0-0,0,0,0-0,0,0,0-60,0,0,0-0-6,yK,7/14/14/14/14/14/13,gK/14/14/14/4,rQ,9/14/14/7,rK,6"
+
 const fenRedLeadsGreen = "R-0,1,1,0-0,0,0,0-0,0,0,0-50,0,0,29-0-14/14/14/14/14/14/13,gK/14/14/14/4,rQ,9/14/14/7,rK,6"
 
 // Yellow and Green out; Red has a bare king, Blue a queen.
@@ -111,7 +124,7 @@ func TestValidStreams(t *testing.T) {
 	for name, evs := range map[string][]*eventsv1.MatchEvent{
 		"opening": opening(t), "capture": capture(t), "mate": mate(t), "resigned": resigned(t), "timed out": timedOut(t),
 		"zombie king stalemate": zombieKingStalemate(t), "resigning passes the turn": passOn(t), "insufficient": insufficient(t),
-		"claimed win": claimed(t),
+		"claimed win": claimed(t), "auto-claimed win": autoClaimed(t),
 	} {
 		var c Checker
 		for _, ev := range evs {
@@ -148,6 +161,7 @@ func TestScenarios(t *testing.T) {
 		{"timed out", timedOut(t), "match_created timed_out move_applied"},
 		{"zombie king stalemate", zombieKingStalemate(t), "match_created move_applied eliminated"},
 		{"resigning passes the turn", passOn(t), "match_created move_applied resigned resigned"},
+		{"auto-claimed win", autoClaimed(t), "match_created resigned win_claimed game_over"},
 	} {
 		if got := kinds(tt.evs); got != tt.want {
 			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
@@ -172,6 +186,10 @@ func TestViolations(t *testing.T) {
 		{"no MatchCreated first", opening, 2, "not MatchCreated", func(e stream) stream { return e[1:] }},
 		{"claim by the trailing seat", claimed, 2, "claimed the win leading by", func(e stream) stream { e[1].GetWinClaimed().Seat = G; return e }},
 		{"claim called automatic", claimed, 2, "does not allow it", func(e stream) stream { e[1].GetWinClaimed().Automatic = true; return e }},
+		{"auto-claim the match turned off", autoClaimed, 3, "does not allow it", func(e stream) stream {
+			e[0].GetMatchCreated().AutoClaimWin = proto.Bool(false)
+			return e
+		}},
 		{"claimed win without WinClaimed", claimed, 2, "without a WinClaimed", func(e stream) stream {
 			e = append(e[:1], e[2:]...)
 			e[1].Version = 2

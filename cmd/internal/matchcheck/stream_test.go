@@ -23,7 +23,7 @@ func streamOf(t *testing.T, rs rules.RuleSet, fen4 string, seed uint64, steps ..
 		t.Fatal(err)
 	}
 	evs := []*eventsv1.MatchEvent{{Version: 1, Event: &eventsv1.MatchEvent_MatchCreated{MatchCreated: &eventsv1.MatchCreated{
-		RuleSet: rs.Name, Fen4: g.FEN4(), ToMove: gamev1.Seat(g.ToMove() + 1)}}}}
+		RuleSet: rs.Name, Fen4: g.FEN4(), ToMove: gamev1.Seat(g.ToMove() + 1), ClaimWin: &rs.ClaimWin, AutoClaimWin: &rs.AutoClaimWin}}}}
 	add := func(ply int, ev *eventsv1.MatchEvent) {
 		ev.Version, ev.Ply = uint64(len(evs)+1), uint32(ply)
 		evs = append(evs, ev)

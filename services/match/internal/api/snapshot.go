@@ -35,6 +35,7 @@ func snapshot(v *match.View) *matchv1.Match {
 	if v.Status == match.StatusActive {
 		m.ToMove = wire.Seat(v.ToMove)
 		m.LegalMoves = v.LegalMoves
+		m.CanClaimWin = v.CanClaimWin
 	} else {
 		m.FinishedAt = timestamppb.New(v.FinishedAt)
 		if v.Result != nil {

@@ -418,6 +418,14 @@ func (s *Service) Create(ctx context.Context, c Caller, req *matchv1.CreateMatch
 	if !ok {
 		return nil, rpcerr.Field(ErrInvalid, "rule_set", fmt.Sprintf("%q is not one of %v", name, rules.RuleSetNames()))
 	}
+	// The rule set's options (docs/rules.md 8.3); the game's encoding keeps
+	// them, so every instance replays the match with them.
+	if req.ClaimWin != nil {
+		rs.ClaimWin = req.GetClaimWin()
+	}
+	if req.AutoClaimWin != nil {
+		rs.AutoClaimWin = req.GetAutoClaimWin()
+	}
 	tc, tcPB, err := parseTimeControl(req.GetTimeControl())
 	if err != nil {
 		return nil, err
@@ -444,7 +452,7 @@ func (s *Service) Create(ctx context.Context, c Caller, req *matchv1.CreateMatch
 	created := &eventsv1.MatchEvent{MatchId: id, Version: 1, Ply: uint32(g.Ply()), OccurredAt: timestamppb.New(now),
 		Event: &eventsv1.MatchEvent_MatchCreated{MatchCreated: &eventsv1.MatchCreated{
 			RuleSet: rs.Name, TimeControl: tcPB, Players: players, Fen4: g.FEN4(), ToMove: wire.Seat(g.ToMove()),
-			Clocks: clocksPB(&rec.Clocks, tc, s.cfg.FirstMoveLimit, now)}}}
+			Clocks: clocksPB(&rec.Clocks, tc, s.cfg.FirstMoveLimit, now), ClaimWin: &rs.ClaimWin, AutoClaimWin: &rs.AutoClaimWin}}}
 	meta, err := marshal(created)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package match
 
 import (
+	"slices"
 	"time"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
@@ -35,6 +36,9 @@ type View struct {
 	// LegalMoves are the caller's legal moves when they hold the live
 	// seat to move.
 	LegalMoves []string
+	// CanClaimWin reports that the caller holds a seat that may claim the
+	// win now (rules.Game.CanClaimWin): what ClaimWin would accept.
+	CanClaimWin bool
 	// Result is the match's result once it finished (nil while it is
 	// active and when it was aborted).
 	Result *rules.Result
@@ -98,6 +102,7 @@ func (s *Service) view(e *entry, c Caller, now time.Time) *View {
 	}
 	if e.rec.Status == StatusActive {
 		v.ToMove, v.LegalMoves = g.ToMove(), s.legalFor(e, c)
+		v.CanClaimWin = slices.ContainsFunc(e.seatsOf(c), func(x rules.Seat) bool { return g.CanClaimWin(x) == nil })
 	} else {
 		v.FinishedAt = e.rec.FinishedAt
 		if e.rec.Status == StatusFinished {
