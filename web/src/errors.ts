@@ -70,6 +70,7 @@ const sentences: Record<string, string> = {
   ILLEGAL_MOVE: "That move is not legal in this position.",
   SEAT_NOT_LIVE: "You are no longer playing in this game (you resigned, ran out of time or are out).",
   MATCH_OVER: "The game is already over.",
+  CLAIM_NOT_ALLOWED: "You cannot claim the win now: a claim needs a game that allows claims, exactly two players left and a lead of more than 20 points.",
   TIME_RAN_OUT: "Your time ran out before the move arrived.",
   PLY_MISMATCH: "The position changed before your move arrived. The board is up to date now: move again.",
   CONFLICT: "Someone else changed the game at the same moment. Try again.",

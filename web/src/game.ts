@@ -12,7 +12,7 @@ import { describe, reason, retryable } from "./errors";
 import { Follower, type FollowView } from "./follower";
 import { SeatStatus, Termination } from "./gen/fourkingdoms/game/v1/game_pb";
 import { MatchStatus } from "./gen/fourkingdoms/match/v1/match_pb";
-import { checkedSeats, clockState, rounds, seatState } from "./match";
+import { checkedSeats, claimPossible, claimRule, clockState, rounds, seatState } from "./match";
 import { LegalMoves } from "./notation";
 import { Backoff } from "./backoff";
 import { sendMove } from "./mover";
@@ -45,6 +45,7 @@ const terminationText: Record<number, string> = {
   [Termination.THREEFOLD_REPETITION]: "the same position occurred three times",
   [Termination.INSUFFICIENT_MATERIAL]: "no live player had enough material",
   [Termination.ABORTED]: "an operator aborted it",
+  [Termination.CLAIMED_WIN]: "the leader of the last two players claimed the win",
 };
 
 const connText: Record<string, string> = {
@@ -64,6 +65,11 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
   let ratingsAsked = false;
   let summaryAsked = false;
   const gained = new Map<number, { pts: number; at: number }>();
+  // Whether this match allows claims (claimRule): learned from the server,
+  // asked once the folded state makes a claim possible.
+  let claimsAllowed: boolean | undefined;
+  let claimAsking = false;
+  let claiming = false;
 
   const board = new BoardView((from, to) => {
     const legal = v && mySeat ? new LegalMoves(v.legal, v.match.ruleSet, mySeat) : undefined;
@@ -81,6 +87,7 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
   const moveForm = h("form", { class: "move-form", onsubmit: (e: Event) => { e.preventDefault(); typed(); } },
     input, h("button", { type: "submit" }, "Move"));
   const resignBtn = h("button", { class: "danger", type: "button", onclick: () => confirmResign() }, "Resign");
+  const claimBtn = h("button", { type: "button", "data-testid": "claim-win", onclick: () => void claimWin() }, "Claim win");
   const dialog = h("dialog", { class: "confirm" },
     h("p", {}, "Resign this game? Your points are frozen and the server plays on for your army."),
     h("div", { class: "row" },
@@ -105,6 +112,12 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
       gained.set(ev.event.value.effects.seat, { pts: ev.event.value.effects.pointsGained, at: Date.now() });
     }
     if (!ratingsAsked && v.match.seats.length) void loadRatings();
+    if (mySeat && claimsAllowed === undefined) {
+      // The state may be a snapshot folded forward: its can_claim_win
+      // proves that claims are allowed, but a false is stale. Ask.
+      if (v.match.canClaimWin) claimsAllowed = true;
+      else if (claimPossible(v.match, mySeat)) void askClaim();
+    }
     render();
   });
   follower.start();
@@ -173,6 +186,7 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
     if (mySeat && m.status === MatchStatus.ACTIVE && seatState(m, mySeat)?.status === SeatStatus.LIVE) {
       input.disabled = !myTurn;
       ctl.push(moveForm, resignBtn);
+      if (claimsAllowed && claimPossible(m, mySeat) && !claiming) ctl.push(claimBtn);
     }
     if (spectator || !mySeat) ctl.push(sideSel);
     ctl.push(pgnBtn);
@@ -345,6 +359,39 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
     } finally {
       removeEventListener("online", onOnline);
       sending = false;
+      render();
+    }
+  }
+
+  // askClaim asks the server whether this player may claim the win
+  // (Match.can_claim_win): the answer settles whether the match allows
+  // claims (claimRule), or, when the game moved on meanwhile, is asked
+  // again at the next change.
+  async function askClaim(): Promise<void> {
+    if (claimAsking) return;
+    claimAsking = true;
+    try {
+      const r = await api.match.getMatch({ matchId }, { timeoutMs: 8_000 });
+      if (r.match && claimsAllowed === undefined) claimsAllowed = claimRule(r.match, mySeat);
+    } catch {
+      // asked again at the next change
+    } finally {
+      claimAsking = false;
+      render();
+    }
+  }
+
+  async function claimWin(): Promise<void> {
+    claiming = true;
+    render();
+    try {
+      const r = await api.match.claimWin({ matchId }, { timeoutMs: 8_000 });
+      follower.applyEvents(r.events);
+      notice = "You claimed the win.";
+    } catch (err) {
+      notice = describe(err);
+    } finally {
+      claiming = false;
       render();
     }
   }

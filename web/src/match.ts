@@ -197,3 +197,32 @@ export function copy(m: Match): Match {
 export function checkedSeats(m: Match): number[] {
   return m.status === MatchStatus.ACTIVE ? (m.lastMove?.checkedSeats ?? []) : [];
 }
+
+/**
+ * claimPossible reports whether seat may claim the win in m as far as the
+ * client can tell from the folded state (docs/rules.md 8.3): the match is
+ * active, exactly two seats are live, seat is one of them and leads the
+ * other by more than 20 (a king's worth). Whether the rule set allows
+ * claims only the server knows: see claimRule.
+ */
+export function claimPossible(m: Match, seat: number): boolean {
+  if (m.status !== MatchStatus.ACTIVE) return false;
+  const live = m.seats.filter((s) => s.status === SeatStatus.LIVE);
+  if (live.length !== 2) return false;
+  const mine = live.find((s) => s.seat === seat);
+  const other = live.find((s) => s.seat !== seat);
+  return !!mine && !!other && mine.points - other.points > 20;
+}
+
+/**
+ * claimRule reads the server's answer (a snapshot of the match for the
+ * caller holding seat) for what the client cannot see: whether the match
+ * allows claims. Match.can_claim_win is the engine's whole answer; where
+ * the snapshot itself meets every other condition (claimPossible), a
+ * false can only mean the rule set has no claims, which never changes.
+ * Otherwise the answer says nothing about the rule: undefined.
+ */
+export function claimRule(answer: Match, seat: number): boolean | undefined {
+  if (answer.canClaimWin) return true;
+  return claimPossible(answer, seat) ? false : undefined;
+}

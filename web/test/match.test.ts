@@ -2,9 +2,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { create } from "@bufbuild/protobuf";
 import { MatchEventSchema } from "../src/gen/fourkingdoms/events/v1/events_pb";
-import { CastlingSide, PieceKind, SeatStatus } from "../src/gen/fourkingdoms/game/v1/game_pb";
+import { CastlingSide, PieceKind, SeatStatus, Termination } from "../src/gen/fourkingdoms/game/v1/game_pb";
 import { MatchSchema, MatchStatus } from "../src/gen/fourkingdoms/match/v1/match_pb";
-import { fold, moveRecord, rounds, type MoveRecord } from "../src/match";
+import { claimPossible, claimRule, fold, moveRecord, rounds, type MoveRecord } from "../src/match";
 import { decodeErrorInfo } from "../src/errors";
 
 function match() {
@@ -68,4 +68,41 @@ test("decodeErrorInfo reads reason, domain and metadata", () => {
   const entry = [...str(1, "current_ply"), ...str(2, "12")];
   const bytes = new Uint8Array([...str(1, "PLY_MISMATCH"), ...str(2, "d"), 3 << 3 | 2, entry.length, ...entry]);
   assert.deepEqual(decodeErrorInfo(bytes), { reason: "PLY_MISMATCH", domain: "d", metadata: { current_ply: "12" } });
+});
+
+function endgame(red: number, green: number, live = [1, 4]) {
+  const m = match();
+  for (const s of m.seats) {
+    s.status = live.includes(s.seat) ? SeatStatus.LIVE : SeatStatus.ZOMBIE;
+    s.points = s.seat === 1 ? red : s.seat === 4 ? green : 0;
+  }
+  return m;
+}
+
+test("a claim is possible for the leader of the last two live players by more than 20", () => {
+  assert.equal(claimPossible(endgame(50, 29), 1), true);
+  assert.equal(claimPossible(endgame(49, 29), 1), false, "a lead of exactly 20");
+  assert.equal(claimPossible(endgame(50, 29), 4), false, "the trailing player");
+  assert.equal(claimPossible(endgame(50, 29), 2), false, "a seat that is not live");
+  assert.equal(claimPossible(endgame(50, 29, [1, 3, 4]), 1), false, "three live players");
+  const done = endgame(50, 29);
+  done.status = MatchStatus.FINISHED;
+  assert.equal(claimPossible(done, 1), false, "a finished match");
+});
+
+test("the server's answer settles whether the match allows claims", () => {
+  const yes = endgame(50, 29);
+  yes.canClaimWin = true;
+  assert.equal(claimRule(yes, 1), true);
+  assert.equal(claimRule(endgame(50, 29), 1), false, "possible, yet refused: the rule set has no claims");
+  assert.equal(claimRule(endgame(40, 29), 1), undefined, "not possible at that version: says nothing");
+});
+
+test("a claimed win ends the folded match", () => {
+  const m = endgame(50, 29);
+  fold(m, create(MatchEventSchema, { version: 6n, ply: 3, event: { case: "winClaimed", value: { seat: 1 } } }));
+  fold(m, create(MatchEventSchema, { version: 7n, ply: 3, event: { case: "gameOver", value: { result: { termination: Termination.CLAIMED_WIN, points: [{ seat: 1, points: 110 }] } } } }));
+  assert.equal(m.status, MatchStatus.FINISHED);
+  assert.equal(m.version, 7n);
+  assert.equal(claimPossible(m, 1), false);
 });
