@@ -20,16 +20,19 @@ func TestClaimOffered(t *testing.T) {
 		green   int32 // Green stays live when live == 2 (Red and Green)
 		seat    gamev1.Seat
 		why     string // "" when offered, else a word of the refusal
+		server  bool   // the snapshot's can_claim_win
 	}{
-		{"leader by 21", "chesscom-ffa", 2, 50, 29, gamev1.Seat_SEAT_RED, ""},
-		{"lead of 20", "chesscom-ffa", 2, 49, 29, gamev1.Seat_SEAT_RED, "more than 20"},
-		{"trailing player", "chesscom-ffa", 2, 50, 29, gamev1.Seat_SEAT_GREEN, "lead by -21"},
-		{"four live players", "chesscom-ffa", 4, 50, 29, gamev1.Seat_SEAT_RED, "exactly 2"},
-		{"rule set without claims", "fourkingdoms", 2, 50, 29, gamev1.Seat_SEAT_RED, "no claim win"},
+		{"leader by 21", "chesscom-ffa", 2, 50, 29, gamev1.Seat_SEAT_RED, "", false},
+		{"lead of 20", "chesscom-ffa", 2, 49, 29, gamev1.Seat_SEAT_RED, "more than 20", false},
+		{"trailing player", "chesscom-ffa", 2, 50, 29, gamev1.Seat_SEAT_GREEN, "lead by -21", false},
+		{"four live players", "chesscom-ffa", 4, 50, 29, gamev1.Seat_SEAT_RED, "exactly 2", false},
+		{"rule set without claims", "fourkingdoms", 2, 50, 29, gamev1.Seat_SEAT_RED, "no claim win", false},
+		{"match with claims turned on", "fourkingdoms", 2, 50, 29, gamev1.Seat_SEAT_RED, "", true},
+		{"claims turned on, lead of 20", "fourkingdoms", 2, 49, 29, gamev1.Seat_SEAT_RED, "more than 20", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := startMatch(t)
-			m.RuleSet = c.ruleSet
+			m.RuleSet, m.CanClaimWin = c.ruleSet, c.server
 			for _, st := range m.Seats {
 				switch st.GetSeat() {
 				case gamev1.Seat_SEAT_RED:

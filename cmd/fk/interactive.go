@@ -245,14 +245,18 @@ func (a *app) command(ctx context.Context, c *client.Client, found client.Found,
 
 // claimRefusal says why seat may not claim the win in m now, "" when it
 // may (docs/rules.md 8.3: the rule set allows claims, exactly two live
-// players, seat leads the other by more than a king's worth). The server
-// judges again; this only decides what fk offers.
+// players, seat leads the other by more than a king's worth). A match may
+// turn claims on beyond its rule set's default (CreateMatchRequest.claim_win):
+// a snapshot's can_claim_win, the server's answer for this caller, proves
+// that it did (a later state may be folded onto that snapshot, so the other
+// conditions are judged here again). The server judges again; this only
+// decides what fk offers.
 func claimRefusal(m *matchv1.Match, seat gamev1.Seat) string {
 	rs, ok := rules.RuleSetByName(cmpOr(m.GetRuleSet(), "fourkingdoms"))
 	switch {
 	case m == nil || !client.SeatLive(m, seat):
 		return "you are not playing any more"
-	case !ok || !rs.ClaimWin:
+	case (!ok || !rs.ClaimWin) && !m.GetCanClaimWin():
 		return "the rule set " + m.GetRuleSet() + " has no claim win"
 	}
 	var mine, other int32
