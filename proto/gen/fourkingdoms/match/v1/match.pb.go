@@ -125,7 +125,7 @@ type Match struct {
 	// True when the caller holds a seat that may claim the win now: ClaimWin
 	// would succeed (docs/rules.md section 8.3). Computed by the server's rules
 	// engine, so a client offers the claim exactly when it is allowed.
-	CanClaimWin   bool `protobuf:"varint,17,opt,name=can_claim_win,json=canClaimWin,proto3" json:"can_claim_win,omitempty"`
+	CanClaimWin   bool `protobuf:"varint,18,opt,name=can_claim_win,json=canClaimWin,proto3" json:"can_claim_win,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1483,7 +1483,7 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"created_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12;\n" +
 	"\vfinished_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\"\n" +
-	"\rcan_claim_win\x18\x11 \x01(\bR\vcanClaimWin\"\xab\x02\n" +
+	"\rcan_claim_win\x18\x12 \x01(\bR\vcanClaimWin\"\xab\x02\n" +
 	"\tSeatState\x12.\n" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x124\n" +
 	"\x06player\x18\x02 \x01(\v2\x1c.fourkingdoms.game.v1.PlayerR\x06player\x128\n" +
