@@ -249,7 +249,9 @@ func TestPremoveDroppedWhenIllegal(t *testing.T) {
 			t.Fatalf("Red's move with Blue's premove illegal: %d events, %v to move; want 1, Blue", len(resp.GetEvents()), resp.GetToMove())
 		}
 		dropped := queue(gamev1.Seat_SEAT_BLUE, matchv1.PremoveChange_PREMOVE_CHANGE_ILLEGAL, 6, "m4-l4")
-		got, _ := premovesOf(t, "Blue", blueW.until(t, func(r *matchv1.WatchMatchResponse) bool { return r.GetPremoves().GetChange() == matchv1.PremoveChange_PREMOVE_CHANGE_ILLEGAL }), 0)
+		got, _ := premovesOf(t, "Blue", blueW.until(t, func(r *matchv1.WatchMatchResponse) bool {
+			return r.GetPremoves().GetChange() == matchv1.PremoveChange_PREMOVE_CHANGE_ILLEGAL
+		}), 0)
 		checkQueues(t, "Blue", got,
 			queue(gamev1.Seat_SEAT_BLUE, matchv1.PremoveChange_PREMOVE_CHANGE_SET, 1, "", "m4-l4", "m4-l4", "m5-l5"),
 			queue(gamev1.Seat_SEAT_BLUE, matchv1.PremoveChange_PREMOVE_CHANGE_PLAYED, 3, "m4-l4", "m4-l4", "m5-l5"),
