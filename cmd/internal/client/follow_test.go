@@ -3,8 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
-	"slices"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"

@@ -23,7 +23,8 @@ var rounds = [3][4]string{
 }
 
 // watchItems reads a WatchMatch stream in the background: items until the
-// stream ends, then (items closed) its error in err.
+// stream ends, then (items closed) its error in err. watchAll returns once
+// the first item arrived.
 type watchItems struct {
 	items chan *matchv1.WatchMatchResponse
 	err   error
@@ -38,10 +39,14 @@ func watchAll(t *testing.T, c matchv1.MatchServiceClient, id string, from uint64
 		t.Fatal(err)
 	}
 	w := &watchItems{items: make(chan *matchv1.WatchMatchResponse, 1024)}
+	first := make(chan struct{})
 	go func() {
 		defer close(w.items)
-		for {
+		for n := 0; ; n++ {
 			r, err := st.Recv()
+			if n == 0 {
+				close(first)
+			}
 			if err != nil {
 				w.err = err
 				return
@@ -49,6 +54,14 @@ func watchAll(t *testing.T, c matchv1.MatchServiceClient, id string, from uint64
 			w.items <- r
 		}
 	}()
+	// The first item (a snapshot from version 0) comes once the server
+	// follows the match live: what the test does next reaches the stream
+	// as it happens, not folded into a later snapshot.
+	select {
+	case <-first:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no first item")
+	}
 	return w
 }
 
