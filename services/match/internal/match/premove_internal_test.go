@@ -169,3 +169,34 @@ func TestPremoveEncoding(t *testing.T) {
 		t.Errorf("notice: %+v, %v", n, err)
 	}
 }
+
+// TestTimeLossFiresTheNextPremoves: a time loss (the keeper's Flag) gives
+// the turn on like a move: the zombie moves, then the queued premoves of
+// the seats after it are played in the same change.
+func TestTimeLossFiresTheNextPremoves(t *testing.T) {
+	t.Parallel()
+	t0 := time.UnixMilli(1_700_000_000_000)
+	tc := timecontrol.TimeControl{Initial: time.Minute, Increment: time.Second}
+	s := &Service{cfg: DefaultConfig()}
+	e := premoveEntry(t, tc, t0, map[rules.Seat][]string{rules.Blue: {"m4-l4"}, rules.Yellow: {"d13-d12", "e13-e12"}})
+	ch, err := s.leave(e, t0.Add(time.Minute), rules.Red, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moves []string
+	for _, ev := range ch.events {
+		if m := ev.GetMoveApplied(); m != nil {
+			moves = append(moves, m.GetEffects().GetMove())
+		}
+	}
+	if len(moves) != 3 || moves[1] != "m4-l4" || moves[2] != "d13-d12" || e.game.ToMove() != rules.Green {
+		t.Fatalf("after Red's time loss: moves %v, %v to move; want Red's zombie move, m4-l4, d13-d12, Green", moves, e.game.ToMove())
+	}
+	if len(ch.notices) != 2 || ch.notices[0].Change != PremovePlayed || ch.notices[1].Change != PremovePlayed ||
+		!slices.Equal(ch.rec.Premoves[rules.Yellow].Moves, []string{"e13-e12"}) {
+		t.Fatalf("notices %+v, Yellow's queue %+v", ch.notices, ch.rec.Premoves[rules.Yellow])
+	}
+	if got := ch.rec.Clocks.Remaining[rules.Blue]; got != time.Minute-100*time.Millisecond+time.Second {
+		t.Errorf("Blue's clock %v", got)
+	}
+}
