@@ -138,8 +138,11 @@ func (ws *watchState) retryCatchUp(ctx context.Context, err error) error {
 			return ctx.Err()
 		case <-time.After(watchRetryPause):
 		}
+		// A premove notice may have been lost with the error: re-read.
 		if err = ws.catchUp(ctx); err == nil {
-			return nil
+			if err = ws.refreshPremoves(ctx); err == nil {
+				return nil
+			}
 		}
 	}
 	return err
@@ -277,19 +280,21 @@ func (ws *watchState) sendEvents(ctx context.Context, evs []fanout.Event) error 
 	return nil
 }
 
-// sentPremoves records a queue as sent and reports whether it is news: not
-// the one sent before, nor older (a live notice that arrives after a read
-// of the state that already showed what followed it).
-func (ws *watchState) sentPremoves(p Premoves) bool {
+// premoveNews reports whether a queue is news to the client: not the one
+// sent before, nor older (a live notice that arrives after a read of the
+// state that already showed what followed it).
+func (ws *watchState) premoveNews(p *Premoves) bool {
+	old, ok := ws.premoves[p.Seat]
+	return !ok || p.Version > old.Version ||
+		(p.Version == old.Version && (p.Change != old.Change || p.Move != old.Move || !slices.Equal(p.Moves, old.Moves)))
+}
+
+// sentPremoves records a queue as sent.
+func (ws *watchState) sentPremoves(p Premoves) {
 	if ws.premoves == nil {
 		ws.premoves = make(map[rules.Seat]Premoves)
 	}
-	if old, ok := ws.premoves[p.Seat]; ok && (p.Version < old.Version ||
-		(p.Version == old.Version && p.Change == old.Change && p.Move == old.Move && slices.Equal(p.Moves, old.Moves))) {
-		return false
-	}
 	ws.premoves[p.Seat] = p
-	return true
 }
 
 // sendPremoves sends those of the queues that are the caller's and were
@@ -302,7 +307,7 @@ func (ws *watchState) sendPremoves(ctx context.Context, ps []Premoves) error {
 			return nil
 		}
 		p := &ps[i]
-		if !ws.seats[wire.Seat(p.Seat)] || !ws.sentPremoves(*p) {
+		if !ws.seats[wire.Seat(p.Seat)] || !ws.premoveNews(p) {
 			continue
 		}
 		if p.Version > ws.last {
@@ -313,6 +318,7 @@ func (ws *watchState) sendPremoves(ctx context.Context, ps []Premoves) error {
 		if err := ws.send(WatchItem{Version: ws.last, Premoves: p}); err != nil {
 			return errSend{err}
 		}
+		ws.sentPremoves(*p)
 	}
 	return nil
 }
