@@ -18,9 +18,10 @@ import (
 )
 
 const help = `type a move in long algebraic form (h2-h4, e1-f3, O-O, k7-k8=Q),
-"moves" to list your legal moves, "resign" to resign, "claim" to claim the win when you lead
-the last other live player by more than 20 (where the rule set allows it), "quit" to leave (the
-game goes on).`
+"moves" to list your legal moves, "pre MOVE [MOVE [MOVE]]" while waiting to queue up to 3
+premoves (played the moment your turn comes, if legal then; "pre" alone clears them), "resign" to
+resign, "claim" to claim the win when you lead the last other live player by more than 20 (where
+the rule set allows it), "quit" to leave (the game goes on).`
 
 // errLeft is returned when the player leaves with "quit" or Ctrl-C: a
 // normal end of the command.
@@ -54,6 +55,21 @@ type screen struct {
 	// drawn is the version of the match last drawn, so a final state is
 	// drawn once.
 	drawn uint64
+	// queue is the seat's premove queue as the server last showed it.
+	queue *matchv1.PremoveQueue
+}
+
+// premoveLine describes a premove queue for the board ("" for none).
+func premoveLine(q *matchv1.PremoveQueue) string {
+	switch {
+	case len(q.GetMoves()) > 0:
+		return "premoves queued: " + strings.Join(q.GetMoves(), " ")
+	case q.GetChange() == matchv1.PremoveChange_PREMOVE_CHANGE_ILLEGAL:
+		return "your premove " + q.GetMove() + " was not legal when your turn came: premoves dropped"
+	case q.GetChange() == matchv1.PremoveChange_PREMOVE_CHANGE_NO_TIME:
+		return "too little time left to play a premove: premoves dropped"
+	}
+	return ""
 }
 
 // moveLog holds the moves since the viewer's seat last moved (that move
@@ -97,6 +113,10 @@ func (a *app) draw(m *matchv1.Match, sc *screen) {
 	if sc.msg != "" {
 		fmt.Fprintln(a.stdout, "\n"+sc.msg)
 	}
+	// A drop is news only until the player moves; a queue shows while it waits.
+	if line := premoveLine(sc.queue); line != "" && !client.Over(m) && (len(sc.queue.GetMoves()) > 0 || m.GetToMove() == sc.seat) {
+		fmt.Fprintln(a.stdout, "\n"+line)
+	}
 	if claimRefusal(m, sc.seat) == "" {
 		fmt.Fprintln(a.stdout, "\nyou may claim the win: type \"claim\"")
 	}
@@ -133,6 +153,18 @@ func (a *app) interactive(ctx context.Context, c *client.Client, found client.Fo
 	confirm := false // "resign" was typed once
 	apply := func(u client.Update) {
 		cur, reconnects = u.Match, u.Reconnects
+		switch {
+		case u.Premoves != nil:
+			if u.Premoves.GetSeat() == found.Seat {
+				sc.queue = u.Premoves
+			}
+		case u.Event == nil: // a snapshot shows the caller's queues
+			for _, q := range u.Match.GetPremoves() {
+				if q.GetSeat() == found.Seat {
+					sc.queue = q
+				}
+			}
+		}
 		if mv := u.Event.GetMoveApplied(); mv != nil {
 			sc.moves.add(mv.GetEffects(), found.Seat)
 		}
@@ -213,11 +245,18 @@ func (a *app) command(ctx context.Context, c *client.Client, found client.Found,
 	if confirm {
 		return "not resigned: the game goes on", false
 	}
+	if line == "pre" || strings.HasPrefix(line, "pre ") {
+		return premove(ctx, c, found, strings.Fields(line)[1:]), false
+	}
 	if m == nil || !client.SeatLive(m, found.Seat) {
 		return "you are not playing any more", false
 	}
 	if m.GetToMove() != found.Seat {
-		return "not your turn: " + seatName(m.GetToMove()) + " is to move", false
+		msg := "not your turn: " + seatName(m.GetToMove()) + " is to move"
+		if rules.CheckMoveText(line) == nil {
+			msg += " (\"pre " + line + "\" queues it as a premove)"
+		}
+		return msg, false
 	}
 	// The freshest position and legal moves (the board may lag a move).
 	resp, err := c.Match.GetMatch(ctx, &matchv1.GetMatchRequest{MatchId: found.MatchID})
@@ -344,4 +383,20 @@ func cmpOr(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// premove queues moves as premoves (none: clears the queue) and says what
+// the server stored.
+func premove(ctx context.Context, c *client.Client, found client.Found, moves []string) string {
+	if len(moves) == 0 {
+		if _, err := c.Match.ClearPremoves(ctx, &matchv1.ClearPremovesRequest{MatchId: found.MatchID, Seat: found.Seat}); err != nil {
+			return "premoves not cleared: " + explain(err)
+		}
+		return "premoves cleared"
+	}
+	resp, err := c.Match.SetPremoves(ctx, &matchv1.SetPremovesRequest{MatchId: found.MatchID, Moves: moves, Seat: found.Seat})
+	if err != nil {
+		return "premoves refused: " + explain(err) + " (" + client.Reason(err) + ")"
+	}
+	return "premoves queued: " + strings.Join(resp.GetQueue().GetMoves(), " ")
 }

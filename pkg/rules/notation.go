@@ -14,6 +14,14 @@ func (g *Game) ParseMove(text string) (Move, error) {
 	return parseMoveFor(g.pos, g.pos.toMove, text)
 }
 
+// CheckMoveText reports whether text can be read as a move in the forms
+// ParseMove accepts, without a position to look it up in (moves queued for
+// a later position): nil, or an error wrapping ErrBadMoveText.
+func CheckMoveText(text string) error {
+	_, err := parseMoveText(text)
+	return err
+}
+
 type moveText struct {
 	castle   int // 1 short, 2 long
 	from, to Square

@@ -544,6 +544,10 @@ func TestSec11MoveText(t *testing.T) {
 		if _, err := g.ParseMove(c.text); !errors.Is(err, c.want) {
 			t.Errorf("ParseMove(%q) = %v, want %v", c.text, err, c.want)
 		}
+		// Without a position only the reading can fail.
+		if err := CheckMoveText(c.text); (err != nil) != (c.want == ErrBadMoveText) || (err != nil && !errors.Is(err, ErrBadMoveText)) {
+			t.Errorf("CheckMoveText(%q) = %v", c.text, err)
+		}
 	}
 	m := mustParse(t, g, "h2h4")
 	if m.String() != "h2-h4" {

@@ -26,6 +26,9 @@ type Update struct {
 	Match *matchv1.Match
 	// Event is the event just applied; nil after a snapshot.
 	Event *eventsv1.MatchEvent
+	// Premoves, when set (Event nil), is one of the follower's premove
+	// queues, which changed; Match is unchanged by it.
+	Premoves *matchv1.PremoveQueue
 	// Reconnects counts the stream reconnections so far.
 	Reconnects int
 }
@@ -185,6 +188,9 @@ func (f *follower) fromVersion1(ctx context.Context, upTo uint64) ([]*eventsv1.M
 		if errors.Is(err, io.EOF) && upTo == 0 {
 			return out, true
 		}
+		if err == nil && item.GetPremoves() != nil {
+			continue // the follower's own queue: not an event
+		}
 		if err != nil || item.GetEvent() == nil {
 			return nil, false
 		}
@@ -337,6 +343,16 @@ func (f *follower) stream(ctx context.Context, bo *backoff) error {
 					}
 				}
 			}
+		case *matchv1.WatchMatchResponse_Premoves:
+			// The caller's own queue (docs/api.md, "Premoves"): it takes no
+			// version and changes nothing else.
+			if f.m == nil {
+				return errors.New("premove queue before snapshot")
+			}
+			if err := f.fn(Update{Match: f.m, Premoves: x.Premoves, Reconnects: f.reconnects}); err != nil {
+				return stopError{err}
+			}
+			continue
 		default:
 			continue
 		}

@@ -2,7 +2,9 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +33,8 @@ type fakeMatches struct {
 	matchv1.UnimplementedMatchServiceServer
 	events    []*eventsv1.MatchEvent // versions 2..
 	dropAfter int
+	// premoves are sent after the event of their version.
+	premoves map[uint64]*matchv1.PremoveQueue
 
 	mu    sync.Mutex
 	froms []uint64 // from_version of every WatchMatch call
@@ -65,6 +69,11 @@ func (f *fakeMatches) WatchMatch(req *matchv1.WatchMatchRequest, st grpc.ServerS
 			return err
 		}
 		sent++
+		if q := f.premoves[ev.GetVersion()]; q != nil {
+			if err := st.Send(&matchv1.WatchMatchResponse{Version: ev.GetVersion(), Item: &matchv1.WatchMatchResponse_Premoves{Premoves: q}}); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -136,6 +145,49 @@ func TestFollowResumesFromTheLastVersionAfterADrop(t *testing.T) {
 	}
 	if got := final.GetLastMove().GetMove(); got != "h13-h12" {
 		t.Errorf("last move %q, want h13-h12", got)
+	}
+}
+
+// TestFollowDeliversPremoveQueues: a premove item reaches the callback as
+// such, at the version of the event before it, and changes nothing else.
+func TestFollowDeliversPremoveQueues(t *testing.T) {
+	q := &matchv1.PremoveQueue{Seat: gamev1.Seat_SEAT_BLUE, Moves: []string{"m7-l7"}, Change: matchv1.PremoveChange_PREMOVE_CHANGE_PLAYED, Version: 3, Move: "m8-l8"}
+	fake := &fakeMatches{dropAfter: 100, premoves: map[uint64]*matchv1.PremoveQueue{3: q}, events: []*eventsv1.MatchEvent{
+		moveEvent(2, gamev1.Seat_SEAT_RED, gamev1.Seat_SEAT_BLUE, "h2-h3"),
+		moveEvent(3, gamev1.Seat_SEAT_BLUE, gamev1.Seat_SEAT_YELLOW, "m8-l8"),
+		{Version: 4, Ply: 2, Event: &eventsv1.MatchEvent_MatchAborted{MatchAborted: &eventsv1.MatchAborted{Reason: "test"}}},
+	}}
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer()
+	matchv1.RegisterMatchServiceServer(srv, fake)
+	go srv.Serve(lis)
+	defer srv.Stop()
+	cc, err := grpc.NewClient("passthrough:///fake", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	c := &Client{Match: matchv1.NewMatchServiceClient(cc)}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var got []string
+	if _, err := c.Follow(ctx, "m1", FollowOptions{}, func(u Update) error {
+		kind := "snapshot"
+		switch {
+		case u.Premoves != nil:
+			kind = "premoves " + u.Premoves.GetMoves()[0]
+		case u.Event != nil:
+			kind = "event"
+		}
+		got = append(got, fmt.Sprintf("%d %s", u.Match.GetVersion(), kind))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"1 snapshot", "2 event", "3 event", "3 premoves m7-l7", "4 event"}
+	if !slices.Equal(got, want) {
+		t.Errorf("updates %v, want %v", got, want)
 	}
 }
 

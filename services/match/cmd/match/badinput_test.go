@@ -37,6 +37,9 @@ func TestBadInput(t *testing.T) {
 		move := func(c matchv1.MatchServiceClient, r *matchv1.MakeMoveRequest) func(context.Context) error {
 			return func(ctx context.Context) error { _, err := c.MakeMove(ctx, r); return err }
 		}
+		premove := func(c matchv1.MatchServiceClient, r *matchv1.SetPremovesRequest) func(context.Context) error {
+			return func(ctx context.Context) error { _, err := c.SetPremoves(ctx, r); return err }
+		}
 		tests := []struct {
 			name string
 			call func(context.Context) error
@@ -86,6 +89,30 @@ func TestBadInput(t *testing.T) {
 			}, codes.PermissionDenied, "fourkingdoms.match.v1/FORBIDDEN", ""},
 			{"abort a finished match", func(ctx context.Context) error {
 				_, err := op.AbortMatch(ctx, &matchv1.AbortMatchRequest{MatchId: over.GetMatchId(), Reason: "again"})
+				return err
+			}, codes.FailedPrecondition, "fourkingdoms.match.v1/MATCH_OVER", ""},
+			{"four premoves", premove(blue, &matchv1.SetPremovesRequest{MatchId: id, Moves: []string{"m8-l8", "m7-l7", "m6-l6", "m5-l5"}}),
+				codes.InvalidArgument, "fourkingdoms.match.v1/INVALID_ARGUMENT", "moves"},
+			{"unreadable premove", premove(blue, &matchv1.SetPremovesRequest{MatchId: id, Moves: []string{"m8-l8", "m8-z99"}}),
+				codes.InvalidArgument, "fourkingdoms.match.v1/BAD_MOVE_TEXT", "moves[1]"},
+			{"empty premove", premove(blue, &matchv1.SetPremovesRequest{MatchId: id, Moves: []string{""}}),
+				codes.InvalidArgument, "fourkingdoms.match.v1/INVALID_ARGUMENT", "moves[0]"},
+			{"premove on your turn", premove(red, &matchv1.SetPremovesRequest{MatchId: id, Moves: []string{"h2-h3"}}),
+				codes.FailedPrecondition, "fourkingdoms.match.v1/YOUR_TURN", ""},
+			{"spectator premoves", premove(spec, &matchv1.SetPremovesRequest{MatchId: id, Moves: []string{"m8-l8"}}),
+				codes.PermissionDenied, "fourkingdoms.match.v1/NOT_A_PLAYER", ""},
+			{"premove for another's seat", premove(blue, &matchv1.SetPremovesRequest{MatchId: id, Moves: []string{"b7-c7"}, Seat: gamev1.Seat_SEAT_GREEN}),
+				codes.PermissionDenied, "fourkingdoms.match.v1/NOT_A_PLAYER", ""},
+			{"premove in a finished match", premove(blue, &matchv1.SetPremovesRequest{MatchId: over.GetMatchId(), Moves: []string{"m8-l8"}}),
+				codes.FailedPrecondition, "fourkingdoms.match.v1/MATCH_OVER", ""},
+			{"premove in an unknown match", premove(blue, &matchv1.SetPremovesRequest{MatchId: store.NewID(5), Moves: []string{"m8-l8"}}),
+				codes.NotFound, "fourkingdoms.match.v1/MATCH_NOT_FOUND", ""},
+			{"spectator clears premoves", func(ctx context.Context) error {
+				_, err := spec.ClearPremoves(ctx, &matchv1.ClearPremovesRequest{MatchId: id})
+				return err
+			}, codes.PermissionDenied, "fourkingdoms.match.v1/NOT_A_PLAYER", ""},
+			{"clear premoves in a finished match", func(ctx context.Context) error {
+				_, err := blue.ClearPremoves(ctx, &matchv1.ClearPremovesRequest{MatchId: over.GetMatchId()})
 				return err
 			}, codes.FailedPrecondition, "fourkingdoms.match.v1/MATCH_OVER", ""},
 		}

@@ -156,6 +156,32 @@ func (s *Server) ClaimWin(ctx context.Context, req *matchv1.ClaimWinRequest) (*m
 	return &matchv1.ClaimWinResponse{Events: out.Events, Version: out.Version, Result: out.Result}, nil
 }
 
+// SetPremoves implements MatchService.
+func (s *Server) SetPremoves(ctx context.Context, req *matchv1.SetPremovesRequest) (*matchv1.SetPremovesResponse, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.svc.SetPremoves(ctx, c, req.GetMatchId(), req.GetSeat(), req.GetMoves())
+	if err != nil {
+		return nil, s.Status(ctx, err)
+	}
+	return &matchv1.SetPremovesResponse{Queue: premoveQueue(&p)}, nil
+}
+
+// ClearPremoves implements MatchService.
+func (s *Server) ClearPremoves(ctx context.Context, req *matchv1.ClearPremovesRequest) (*matchv1.ClearPremovesResponse, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.svc.ClearPremoves(ctx, c, req.GetMatchId(), req.GetSeat())
+	if err != nil {
+		return nil, s.Status(ctx, err)
+	}
+	return &matchv1.ClearPremovesResponse{Queue: premoveQueue(&p)}, nil
+}
+
 // WatchMatch implements MatchService.
 func (s *Server) WatchMatch(req *matchv1.WatchMatchRequest, stream grpc.ServerStreamingServer[matchv1.WatchMatchResponse]) error {
 	ctx := stream.Context()
@@ -203,6 +229,10 @@ func watchResponse(it match.WatchItem) *matchv1.WatchMatchResponse {
 	resp := &matchv1.WatchMatchResponse{Version: it.Version, LegalMoves: it.LegalMoves}
 	if it.Snapshot != nil {
 		resp.Item = &matchv1.WatchMatchResponse_Snapshot{Snapshot: snapshot(it.Snapshot)}
+		return resp
+	}
+	if it.Premoves != nil {
+		resp.Item = &matchv1.WatchMatchResponse_Premoves{Premoves: premoveQueue(it.Premoves)}
 		return resp
 	}
 	ev := &eventsv1.MatchEvent{}
@@ -255,6 +285,7 @@ var refusals = []struct {
 	{match.ErrNotPlayer, codes.PermissionDenied, "NOT_A_PLAYER", ""},
 	{match.ErrForbidden, codes.PermissionDenied, "FORBIDDEN", ""},
 	{rules.ErrNotYourTurn, codes.FailedPrecondition, "NOT_YOUR_TURN", ""},
+	{match.ErrYourTurn, codes.FailedPrecondition, "YOUR_TURN", ""},
 	{rules.ErrIllegalMove, codes.FailedPrecondition, "ILLEGAL_MOVE", ""},
 	{rules.ErrSeatNotLive, codes.FailedPrecondition, "SEAT_NOT_LIVE", ""},
 	{rules.ErrGameOver, codes.FailedPrecondition, "MATCH_OVER", ""},

@@ -42,6 +42,9 @@ func snapshot(v *match.View) *matchv1.Match {
 			m.Result = wire.Result(ended{v})
 		}
 	}
+	for i := range v.Premoves {
+		m.Premoves = append(m.Premoves, premoveQueue(&v.Premoves[i]))
+	}
 	if len(v.LastMove) > 0 {
 		lm := &gamev1.MoveEffects{}
 		if proto.Unmarshal(v.LastMove, lm) == nil {
@@ -56,3 +59,10 @@ type ended struct{ v *match.View }
 
 func (e ended) Result() rules.Result                 { return *e.v.Result }
 func (e ended) Status(s rules.Seat) rules.SeatStatus { return e.v.Seats[s&3].Status }
+
+// premoveQueue is the wire form of a premove queue. The domain's change
+// values are those of the wire enum (checked by the tests).
+func premoveQueue(p *match.Premoves) *matchv1.PremoveQueue {
+	return &matchv1.PremoveQueue{Seat: wire.Seat(p.Seat), Moves: p.Moves, Change: matchv1.PremoveChange(p.Change),
+		Version: p.Version, Move: p.Move}
+}

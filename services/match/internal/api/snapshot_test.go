@@ -175,4 +175,22 @@ func TestDomainEnumValues(t *testing.T) {
 			t.Errorf("exit reason %d: wire %v is %d", d, w, w)
 		}
 	}
+	changes := map[match.PremoveChange]matchv1.PremoveChange{
+		match.PremoveNone:      matchv1.PremoveChange_PREMOVE_CHANGE_UNSPECIFIED,
+		match.PremoveSet:       matchv1.PremoveChange_PREMOVE_CHANGE_SET,
+		match.PremoveCleared:   matchv1.PremoveChange_PREMOVE_CHANGE_CLEARED,
+		match.PremovePlayed:    matchv1.PremoveChange_PREMOVE_CHANGE_PLAYED,
+		match.PremoveIllegal:   matchv1.PremoveChange_PREMOVE_CHANGE_ILLEGAL,
+		match.PremoveSeatLeft:  matchv1.PremoveChange_PREMOVE_CHANGE_SEAT_LEFT,
+		match.PremoveMatchOver: matchv1.PremoveChange_PREMOVE_CHANGE_MATCH_OVER,
+		match.PremoveNoTime:    matchv1.PremoveChange_PREMOVE_CHANGE_NO_TIME,
+	}
+	if len(changes) != len(matchv1.PremoveChange_name) {
+		t.Errorf("%d domain premove changes, %d on the wire", len(changes), len(matchv1.PremoveChange_name))
+	}
+	for d, w := range changes {
+		if int32(d) != int32(w) {
+			t.Errorf("premove change %d: wire %v is %d", d, w, w)
+		}
+	}
 }

@@ -36,6 +36,10 @@ import (
 type Item struct {
 	Events []Event
 	Resync bool
+	// Private, when set instead of Events, are notices meant for some of
+	// the match's watchers only (premove queues: the watcher decides whom
+	// they are for). They take no version.
+	Private [][]byte
 }
 
 // Watcher receives the live events of one match.
@@ -251,12 +255,16 @@ func (h *Hub) deliver(ch, payload string) {
 		return
 	}
 	h.mu.Unlock()
-	raw, err := store.DecodeBatch([]byte(payload))
+	raw, private, err := store.DecodeNotification([]byte(payload))
 	if err != nil {
 		h.log.Error("bad live notification", "channel", ch, "err", err)
 		return
 	}
 	item := &Item{Events: make([]Event, 0, len(raw))}
+	if private {
+		item = &Item{Private: raw}
+		raw = nil
+	}
 	for _, b := range raw {
 		ev, err := ReadEvent(b)
 		if err != nil {

@@ -3,6 +3,7 @@ package match
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
@@ -128,17 +129,32 @@ type record struct {
 	FinishedAt time.Time
 	// LastMove is the encoded game.v1.MoveEffects of the last move, or nil.
 	LastMove []byte
+	// Premoves are the seats' premove queues (premove.go).
+	Premoves [rules.NumSeats]Premoves
 }
 
-const recordFormat = 1
+// Record formats: 1 without premoves, 2 with the four premove queues
+// between the fixed part and the last move. A record none of whose queues
+// ever changed is written in format 1, which instances older than
+// premoves read.
+const (
+	recordFormat         = 1
+	recordFormatPremoves = 2
+)
 
 // recordFixedLen: format, status, 4 exit reasons, moved bits, running seat,
 // turn start, 4 remaining times, finished at.
 const recordFixedLen = 1 + 1 + 4 + 1 + 1 + 8 + 4*8 + 8
 
 func (r *record) marshal() []byte {
+	format := byte(recordFormat)
+	for s := range r.Premoves {
+		if r.Premoves[s].Change != PremoveNone {
+			format = recordFormatPremoves
+		}
+	}
 	b := make([]byte, 0, recordFixedLen+len(r.LastMove))
-	b = append(b, recordFormat, byte(r.Status))
+	b = append(b, format, byte(r.Status))
 	b = append(b, r.Exit[:]...)
 	var moved byte
 	for s, m := range r.Clocks.Moved {
@@ -152,13 +168,18 @@ func (r *record) marshal() []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(d.Milliseconds()))
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(millis(r.FinishedAt)))
+	if format == recordFormatPremoves {
+		for s := range r.Premoves {
+			b = appendPremoves(b, &r.Premoves[s])
+		}
+	}
 	return append(b, r.LastMove...)
 }
 
 var errBadRecord = errors.New("bad match record")
 
 func (r *record) unmarshal(b []byte) error {
-	if len(b) < recordFixedLen || b[0] != recordFormat {
+	if len(b) < recordFixedLen || (b[0] != recordFormat && b[0] != recordFormatPremoves) {
 		return errBadRecord
 	}
 	r.Status = Status(b[1])
@@ -172,9 +193,20 @@ func (r *record) unmarshal(b []byte) error {
 		r.Clocks.Remaining[s] = time.Duration(binary.BigEndian.Uint64(b[16+8*s:])) * time.Millisecond
 	}
 	r.FinishedAt = fromMillis(int64(binary.BigEndian.Uint64(b[48:])))
+	rest := b[recordFixedLen:]
+	r.Premoves = [rules.NumSeats]Premoves{}
+	if b[0] == recordFormatPremoves {
+		for s := range r.Premoves {
+			r.Premoves[s].Seat = rules.Seat(s)
+			var err error
+			if rest, err = readPremoves(rest, &r.Premoves[s]); err != nil {
+				return fmt.Errorf("%w: %v", errBadRecord, err)
+			}
+		}
+	}
 	r.LastMove = nil
-	if len(b) > recordFixedLen {
-		r.LastMove = append([]byte(nil), b[recordFixedLen:]...)
+	if len(rest) > 0 {
+		r.LastMove = append([]byte(nil), rest...)
 	}
 	return nil
 }

@@ -7,6 +7,9 @@ import (
 func FuzzRecordUnmarshal(f *testing.F) {
 	f.Add((&record{Status: StatusActive}).marshal())
 	f.Add([]byte{1})
+	withQueues := record{Status: StatusActive, LastMove: []byte{1, 2}}
+	withQueues.Premoves[1] = Premoves{Moves: []string{"m4-l4"}, Change: PremoveSet, Version: 9}
+	f.Add(withQueues.marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r record
 		if err := r.unmarshal(b); err != nil {
@@ -23,5 +26,20 @@ func FuzzDecodeStoredReply(f *testing.F) {
 	f.Add([]byte("h2-h3\x00"), "h2-h3")
 	f.Fuzz(func(t *testing.T, b []byte, move string) {
 		_, _ = decodeStoredReply(b, move) // must not panic
+	})
+}
+
+func FuzzDecodeNotice(f *testing.F) {
+	f.Add(encodeNotice(&Premoves{Seat: 2, Moves: []string{"d13-d12", "O-O"}, Change: PremovePlayed, Version: 12, Move: "e13-e12"}))
+	f.Add([]byte{3, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := decodeNotice(b)
+		if err != nil {
+			return
+		}
+		again, err := decodeNotice(encodeNotice(&p))
+		if err != nil || again.Seat != p.Seat || again.Change != p.Change || again.Version != p.Version || again.Move != p.Move || len(again.Moves) != len(p.Moves) {
+			t.Fatalf("re-encoded notice %+v decodes to %+v, %v", p, again, err)
+		}
 	})
 }

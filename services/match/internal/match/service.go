@@ -56,11 +56,14 @@ type Config struct {
 	MaxAttempts int
 	// CacheSize bounds the number of decoded games kept per instance.
 	CacheSize int
+	// PremoveCost is what a premove is charged on its seat's clock
+	// (docs/rules.md section 10).
+	PremoveCost time.Duration
 }
 
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
-	return Config{FirstMoveLimit: 30 * time.Second, MaxAttempts: 8, CacheSize: 20000}
+	return Config{FirstMoveLimit: 30 * time.Second, MaxAttempts: 8, CacheSize: 20000, PremoveCost: 100 * time.Millisecond}
 }
 
 // Validate reports settings the service cannot work with.
@@ -72,6 +75,8 @@ func (c Config) Validate() error {
 		return errors.New("max attempts must be at least 1")
 	case c.CacheSize < 1:
 		return errors.New("cache size must be at least 1")
+	case c.PremoveCost < time.Millisecond || c.PremoveCost > time.Minute:
+		return fmt.Errorf("premove cost %v: must be from 1ms to 1m", c.PremoveCost)
 	}
 	return nil
 }
@@ -284,6 +289,9 @@ type change struct {
 	// err is returned after the change was committed (a time loss found
 	// while applying a move).
 	err error
+	// notices are the premove queues the change set or dropped, published
+	// to their owners' watchers only.
+	notices []Premoves
 }
 
 // mutate computes a change with apply from the entry's state and commits
@@ -350,6 +358,9 @@ func (s *Service) commit(ctx context.Context, e *entry, ch *change, moveKey stri
 		return store.Result{}, fmt.Errorf("encode game %s: %w", e.id, err)
 	}
 	c := store.Change{Expected: e.version, ExpectedStamp: e.stamp, Game: game, Clock: ch.rec.marshal()}
+	for i := range ch.notices {
+		c.Private = append(c.Private, encodeNotice(&ch.notices[i]))
+	}
 	for _, ev := range ch.events {
 		b, err := marshal(ev)
 		if err != nil {
@@ -590,11 +601,12 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 		rec.Clocks.follow(e.tc, g, now, true, true)
 		s.finish(g, &rec, now)
 		events := eventsOf(e.id, g, &eff, before, e.version+1, now, clocksPB(&rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now), &rec)
+		events, notices := s.settlePremoves(e, &rec, now, events)
 		out := Outcome{Events: events, Version: e.version + uint64(len(events)), Ply: g.Ply(), Over: g.Over(), ToMove: g.ToMove()}
 		if out.Over {
 			out.Result = wire.Result(g)
 		}
-		return &change{events: events, rec: rec, out: out, replyMove: req.GetMove()}, nil
+		return &change{events: events, rec: rec, out: out, replyMove: req.GetMove(), notices: notices}, nil
 	})
 	if stored != nil {
 		return decodeStoredReply(stored, req.GetMove())
@@ -712,7 +724,8 @@ func (s *Service) leave(e *entry, now time.Time, seat rules.Seat, timeout bool) 
 	rec.Clocks.follow(e.tc, g, now, g.Ply() != ply || g.ToMove() != toMove || wasRunning, false)
 	s.finish(g, &rec, now)
 	events := eventsOf(e.id, g, &eff, before, e.version+1, now, clocksPB(&rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now), &rec)
-	return &change{events: events, rec: rec}, nil
+	events, notices := s.settlePremoves(e, &rec, now, events)
+	return &change{events: events, rec: rec, notices: notices}, nil
 }
 
 // Resign resigns the caller's (first live) seat.
@@ -779,7 +792,8 @@ func (s *Service) ClaimWin(ctx context.Context, c Caller, id string) (Outcome, e
 		rec.Clocks.follow(e.tc, g, now, true, false)
 		s.finish(g, &rec, now)
 		events := eventsOf(e.id, g, &eff, before, e.version+1, now, clocksPB(&rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now), &rec)
-		ch := &change{events: events, rec: rec}
+		events, notices := s.settlePremoves(e, &rec, now, events)
+		ch := &change{events: events, rec: rec, notices: notices}
 		ch.out = Outcome{Events: events, Version: e.version + uint64(len(events)), Ply: g.Ply(), Over: true, Result: wire.Result(g)}
 		return ch, nil
 	})
@@ -808,7 +822,8 @@ func (s *Service) Abort(ctx context.Context, c Caller, id, reason string) (*View
 		rec.Status, rec.FinishedAt = StatusAborted, now
 		ev := &eventsv1.MatchEvent{MatchId: e.id, Version: e.version + 1, Ply: uint32(e.game.Ply()), OccurredAt: timestamppb.New(now),
 			Event: &eventsv1.MatchEvent_MatchAborted{MatchAborted: &eventsv1.MatchAborted{Reason: reason, AbortedBy: c.ID}}}
-		return &change{events: []*eventsv1.MatchEvent{ev}, rec: rec}, nil
+		events, notices := s.settlePremoves(e, &rec, now, []*eventsv1.MatchEvent{ev})
+		return &change{events: events, rec: rec, notices: notices}, nil
 	})
 	if err != nil {
 		return nil, err

@@ -46,6 +46,9 @@ type View struct {
 	// fourkingdoms.game.v1.MoveEffects as the match record keeps it (nil
 	// before the first move). It is shared: never modify it.
 	LastMove []byte
+	// Premoves are the caller's own premove queues (those that ever
+	// changed).
+	Premoves []Premoves
 }
 
 // SeatView is one seat of a View.
@@ -87,6 +90,7 @@ func (s *Service) view(e *entry, c Caller, now time.Time) *View {
 		ID: e.id, Status: e.rec.Status, RuleSet: mc.GetRuleSet(), TimeControl: e.tc, FEN4: g.FEN4(), Ply: g.Ply(),
 		Version: e.version, Clocks: e.rec.Clocks.read(e.tc, s.cfg.FirstMoveLimit, now),
 		CreatedAt: e.created.GetOccurredAt().AsTime(), Pieces: g.Squares(), LastMove: e.rec.LastMove,
+		Premoves: premovesOf(e, c),
 	}
 	for _, sp := range mc.GetPlayers() {
 		if seat, ok := wire.SeatOf(sp.GetSeat()); ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
@@ -34,6 +35,9 @@ type WatchItem struct {
 	// LegalMoves are the watcher's legal moves when they are to move after
 	// the item (set on the last item of a batch only).
 	LegalMoves []string
+	// Premoves, when set (no snapshot, no event), is one of the watcher's
+	// own premove queues, which changed; Version is unchanged by it.
+	Premoves *Premoves
 }
 
 // Watch streams a match to send: a snapshot (from 0) or the events after
@@ -70,9 +74,14 @@ func (s *Service) Watch(ctx context.Context, c Caller, id string, from uint64, s
 			return fanout.ErrClosed
 		case it := <-w.C:
 			var err error
-			if it.Resync {
-				err = ws.catchUp(ctx)
-			} else {
+			switch {
+			case it.Private != nil:
+				err = ws.private(ctx, it.Private)
+			case it.Resync:
+				if err = ws.catchUp(ctx); err == nil {
+					err = ws.refreshPremoves(ctx)
+				}
+			default:
 				err = ws.live(ctx, it.Events)
 			}
 			if err != nil {
@@ -101,6 +110,8 @@ type watchState struct {
 	// needs its legal moves, and looking them up takes the match's lock.
 	seats map[gamev1.Seat]bool
 	done  bool
+	// premoves are the caller's queues as last sent (premove.go).
+	premoves map[rules.Seat]Premoves
 }
 
 // errSend marks a failure to send to the client: the stream is over.
@@ -127,8 +138,11 @@ func (ws *watchState) retryCatchUp(ctx context.Context, err error) error {
 			return ctx.Err()
 		case <-time.After(watchRetryPause):
 		}
+		// A premove notice may have been lost with the error: re-read.
 		if err = ws.catchUp(ctx); err == nil {
-			return nil
+			if err = ws.refreshPremoves(ctx); err == nil {
+				return nil
+			}
 		}
 	}
 	return err
@@ -155,12 +169,18 @@ func (ws *watchState) start(ctx context.Context, from uint64) error {
 	ws.last = from
 	if from == snap.Version {
 		ws.done = snap.Status != StatusActive
-		return nil
+	} else if err := ws.catchUp(ctx); err != nil {
+		return err
 	}
-	return ws.catchUp(ctx)
+	// A resumed stream has no snapshot to show the caller's premove
+	// queues: they follow the missed events.
+	return ws.sendPremoves(ctx, snap.Premoves)
 }
 
 func (ws *watchState) sendSnapshot(snap *View) error {
+	for _, p := range snap.Premoves {
+		ws.sentPremoves(p)
+	}
 	ws.last = snap.Version
 	ws.done = snap.Status != StatusActive
 	if err := ws.send(WatchItem{Version: snap.Version, Snapshot: snap, LegalMoves: snap.LegalMoves}); err != nil {
@@ -258,4 +278,80 @@ func (ws *watchState) sendEvents(ctx context.Context, evs []fanout.Event) error 
 		}
 	}
 	return nil
+}
+
+// premoveNews reports whether a queue is news to the client: not the one
+// sent before, nor older (a live notice that arrives after a read of the
+// state that already showed what followed it).
+func (ws *watchState) premoveNews(p *Premoves) bool {
+	old, ok := ws.premoves[p.Seat]
+	return !ok || p.Version > old.Version ||
+		(p.Version == old.Version && (p.Change != old.Change || p.Move != old.Move || !slices.Equal(p.Moves, old.Moves)))
+}
+
+// sentPremoves records a queue as sent.
+func (ws *watchState) sentPremoves(p Premoves) {
+	if ws.premoves == nil {
+		ws.premoves = make(map[rules.Seat]Premoves)
+	}
+	ws.premoves[p.Seat] = p
+}
+
+// sendPremoves sends those of the queues that are the caller's and were
+// not sent as they are, after the events up to their version. Nothing
+// follows the match's final event: the queues dropped with it are only
+// shown by GetMatch.
+func (ws *watchState) sendPremoves(ctx context.Context, ps []Premoves) error {
+	for i := range ps {
+		if ws.done {
+			return nil
+		}
+		p := &ps[i]
+		if !ws.seats[wire.Seat(p.Seat)] || !ws.premoveNews(p) {
+			continue
+		}
+		if p.Version > ws.last {
+			if err := ws.catchUp(ctx); err != nil || ws.done {
+				return err
+			}
+		}
+		if err := ws.send(WatchItem{Version: ws.last, Premoves: p}); err != nil {
+			return errSend{err}
+		}
+		ws.sentPremoves(*p)
+	}
+	return nil
+}
+
+// private sends the live premove notices meant for the caller: premove
+// queues are private to their seat's player, so other players and
+// spectators never get them.
+func (ws *watchState) private(ctx context.Context, raw [][]byte) error {
+	if !ws.player {
+		return nil
+	}
+	ps := make([]Premoves, 0, len(raw))
+	for _, b := range raw {
+		p, err := decodeNotice(b)
+		if err != nil {
+			ws.svc.log.ErrorContext(ctx, "bad premove notice", "match", ws.id, "err", err)
+			return ws.refreshPremoves(ctx)
+		}
+		ps = append(ps, p)
+	}
+	return ws.sendPremoves(ctx, ps)
+}
+
+// refreshPremoves reads the caller's queues afresh and sends those that
+// changed (after a resubscription: notices are not stored, so one may have
+// been lost).
+func (ws *watchState) refreshPremoves(ctx context.Context) error {
+	if !ws.player || ws.done {
+		return nil
+	}
+	v, err := ws.svc.Get(ctx, ws.c, ws.id)
+	if err != nil {
+		return err
+	}
+	return ws.sendPremoves(ctx, v.Premoves)
 }

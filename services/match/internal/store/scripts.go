@@ -128,6 +128,7 @@ const (
 	commitALogLen
 	commitANEvents
 	commitAStamp
+	commitAPrivate
 	commitNArgs
 )
 
@@ -158,6 +159,7 @@ var commitLayout = redisconn.Layout{
 		commitALogLen:     "A_LOG_LEN",
 		commitANEvents:    "A_N_EVENTS",
 		commitAStamp:      "A_STAMP",
+		commitAPrivate:    "A_PRIVATE",
 	},
 	// The events, A_N_EVENTS of them.
 	ArgTail: redisconn.Tail{Name: "A_EVENTS"},
@@ -178,6 +180,7 @@ type commitCall struct {
 	outboxType, typeField, dataField                 string
 	logLen                                           int
 	stamp                                            string // the new stamp
+	private                                          []byte // private notification, "" = none
 	evs                                              [][]byte
 }
 
@@ -210,6 +213,7 @@ func (c *commitCall) appendTo(cmd []any) []any {
 	a[commitALogLen] = c.logLen
 	a[commitANEvents] = len(c.evs)
 	a[commitAStamp] = c.stamp
+	a[commitAPrivate] = c.private
 	for _, e := range c.evs {
 		cmd = append(cmd, e)
 	}
@@ -234,7 +238,9 @@ func (c *commitCall) appendTo(cmd []any) []any {
 // Versions of the N events are expected+1 .. expected+N; each event is a
 // stream entry with the id "<version>-0" so readers can resume by version.
 // The live notification is one SPUBLISH of all events, each prefixed with its
-// 4-byte big-endian length.
+// 4-byte big-endian length. A_PRIVATE, when not empty, is published after it
+// on the same channel as it is (EncodePrivate): notices for one player's
+// watchers only, which take no version and are not stored in the stream.
 var commitScript = commitLayout.Script(commitLua)
 
 const commitLua = `
@@ -284,6 +290,7 @@ if ARGV[A_FINISHED] == '1' then
   redis.call('PEXPIRE', KEYS[K_MOVES], ARGV[A_RETENTION])
 end
 if n > 0 then redis.call('SPUBLISH', KEYS[K_CHANNEL], table.concat(parts)) end
+if ARGV[A_PRIVATE] ~= '' then redis.call('SPUBLISH', KEYS[K_CHANNEL], ARGV[A_PRIVATE]) end
 return {0, base + n}
 `
 

@@ -257,8 +257,13 @@ type Change struct {
 	Stamp string
 	Game  []byte
 	Clock []byte
-	// Events are the events of this change, versions Expected+1 onwards.
+	// Events are the events of this change, versions Expected+1 onwards
+	// (none for a change of the record alone, which keeps the version and
+	// gets a new stamp).
 	Events [][]byte
+	// Private are notices published after the events (EncodePrivate), for
+	// some watchers only; they are not stored.
+	Private [][]byte
 	// MoveKey identifies a client move; when set, Reply is stored under it and
 	// a later change with the same key answers that reply instead.
 	MoveKey string
@@ -323,7 +328,7 @@ func (s *Store) Commit(ctx context.Context, id string, c Change) (Result, error)
 		game: c.Game, clock: c.Clock, moveKey: c.MoveKey, reply: c.Reply,
 		deadline: unixMilli(c.Deadline), finished: finished, retention: s.retentionMS,
 		outboxData: c.FinishedData, outboxType: fin.Type(), typeField: fin.TypeField(), dataField: fin.DataField(),
-		logLen: s.cfg.EventLogLen, stamp: c.Stamp, evs: c.Events,
+		logLen: s.cfg.EventLogLen, stamp: c.Stamp, private: EncodePrivate(c.Private), evs: c.Events,
 	}).appendTo(cmd)
 	var res []any
 	if s.cfg.WaitReplicas > 0 {
@@ -464,7 +469,42 @@ func (s *Store) Subscribe(ctx context.Context, partition int) *redis.PubSub {
 	return s.rdb.SSubscribe(ctx, s.keys.tag(partition)+":base")
 }
 
-// DecodeBatch splits a live notification into its events.
+// privateMark starts a private notification. An event notification starts
+// with the first event's 4-byte length, whose first byte is 0 for any event
+// under 16 MB.
+const privateMark = 'P'
+
+// EncodePrivate encodes private notices as one live notification: the mark,
+// then each notice prefixed by its 4-byte big-endian length. Nil for none.
+func EncodePrivate(notices [][]byte) []byte {
+	if len(notices) == 0 {
+		return nil
+	}
+	n := 1
+	for _, b := range notices {
+		n += 4 + len(b)
+	}
+	out := make([]byte, 1, n)
+	out[0] = privateMark
+	for _, b := range notices {
+		out = append(out, byte(len(b)>>24), byte(len(b)>>16), byte(len(b)>>8), byte(len(b)))
+		out = append(out, b...)
+	}
+	return out
+}
+
+// DecodeNotification splits a live notification into its events, or, for a
+// private one (EncodePrivate), its notices.
+func DecodeNotification(payload []byte) (events [][]byte, private bool, err error) {
+	if len(payload) > 0 && payload[0] == privateMark {
+		evs, err := DecodeBatch(payload[1:])
+		return evs, true, err
+	}
+	evs, err := DecodeBatch(payload)
+	return evs, false, err
+}
+
+// DecodeBatch splits a live notification of events into its events.
 func DecodeBatch(payload []byte) ([][]byte, error) {
 	var out [][]byte
 	for len(payload) > 0 {

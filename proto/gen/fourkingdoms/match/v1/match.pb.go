@@ -86,6 +86,83 @@ func (MatchStatus) EnumDescriptor() ([]byte, []int) {
 	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{0}
 }
 
+// PremoveChange says why a premove queue last changed.
+type PremoveChange int32
+
+const (
+	// Not set: the queue never changed.
+	PremoveChange_PREMOVE_CHANGE_UNSPECIFIED PremoveChange = 0
+	// The player set it (SetPremoves).
+	PremoveChange_PREMOVE_CHANGE_SET PremoveChange = 1
+	// The player cleared it (ClearPremoves, or SetPremoves with no moves).
+	PremoveChange_PREMOVE_CHANGE_CLEARED PremoveChange = 2
+	// The seat's turn came and the first queued move was played (move); the
+	// rest stays queued.
+	PremoveChange_PREMOVE_CHANGE_PLAYED PremoveChange = 3
+	// Dropped: the seat's turn came and the first queued move (move) was not
+	// legal in the position then.
+	PremoveChange_PREMOVE_CHANGE_ILLEGAL PremoveChange = 4
+	// Dropped: the seat left the game (resigned, ran out of time, was mated,
+	// stalemated or lost its king).
+	PremoveChange_PREMOVE_CHANGE_SEAT_LEFT PremoveChange = 5
+	// Dropped: the match ended or was aborted.
+	PremoveChange_PREMOVE_CHANGE_MATCH_OVER PremoveChange = 6
+	// Dropped: the seat's turn came with less time on its clock than a
+	// premove is charged.
+	PremoveChange_PREMOVE_CHANGE_NO_TIME PremoveChange = 7
+)
+
+// Enum value maps for PremoveChange.
+var (
+	PremoveChange_name = map[int32]string{
+		0: "PREMOVE_CHANGE_UNSPECIFIED",
+		1: "PREMOVE_CHANGE_SET",
+		2: "PREMOVE_CHANGE_CLEARED",
+		3: "PREMOVE_CHANGE_PLAYED",
+		4: "PREMOVE_CHANGE_ILLEGAL",
+		5: "PREMOVE_CHANGE_SEAT_LEFT",
+		6: "PREMOVE_CHANGE_MATCH_OVER",
+		7: "PREMOVE_CHANGE_NO_TIME",
+	}
+	PremoveChange_value = map[string]int32{
+		"PREMOVE_CHANGE_UNSPECIFIED": 0,
+		"PREMOVE_CHANGE_SET":         1,
+		"PREMOVE_CHANGE_CLEARED":     2,
+		"PREMOVE_CHANGE_PLAYED":      3,
+		"PREMOVE_CHANGE_ILLEGAL":     4,
+		"PREMOVE_CHANGE_SEAT_LEFT":   5,
+		"PREMOVE_CHANGE_MATCH_OVER":  6,
+		"PREMOVE_CHANGE_NO_TIME":     7,
+	}
+)
+
+func (x PremoveChange) Enum() *PremoveChange {
+	p := new(PremoveChange)
+	*p = x
+	return p
+}
+
+func (x PremoveChange) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PremoveChange) Descriptor() protoreflect.EnumDescriptor {
+	return file_fourkingdoms_match_v1_match_proto_enumTypes[1].Descriptor()
+}
+
+func (PremoveChange) Type() protoreflect.EnumType {
+	return &file_fourkingdoms_match_v1_match_proto_enumTypes[1]
+}
+
+func (x PremoveChange) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PremoveChange.Descriptor instead.
+func (PremoveChange) EnumDescriptor() ([]byte, []int) {
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{1}
+}
+
 // Match is a snapshot of a match at one version.
 type Match struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -122,6 +199,9 @@ type Match struct {
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// When the match ended; unset while active.
 	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// The caller's own premove queues, one per seat of the caller that ever
+	// had one; never shown to anyone else.
+	Premoves []*PremoveQueue `protobuf:"bytes,17,rep,name=premoves,proto3" json:"premoves,omitempty"`
 	// True when the caller holds a seat that may claim the win now: ClaimWin
 	// would succeed (docs/rules.md section 8.3). Computed by the server's rules
 	// engine, so a client offers the claim exactly when it is allowed.
@@ -268,6 +348,13 @@ func (x *Match) GetCreatedAt() *timestamppb.Timestamp {
 func (x *Match) GetFinishedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.FinishedAt
+	}
+	return nil
+}
+
+func (x *Match) GetPremoves() []*PremoveQueue {
+	if x != nil {
+		return x.Premoves
 	}
 	return nil
 }
@@ -1168,6 +1255,7 @@ type WatchMatchResponse struct {
 	//
 	//	*WatchMatchResponse_Snapshot
 	//	*WatchMatchResponse_Event
+	//	*WatchMatchResponse_Premoves
 	Item isWatchMatchResponse_Item `protobuf_oneof:"item"`
 	// The caller's legal moves, filled on items after which the caller holds
 	// the seat to move and it is live; empty otherwise.
@@ -1238,6 +1326,15 @@ func (x *WatchMatchResponse) GetEvent() *v11.MatchEvent {
 	return nil
 }
 
+func (x *WatchMatchResponse) GetPremoves() *PremoveQueue {
+	if x != nil {
+		if x, ok := x.Item.(*WatchMatchResponse_Premoves); ok {
+			return x.Premoves
+		}
+	}
+	return nil
+}
+
 func (x *WatchMatchResponse) GetLegalMoves() []string {
 	if x != nil {
 		return x.LegalMoves
@@ -1259,9 +1356,18 @@ type WatchMatchResponse_Event struct {
 	Event *v11.MatchEvent `protobuf:"bytes,3,opt,name=event,proto3,oneof"`
 }
 
+type WatchMatchResponse_Premoves struct {
+	// One of the caller's premove queues changed (private: only sent on
+	// the streams of the seat's player). It is not an event and takes no
+	// version: the item's version is the last event's, unchanged.
+	Premoves *PremoveQueue `protobuf:"bytes,5,opt,name=premoves,proto3,oneof"`
+}
+
 func (*WatchMatchResponse_Snapshot) isWatchMatchResponse_Item() {}
 
 func (*WatchMatchResponse_Event) isWatchMatchResponse_Item() {}
+
+func (*WatchMatchResponse_Premoves) isWatchMatchResponse_Item() {}
 
 // ExportGameRequest names a match.
 type ExportGameRequest struct {
@@ -1457,11 +1563,308 @@ func (x *AbortMatchResponse) GetMatch() *Match {
 	return nil
 }
 
+// SetPremovesRequest queues premoves.
+type SetPremovesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The match id.
+	MatchId string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	// Up to 3 moves in the notation of MakeMoveRequest.move, first to be
+	// played first. Empty clears the queue.
+	Moves []string `protobuf:"bytes,2,rep,name=moves,proto3" json:"moves,omitempty"`
+	// The seat to queue for; needed only by a caller holding several seats
+	// (UNSPECIFIED: the caller's first live seat that is not to move).
+	Seat          v1.Seat `protobuf:"varint,3,opt,name=seat,proto3,enum=fourkingdoms.game.v1.Seat" json:"seat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPremovesRequest) Reset() {
+	*x = SetPremovesRequest{}
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPremovesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPremovesRequest) ProtoMessage() {}
+
+func (x *SetPremovesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPremovesRequest.ProtoReflect.Descriptor instead.
+func (*SetPremovesRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SetPremovesRequest) GetMatchId() string {
+	if x != nil {
+		return x.MatchId
+	}
+	return ""
+}
+
+func (x *SetPremovesRequest) GetMoves() []string {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
+func (x *SetPremovesRequest) GetSeat() v1.Seat {
+	if x != nil {
+		return x.Seat
+	}
+	return v1.Seat(0)
+}
+
+// SetPremovesResponse is the queue as stored.
+type SetPremovesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The seat's queue now.
+	Queue         *PremoveQueue `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPremovesResponse) Reset() {
+	*x = SetPremovesResponse{}
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPremovesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPremovesResponse) ProtoMessage() {}
+
+func (x *SetPremovesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPremovesResponse.ProtoReflect.Descriptor instead.
+func (*SetPremovesResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SetPremovesResponse) GetQueue() *PremoveQueue {
+	if x != nil {
+		return x.Queue
+	}
+	return nil
+}
+
+// ClearPremovesRequest empties a premove queue.
+type ClearPremovesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The match id.
+	MatchId string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	// As in SetPremovesRequest.seat.
+	Seat          v1.Seat `protobuf:"varint,2,opt,name=seat,proto3,enum=fourkingdoms.game.v1.Seat" json:"seat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearPremovesRequest) Reset() {
+	*x = ClearPremovesRequest{}
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearPremovesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearPremovesRequest) ProtoMessage() {}
+
+func (x *ClearPremovesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearPremovesRequest.ProtoReflect.Descriptor instead.
+func (*ClearPremovesRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ClearPremovesRequest) GetMatchId() string {
+	if x != nil {
+		return x.MatchId
+	}
+	return ""
+}
+
+func (x *ClearPremovesRequest) GetSeat() v1.Seat {
+	if x != nil {
+		return x.Seat
+	}
+	return v1.Seat(0)
+}
+
+// ClearPremovesResponse is the queue as stored.
+type ClearPremovesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The seat's queue now (empty).
+	Queue         *PremoveQueue `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClearPremovesResponse) Reset() {
+	*x = ClearPremovesResponse{}
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClearPremovesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClearPremovesResponse) ProtoMessage() {}
+
+func (x *ClearPremovesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClearPremovesResponse.ProtoReflect.Descriptor instead.
+func (*ClearPremovesResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ClearPremovesResponse) GetQueue() *PremoveQueue {
+	if x != nil {
+		return x.Queue
+	}
+	return nil
+}
+
+// PremoveQueue is one seat's queue of premoves, private to its player.
+type PremoveQueue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The seat.
+	Seat v1.Seat `protobuf:"varint,1,opt,name=seat,proto3,enum=fourkingdoms.game.v1.Seat" json:"seat,omitempty"`
+	// The queued moves, the next to be played first.
+	Moves []string `protobuf:"bytes,2,rep,name=moves,proto3" json:"moves,omitempty"`
+	// Why the queue last changed.
+	Change PremoveChange `protobuf:"varint,3,opt,name=change,proto3,enum=fourkingdoms.match.v1.PremoveChange" json:"change,omitempty"`
+	// The match version when it last changed: the version of the played
+	// move's MoveApplied for PLAYED, otherwise the match's version right
+	// after the change.
+	Version uint64 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
+	// The move played (PLAYED) or found illegal (ILLEGAL); empty otherwise.
+	Move          string `protobuf:"bytes,5,opt,name=move,proto3" json:"move,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PremoveQueue) Reset() {
+	*x = PremoveQueue{}
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PremoveQueue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PremoveQueue) ProtoMessage() {}
+
+func (x *PremoveQueue) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PremoveQueue.ProtoReflect.Descriptor instead.
+func (*PremoveQueue) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *PremoveQueue) GetSeat() v1.Seat {
+	if x != nil {
+		return x.Seat
+	}
+	return v1.Seat(0)
+}
+
+func (x *PremoveQueue) GetMoves() []string {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
+}
+
+func (x *PremoveQueue) GetChange() PremoveChange {
+	if x != nil {
+		return x.Change
+	}
+	return PremoveChange_PREMOVE_CHANGE_UNSPECIFIED
+}
+
+func (x *PremoveQueue) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *PremoveQueue) GetMove() string {
+	if x != nil {
+		return x.Move
+	}
+	return ""
+}
+
 var File_fourkingdoms_match_v1_match_proto protoreflect.FileDescriptor
 
 const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\n" +
-	"!fourkingdoms/match/v1/match.proto\x12\x15fourkingdoms.match.v1\x1a#fourkingdoms/events/v1/events.proto\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x90\x06\n" +
+	"!fourkingdoms/match/v1/match.proto\x12\x15fourkingdoms.match.v1\x1a#fourkingdoms/events/v1/events.proto\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd1\x06\n" +
 	"\x05Match\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12:\n" +
 	"\x06status\x18\x02 \x01(\x0e2\".fourkingdoms.match.v1.MatchStatusR\x06status\x12\x19\n" +
@@ -1482,7 +1885,8 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12;\n" +
 	"\vfinished_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\x12\"\n" +
+	"finishedAt\x12?\n" +
+	"\bpremoves\x18\x11 \x03(\v2#.fourkingdoms.match.v1.PremoveQueueR\bpremoves\x12\"\n" +
 	"\rcan_claim_win\x18\x12 \x01(\bR\vcanClaimWin\"\xab\x02\n" +
 	"\tSeatState\x12.\n" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x124\n" +
@@ -1547,11 +1951,12 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\x06result\x18\x03 \x01(\v2\x1c.fourkingdoms.game.v1.ResultR\x06result\"Q\n" +
 	"\x11WatchMatchRequest\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12!\n" +
-	"\ffrom_version\x18\x02 \x01(\x04R\vfromVersion\"\xcf\x01\n" +
+	"\ffrom_version\x18\x02 \x01(\x04R\vfromVersion\"\x92\x02\n" +
 	"\x12WatchMatchResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12:\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x1c.fourkingdoms.match.v1.MatchH\x00R\bsnapshot\x12:\n" +
-	"\x05event\x18\x03 \x01(\v2\".fourkingdoms.events.v1.MatchEventH\x00R\x05event\x12\x1f\n" +
+	"\x05event\x18\x03 \x01(\v2\".fourkingdoms.events.v1.MatchEventH\x00R\x05event\x12A\n" +
+	"\bpremoves\x18\x05 \x01(\v2#.fourkingdoms.match.v1.PremoveQueueH\x00R\bpremoves\x12\x1f\n" +
 	"\vlegal_moves\x18\x04 \x03(\tR\n" +
 	"legalMovesB\x06\n" +
 	"\x04item\".\n" +
@@ -1563,12 +1968,38 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"H\n" +
 	"\x12AbortMatchResponse\x122\n" +
-	"\x05match\x18\x01 \x01(\v2\x1c.fourkingdoms.match.v1.MatchR\x05match*y\n" +
+	"\x05match\x18\x01 \x01(\v2\x1c.fourkingdoms.match.v1.MatchR\x05match\"u\n" +
+	"\x12SetPremovesRequest\x12\x19\n" +
+	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x14\n" +
+	"\x05moves\x18\x02 \x03(\tR\x05moves\x12.\n" +
+	"\x04seat\x18\x03 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\"P\n" +
+	"\x13SetPremovesResponse\x129\n" +
+	"\x05queue\x18\x01 \x01(\v2#.fourkingdoms.match.v1.PremoveQueueR\x05queue\"a\n" +
+	"\x14ClearPremovesRequest\x12\x19\n" +
+	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12.\n" +
+	"\x04seat\x18\x02 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\"R\n" +
+	"\x15ClearPremovesResponse\x129\n" +
+	"\x05queue\x18\x01 \x01(\v2#.fourkingdoms.match.v1.PremoveQueueR\x05queue\"\xc0\x01\n" +
+	"\fPremoveQueue\x12.\n" +
+	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x12\x14\n" +
+	"\x05moves\x18\x02 \x03(\tR\x05moves\x12<\n" +
+	"\x06change\x18\x03 \x01(\x0e2$.fourkingdoms.match.v1.PremoveChangeR\x06change\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\x04R\aversion\x12\x12\n" +
+	"\x04move\x18\x05 \x01(\tR\x04move*y\n" +
 	"\vMatchStatus\x12\x1c\n" +
 	"\x18MATCH_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13MATCH_STATUS_ACTIVE\x10\x01\x12\x19\n" +
 	"\x15MATCH_STATUS_FINISHED\x10\x02\x12\x18\n" +
-	"\x14MATCH_STATUS_ABORTED\x10\x032\x8d\x06\n" +
+	"\x14MATCH_STATUS_ABORTED\x10\x03*\xf3\x01\n" +
+	"\rPremoveChange\x12\x1e\n" +
+	"\x1aPREMOVE_CHANGE_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12PREMOVE_CHANGE_SET\x10\x01\x12\x1a\n" +
+	"\x16PREMOVE_CHANGE_CLEARED\x10\x02\x12\x19\n" +
+	"\x15PREMOVE_CHANGE_PLAYED\x10\x03\x12\x1a\n" +
+	"\x16PREMOVE_CHANGE_ILLEGAL\x10\x04\x12\x1c\n" +
+	"\x18PREMOVE_CHANGE_SEAT_LEFT\x10\x05\x12\x1d\n" +
+	"\x19PREMOVE_CHANGE_MATCH_OVER\x10\x06\x12\x1a\n" +
+	"\x16PREMOVE_CHANGE_NO_TIME\x10\a2\xdf\a\n" +
 	"\fMatchService\x12d\n" +
 	"\vCreateMatch\x12).fourkingdoms.match.v1.CreateMatchRequest\x1a*.fourkingdoms.match.v1.CreateMatchResponse\x12[\n" +
 	"\bGetMatch\x12&.fourkingdoms.match.v1.GetMatchRequest\x1a'.fourkingdoms.match.v1.GetMatchResponse\x12[\n" +
@@ -1580,7 +2011,9 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\n" +
 	"ExportGame\x12(.fourkingdoms.match.v1.ExportGameRequest\x1a).fourkingdoms.match.v1.ExportGameResponse\x12a\n" +
 	"\n" +
-	"AbortMatch\x12(.fourkingdoms.match.v1.AbortMatchRequest\x1a).fourkingdoms.match.v1.AbortMatchResponseB\xed\x01\n" +
+	"AbortMatch\x12(.fourkingdoms.match.v1.AbortMatchRequest\x1a).fourkingdoms.match.v1.AbortMatchResponse\x12d\n" +
+	"\vSetPremoves\x12).fourkingdoms.match.v1.SetPremovesRequest\x1a*.fourkingdoms.match.v1.SetPremovesResponse\x12j\n" +
+	"\rClearPremoves\x12+.fourkingdoms.match.v1.ClearPremovesRequest\x1a,.fourkingdoms.match.v1.ClearPremovesResponseB\xed\x01\n" +
 	"\x19com.fourkingdoms.match.v1B\n" +
 	"MatchProtoP\x01ZLgithub.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1;matchv1\xa2\x02\x03FMX\xaa\x02\x15Fourkingdoms.Match.V1\xca\x02\x16Fourkingdoms\\Match_\\V1\xe2\x02\"Fourkingdoms\\Match_\\V1\\GPBMetadata\xea\x02\x17Fourkingdoms::Match::V1b\x06proto3"
 
@@ -1596,93 +2029,111 @@ func file_fourkingdoms_match_v1_match_proto_rawDescGZIP() []byte {
 	return file_fourkingdoms_match_v1_match_proto_rawDescData
 }
 
-var file_fourkingdoms_match_v1_match_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_fourkingdoms_match_v1_match_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_fourkingdoms_match_v1_match_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_fourkingdoms_match_v1_match_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_fourkingdoms_match_v1_match_proto_goTypes = []any{
 	(MatchStatus)(0),              // 0: fourkingdoms.match.v1.MatchStatus
-	(*Match)(nil),                 // 1: fourkingdoms.match.v1.Match
-	(*SeatState)(nil),             // 2: fourkingdoms.match.v1.SeatState
-	(*PlacedPiece)(nil),           // 3: fourkingdoms.match.v1.PlacedPiece
-	(*CreateMatchRequest)(nil),    // 4: fourkingdoms.match.v1.CreateMatchRequest
-	(*CreateMatchResponse)(nil),   // 5: fourkingdoms.match.v1.CreateMatchResponse
-	(*GetMatchRequest)(nil),       // 6: fourkingdoms.match.v1.GetMatchRequest
-	(*GetMatchResponse)(nil),      // 7: fourkingdoms.match.v1.GetMatchResponse
-	(*MakeMoveRequest)(nil),       // 8: fourkingdoms.match.v1.MakeMoveRequest
-	(*MakeMoveResponse)(nil),      // 9: fourkingdoms.match.v1.MakeMoveResponse
-	(*ResignRequest)(nil),         // 10: fourkingdoms.match.v1.ResignRequest
-	(*ResignResponse)(nil),        // 11: fourkingdoms.match.v1.ResignResponse
-	(*ClaimWinRequest)(nil),       // 12: fourkingdoms.match.v1.ClaimWinRequest
-	(*ClaimWinResponse)(nil),      // 13: fourkingdoms.match.v1.ClaimWinResponse
-	(*WatchMatchRequest)(nil),     // 14: fourkingdoms.match.v1.WatchMatchRequest
-	(*WatchMatchResponse)(nil),    // 15: fourkingdoms.match.v1.WatchMatchResponse
-	(*ExportGameRequest)(nil),     // 16: fourkingdoms.match.v1.ExportGameRequest
-	(*ExportGameResponse)(nil),    // 17: fourkingdoms.match.v1.ExportGameResponse
-	(*AbortMatchRequest)(nil),     // 18: fourkingdoms.match.v1.AbortMatchRequest
-	(*AbortMatchResponse)(nil),    // 19: fourkingdoms.match.v1.AbortMatchResponse
-	(*v1.TimeControl)(nil),        // 20: fourkingdoms.game.v1.TimeControl
-	(v1.Seat)(0),                  // 21: fourkingdoms.game.v1.Seat
-	(*v1.Clock)(nil),              // 22: fourkingdoms.game.v1.Clock
-	(*v1.Result)(nil),             // 23: fourkingdoms.game.v1.Result
-	(*v1.MoveEffects)(nil),        // 24: fourkingdoms.game.v1.MoveEffects
-	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
-	(*v1.Player)(nil),             // 26: fourkingdoms.game.v1.Player
-	(v1.SeatStatus)(0),            // 27: fourkingdoms.game.v1.SeatStatus
-	(v1.ExitReason)(0),            // 28: fourkingdoms.game.v1.ExitReason
-	(v1.PieceKind)(0),             // 29: fourkingdoms.game.v1.PieceKind
-	(*v1.SeatPlayer)(nil),         // 30: fourkingdoms.game.v1.SeatPlayer
-	(*v11.MatchEvent)(nil),        // 31: fourkingdoms.events.v1.MatchEvent
+	(PremoveChange)(0),            // 1: fourkingdoms.match.v1.PremoveChange
+	(*Match)(nil),                 // 2: fourkingdoms.match.v1.Match
+	(*SeatState)(nil),             // 3: fourkingdoms.match.v1.SeatState
+	(*PlacedPiece)(nil),           // 4: fourkingdoms.match.v1.PlacedPiece
+	(*CreateMatchRequest)(nil),    // 5: fourkingdoms.match.v1.CreateMatchRequest
+	(*CreateMatchResponse)(nil),   // 6: fourkingdoms.match.v1.CreateMatchResponse
+	(*GetMatchRequest)(nil),       // 7: fourkingdoms.match.v1.GetMatchRequest
+	(*GetMatchResponse)(nil),      // 8: fourkingdoms.match.v1.GetMatchResponse
+	(*MakeMoveRequest)(nil),       // 9: fourkingdoms.match.v1.MakeMoveRequest
+	(*MakeMoveResponse)(nil),      // 10: fourkingdoms.match.v1.MakeMoveResponse
+	(*ResignRequest)(nil),         // 11: fourkingdoms.match.v1.ResignRequest
+	(*ResignResponse)(nil),        // 12: fourkingdoms.match.v1.ResignResponse
+	(*ClaimWinRequest)(nil),       // 13: fourkingdoms.match.v1.ClaimWinRequest
+	(*ClaimWinResponse)(nil),      // 14: fourkingdoms.match.v1.ClaimWinResponse
+	(*WatchMatchRequest)(nil),     // 15: fourkingdoms.match.v1.WatchMatchRequest
+	(*WatchMatchResponse)(nil),    // 16: fourkingdoms.match.v1.WatchMatchResponse
+	(*ExportGameRequest)(nil),     // 17: fourkingdoms.match.v1.ExportGameRequest
+	(*ExportGameResponse)(nil),    // 18: fourkingdoms.match.v1.ExportGameResponse
+	(*AbortMatchRequest)(nil),     // 19: fourkingdoms.match.v1.AbortMatchRequest
+	(*AbortMatchResponse)(nil),    // 20: fourkingdoms.match.v1.AbortMatchResponse
+	(*SetPremovesRequest)(nil),    // 21: fourkingdoms.match.v1.SetPremovesRequest
+	(*SetPremovesResponse)(nil),   // 22: fourkingdoms.match.v1.SetPremovesResponse
+	(*ClearPremovesRequest)(nil),  // 23: fourkingdoms.match.v1.ClearPremovesRequest
+	(*ClearPremovesResponse)(nil), // 24: fourkingdoms.match.v1.ClearPremovesResponse
+	(*PremoveQueue)(nil),          // 25: fourkingdoms.match.v1.PremoveQueue
+	(*v1.TimeControl)(nil),        // 26: fourkingdoms.game.v1.TimeControl
+	(v1.Seat)(0),                  // 27: fourkingdoms.game.v1.Seat
+	(*v1.Clock)(nil),              // 28: fourkingdoms.game.v1.Clock
+	(*v1.Result)(nil),             // 29: fourkingdoms.game.v1.Result
+	(*v1.MoveEffects)(nil),        // 30: fourkingdoms.game.v1.MoveEffects
+	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
+	(*v1.Player)(nil),             // 32: fourkingdoms.game.v1.Player
+	(v1.SeatStatus)(0),            // 33: fourkingdoms.game.v1.SeatStatus
+	(v1.ExitReason)(0),            // 34: fourkingdoms.game.v1.ExitReason
+	(v1.PieceKind)(0),             // 35: fourkingdoms.game.v1.PieceKind
+	(*v1.SeatPlayer)(nil),         // 36: fourkingdoms.game.v1.SeatPlayer
+	(*v11.MatchEvent)(nil),        // 37: fourkingdoms.events.v1.MatchEvent
 }
 var file_fourkingdoms_match_v1_match_proto_depIdxs = []int32{
 	0,  // 0: fourkingdoms.match.v1.Match.status:type_name -> fourkingdoms.match.v1.MatchStatus
-	20, // 1: fourkingdoms.match.v1.Match.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	2,  // 2: fourkingdoms.match.v1.Match.seats:type_name -> fourkingdoms.match.v1.SeatState
-	3,  // 3: fourkingdoms.match.v1.Match.pieces:type_name -> fourkingdoms.match.v1.PlacedPiece
-	21, // 4: fourkingdoms.match.v1.Match.to_move:type_name -> fourkingdoms.game.v1.Seat
-	22, // 5: fourkingdoms.match.v1.Match.clocks:type_name -> fourkingdoms.game.v1.Clock
-	23, // 6: fourkingdoms.match.v1.Match.result:type_name -> fourkingdoms.game.v1.Result
-	24, // 7: fourkingdoms.match.v1.Match.last_move:type_name -> fourkingdoms.game.v1.MoveEffects
-	25, // 8: fourkingdoms.match.v1.Match.created_at:type_name -> google.protobuf.Timestamp
-	25, // 9: fourkingdoms.match.v1.Match.finished_at:type_name -> google.protobuf.Timestamp
-	21, // 10: fourkingdoms.match.v1.SeatState.seat:type_name -> fourkingdoms.game.v1.Seat
-	26, // 11: fourkingdoms.match.v1.SeatState.player:type_name -> fourkingdoms.game.v1.Player
-	27, // 12: fourkingdoms.match.v1.SeatState.status:type_name -> fourkingdoms.game.v1.SeatStatus
-	28, // 13: fourkingdoms.match.v1.SeatState.exit_reason:type_name -> fourkingdoms.game.v1.ExitReason
-	21, // 14: fourkingdoms.match.v1.PlacedPiece.seat:type_name -> fourkingdoms.game.v1.Seat
-	29, // 15: fourkingdoms.match.v1.PlacedPiece.kind:type_name -> fourkingdoms.game.v1.PieceKind
-	30, // 16: fourkingdoms.match.v1.CreateMatchRequest.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	20, // 17: fourkingdoms.match.v1.CreateMatchRequest.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	1,  // 18: fourkingdoms.match.v1.CreateMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	1,  // 19: fourkingdoms.match.v1.GetMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	31, // 20: fourkingdoms.match.v1.MakeMoveResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	21, // 21: fourkingdoms.match.v1.MakeMoveResponse.to_move:type_name -> fourkingdoms.game.v1.Seat
-	23, // 22: fourkingdoms.match.v1.MakeMoveResponse.result:type_name -> fourkingdoms.game.v1.Result
-	31, // 23: fourkingdoms.match.v1.ResignResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	31, // 24: fourkingdoms.match.v1.ClaimWinResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	23, // 25: fourkingdoms.match.v1.ClaimWinResponse.result:type_name -> fourkingdoms.game.v1.Result
-	1,  // 26: fourkingdoms.match.v1.WatchMatchResponse.snapshot:type_name -> fourkingdoms.match.v1.Match
-	31, // 27: fourkingdoms.match.v1.WatchMatchResponse.event:type_name -> fourkingdoms.events.v1.MatchEvent
-	1,  // 28: fourkingdoms.match.v1.AbortMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	4,  // 29: fourkingdoms.match.v1.MatchService.CreateMatch:input_type -> fourkingdoms.match.v1.CreateMatchRequest
-	6,  // 30: fourkingdoms.match.v1.MatchService.GetMatch:input_type -> fourkingdoms.match.v1.GetMatchRequest
-	8,  // 31: fourkingdoms.match.v1.MatchService.MakeMove:input_type -> fourkingdoms.match.v1.MakeMoveRequest
-	10, // 32: fourkingdoms.match.v1.MatchService.Resign:input_type -> fourkingdoms.match.v1.ResignRequest
-	12, // 33: fourkingdoms.match.v1.MatchService.ClaimWin:input_type -> fourkingdoms.match.v1.ClaimWinRequest
-	14, // 34: fourkingdoms.match.v1.MatchService.WatchMatch:input_type -> fourkingdoms.match.v1.WatchMatchRequest
-	16, // 35: fourkingdoms.match.v1.MatchService.ExportGame:input_type -> fourkingdoms.match.v1.ExportGameRequest
-	18, // 36: fourkingdoms.match.v1.MatchService.AbortMatch:input_type -> fourkingdoms.match.v1.AbortMatchRequest
-	5,  // 37: fourkingdoms.match.v1.MatchService.CreateMatch:output_type -> fourkingdoms.match.v1.CreateMatchResponse
-	7,  // 38: fourkingdoms.match.v1.MatchService.GetMatch:output_type -> fourkingdoms.match.v1.GetMatchResponse
-	9,  // 39: fourkingdoms.match.v1.MatchService.MakeMove:output_type -> fourkingdoms.match.v1.MakeMoveResponse
-	11, // 40: fourkingdoms.match.v1.MatchService.Resign:output_type -> fourkingdoms.match.v1.ResignResponse
-	13, // 41: fourkingdoms.match.v1.MatchService.ClaimWin:output_type -> fourkingdoms.match.v1.ClaimWinResponse
-	15, // 42: fourkingdoms.match.v1.MatchService.WatchMatch:output_type -> fourkingdoms.match.v1.WatchMatchResponse
-	17, // 43: fourkingdoms.match.v1.MatchService.ExportGame:output_type -> fourkingdoms.match.v1.ExportGameResponse
-	19, // 44: fourkingdoms.match.v1.MatchService.AbortMatch:output_type -> fourkingdoms.match.v1.AbortMatchResponse
-	37, // [37:45] is the sub-list for method output_type
-	29, // [29:37] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	26, // 1: fourkingdoms.match.v1.Match.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	3,  // 2: fourkingdoms.match.v1.Match.seats:type_name -> fourkingdoms.match.v1.SeatState
+	4,  // 3: fourkingdoms.match.v1.Match.pieces:type_name -> fourkingdoms.match.v1.PlacedPiece
+	27, // 4: fourkingdoms.match.v1.Match.to_move:type_name -> fourkingdoms.game.v1.Seat
+	28, // 5: fourkingdoms.match.v1.Match.clocks:type_name -> fourkingdoms.game.v1.Clock
+	29, // 6: fourkingdoms.match.v1.Match.result:type_name -> fourkingdoms.game.v1.Result
+	30, // 7: fourkingdoms.match.v1.Match.last_move:type_name -> fourkingdoms.game.v1.MoveEffects
+	31, // 8: fourkingdoms.match.v1.Match.created_at:type_name -> google.protobuf.Timestamp
+	31, // 9: fourkingdoms.match.v1.Match.finished_at:type_name -> google.protobuf.Timestamp
+	25, // 10: fourkingdoms.match.v1.Match.premoves:type_name -> fourkingdoms.match.v1.PremoveQueue
+	27, // 11: fourkingdoms.match.v1.SeatState.seat:type_name -> fourkingdoms.game.v1.Seat
+	32, // 12: fourkingdoms.match.v1.SeatState.player:type_name -> fourkingdoms.game.v1.Player
+	33, // 13: fourkingdoms.match.v1.SeatState.status:type_name -> fourkingdoms.game.v1.SeatStatus
+	34, // 14: fourkingdoms.match.v1.SeatState.exit_reason:type_name -> fourkingdoms.game.v1.ExitReason
+	27, // 15: fourkingdoms.match.v1.PlacedPiece.seat:type_name -> fourkingdoms.game.v1.Seat
+	35, // 16: fourkingdoms.match.v1.PlacedPiece.kind:type_name -> fourkingdoms.game.v1.PieceKind
+	36, // 17: fourkingdoms.match.v1.CreateMatchRequest.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	26, // 18: fourkingdoms.match.v1.CreateMatchRequest.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	2,  // 19: fourkingdoms.match.v1.CreateMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
+	2,  // 20: fourkingdoms.match.v1.GetMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
+	37, // 21: fourkingdoms.match.v1.MakeMoveResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	27, // 22: fourkingdoms.match.v1.MakeMoveResponse.to_move:type_name -> fourkingdoms.game.v1.Seat
+	29, // 23: fourkingdoms.match.v1.MakeMoveResponse.result:type_name -> fourkingdoms.game.v1.Result
+	37, // 24: fourkingdoms.match.v1.ResignResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	37, // 25: fourkingdoms.match.v1.ClaimWinResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	29, // 26: fourkingdoms.match.v1.ClaimWinResponse.result:type_name -> fourkingdoms.game.v1.Result
+	2,  // 27: fourkingdoms.match.v1.WatchMatchResponse.snapshot:type_name -> fourkingdoms.match.v1.Match
+	37, // 28: fourkingdoms.match.v1.WatchMatchResponse.event:type_name -> fourkingdoms.events.v1.MatchEvent
+	25, // 29: fourkingdoms.match.v1.WatchMatchResponse.premoves:type_name -> fourkingdoms.match.v1.PremoveQueue
+	2,  // 30: fourkingdoms.match.v1.AbortMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
+	27, // 31: fourkingdoms.match.v1.SetPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
+	25, // 32: fourkingdoms.match.v1.SetPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
+	27, // 33: fourkingdoms.match.v1.ClearPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
+	25, // 34: fourkingdoms.match.v1.ClearPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
+	27, // 35: fourkingdoms.match.v1.PremoveQueue.seat:type_name -> fourkingdoms.game.v1.Seat
+	1,  // 36: fourkingdoms.match.v1.PremoveQueue.change:type_name -> fourkingdoms.match.v1.PremoveChange
+	5,  // 37: fourkingdoms.match.v1.MatchService.CreateMatch:input_type -> fourkingdoms.match.v1.CreateMatchRequest
+	7,  // 38: fourkingdoms.match.v1.MatchService.GetMatch:input_type -> fourkingdoms.match.v1.GetMatchRequest
+	9,  // 39: fourkingdoms.match.v1.MatchService.MakeMove:input_type -> fourkingdoms.match.v1.MakeMoveRequest
+	11, // 40: fourkingdoms.match.v1.MatchService.Resign:input_type -> fourkingdoms.match.v1.ResignRequest
+	13, // 41: fourkingdoms.match.v1.MatchService.ClaimWin:input_type -> fourkingdoms.match.v1.ClaimWinRequest
+	15, // 42: fourkingdoms.match.v1.MatchService.WatchMatch:input_type -> fourkingdoms.match.v1.WatchMatchRequest
+	17, // 43: fourkingdoms.match.v1.MatchService.ExportGame:input_type -> fourkingdoms.match.v1.ExportGameRequest
+	19, // 44: fourkingdoms.match.v1.MatchService.AbortMatch:input_type -> fourkingdoms.match.v1.AbortMatchRequest
+	21, // 45: fourkingdoms.match.v1.MatchService.SetPremoves:input_type -> fourkingdoms.match.v1.SetPremovesRequest
+	23, // 46: fourkingdoms.match.v1.MatchService.ClearPremoves:input_type -> fourkingdoms.match.v1.ClearPremovesRequest
+	6,  // 47: fourkingdoms.match.v1.MatchService.CreateMatch:output_type -> fourkingdoms.match.v1.CreateMatchResponse
+	8,  // 48: fourkingdoms.match.v1.MatchService.GetMatch:output_type -> fourkingdoms.match.v1.GetMatchResponse
+	10, // 49: fourkingdoms.match.v1.MatchService.MakeMove:output_type -> fourkingdoms.match.v1.MakeMoveResponse
+	12, // 50: fourkingdoms.match.v1.MatchService.Resign:output_type -> fourkingdoms.match.v1.ResignResponse
+	14, // 51: fourkingdoms.match.v1.MatchService.ClaimWin:output_type -> fourkingdoms.match.v1.ClaimWinResponse
+	16, // 52: fourkingdoms.match.v1.MatchService.WatchMatch:output_type -> fourkingdoms.match.v1.WatchMatchResponse
+	18, // 53: fourkingdoms.match.v1.MatchService.ExportGame:output_type -> fourkingdoms.match.v1.ExportGameResponse
+	20, // 54: fourkingdoms.match.v1.MatchService.AbortMatch:output_type -> fourkingdoms.match.v1.AbortMatchResponse
+	22, // 55: fourkingdoms.match.v1.MatchService.SetPremoves:output_type -> fourkingdoms.match.v1.SetPremovesResponse
+	24, // 56: fourkingdoms.match.v1.MatchService.ClearPremoves:output_type -> fourkingdoms.match.v1.ClearPremovesResponse
+	47, // [47:57] is the sub-list for method output_type
+	37, // [37:47] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_match_v1_match_proto_init() }
@@ -1695,14 +2146,15 @@ func file_fourkingdoms_match_v1_match_proto_init() {
 	file_fourkingdoms_match_v1_match_proto_msgTypes[14].OneofWrappers = []any{
 		(*WatchMatchResponse_Snapshot)(nil),
 		(*WatchMatchResponse_Event)(nil),
+		(*WatchMatchResponse_Premoves)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fourkingdoms_match_v1_match_proto_rawDesc), len(file_fourkingdoms_match_v1_match_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   19,
+			NumEnums:      2,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

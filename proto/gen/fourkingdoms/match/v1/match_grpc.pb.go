@@ -24,14 +24,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	MatchService_CreateMatch_FullMethodName = "/fourkingdoms.match.v1.MatchService/CreateMatch"
-	MatchService_GetMatch_FullMethodName    = "/fourkingdoms.match.v1.MatchService/GetMatch"
-	MatchService_MakeMove_FullMethodName    = "/fourkingdoms.match.v1.MatchService/MakeMove"
-	MatchService_Resign_FullMethodName      = "/fourkingdoms.match.v1.MatchService/Resign"
-	MatchService_ClaimWin_FullMethodName    = "/fourkingdoms.match.v1.MatchService/ClaimWin"
-	MatchService_WatchMatch_FullMethodName  = "/fourkingdoms.match.v1.MatchService/WatchMatch"
-	MatchService_ExportGame_FullMethodName  = "/fourkingdoms.match.v1.MatchService/ExportGame"
-	MatchService_AbortMatch_FullMethodName  = "/fourkingdoms.match.v1.MatchService/AbortMatch"
+	MatchService_CreateMatch_FullMethodName   = "/fourkingdoms.match.v1.MatchService/CreateMatch"
+	MatchService_GetMatch_FullMethodName      = "/fourkingdoms.match.v1.MatchService/GetMatch"
+	MatchService_MakeMove_FullMethodName      = "/fourkingdoms.match.v1.MatchService/MakeMove"
+	MatchService_Resign_FullMethodName        = "/fourkingdoms.match.v1.MatchService/Resign"
+	MatchService_ClaimWin_FullMethodName      = "/fourkingdoms.match.v1.MatchService/ClaimWin"
+	MatchService_WatchMatch_FullMethodName    = "/fourkingdoms.match.v1.MatchService/WatchMatch"
+	MatchService_ExportGame_FullMethodName    = "/fourkingdoms.match.v1.MatchService/ExportGame"
+	MatchService_AbortMatch_FullMethodName    = "/fourkingdoms.match.v1.MatchService/AbortMatch"
+	MatchService_SetPremoves_FullMethodName   = "/fourkingdoms.match.v1.MatchService/SetPremoves"
+	MatchService_ClearPremoves_FullMethodName = "/fourkingdoms.match.v1.MatchService/ClearPremoves"
 )
 
 // MatchServiceClient is the client API for MatchService service.
@@ -48,7 +50,7 @@ const (
 //
 // Every FAILED_PRECONDITION carries a google.rpc.ErrorInfo detail with
 // domain "fourkingdoms.match.v1" and one of these reasons, so clients can
-// react without parsing messages: NOT_YOUR_TURN, SEAT_NOT_LIVE,
+// react without parsing messages: NOT_YOUR_TURN, YOUR_TURN, SEAT_NOT_LIVE,
 // MATCH_OVER, ILLEGAL_MOVE, PLY_MISMATCH (metadata "current_ply").
 type MatchServiceClient interface {
 	// CreateMatch starts a match. Internal callers only (role "service", for
@@ -130,6 +132,28 @@ type MatchServiceClient interface {
 	// Errors: PERMISSION_DENIED (not an operator), FAILED_PRECONDITION
 	// (MATCH_OVER: the match already ended or was aborted).
 	AbortMatch(ctx context.Context, in *AbortMatchRequest, opts ...grpc.CallOption) (*AbortMatchResponse, error)
+	// SetPremoves queues up to 3 moves for the caller's live seat while it is
+	// not that seat's turn, replacing any queue it had (an empty list clears
+	// it). When the seat's turn comes, the server plays the first queued move
+	// in the same step as the move before it, charging the seat's clock a
+	// fixed small time (0.1 s by default), if it is legal then; otherwise the
+	// whole queue is dropped. Moves use the notation of MakeMove; they are
+	// only checked for legality when they are played. The queue is private:
+	// only the owner's WatchMatch streams and GetMatch show it
+	// (Match.premoves, WatchMatchResponse.premoves).
+	//
+	// Errors: PERMISSION_DENIED (NOT_A_PLAYER: the caller holds no seat, or
+	// not the one named), INVALID_ARGUMENT (more than 3 moves, an unreadable
+	// move: BAD_MOVE_TEXT with the field moves[i]), FAILED_PRECONDITION
+	// (YOUR_TURN: the seat is to move, use MakeMove; SEAT_NOT_LIVE;
+	// MATCH_OVER), ABORTED (lost a race: retry).
+	SetPremoves(ctx context.Context, in *SetPremovesRequest, opts ...grpc.CallOption) (*SetPremovesResponse, error)
+	// ClearPremoves empties the caller's premove queue (a no-op when it is
+	// empty).
+	//
+	// Errors: PERMISSION_DENIED (NOT_A_PLAYER), FAILED_PRECONDITION
+	// (MATCH_OVER), ABORTED (lost a race: retry).
+	ClearPremoves(ctx context.Context, in *ClearPremovesRequest, opts ...grpc.CallOption) (*ClearPremovesResponse, error)
 }
 
 type matchServiceClient struct {
@@ -229,6 +253,26 @@ func (c *matchServiceClient) AbortMatch(ctx context.Context, in *AbortMatchReque
 	return out, nil
 }
 
+func (c *matchServiceClient) SetPremoves(ctx context.Context, in *SetPremovesRequest, opts ...grpc.CallOption) (*SetPremovesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetPremovesResponse)
+	err := c.cc.Invoke(ctx, MatchService_SetPremoves_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *matchServiceClient) ClearPremoves(ctx context.Context, in *ClearPremovesRequest, opts ...grpc.CallOption) (*ClearPremovesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClearPremovesResponse)
+	err := c.cc.Invoke(ctx, MatchService_ClearPremoves_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MatchServiceServer is the server API for MatchService service.
 // All implementations must embed UnimplementedMatchServiceServer
 // for forward compatibility.
@@ -243,7 +287,7 @@ func (c *matchServiceClient) AbortMatch(ctx context.Context, in *AbortMatchReque
 //
 // Every FAILED_PRECONDITION carries a google.rpc.ErrorInfo detail with
 // domain "fourkingdoms.match.v1" and one of these reasons, so clients can
-// react without parsing messages: NOT_YOUR_TURN, SEAT_NOT_LIVE,
+// react without parsing messages: NOT_YOUR_TURN, YOUR_TURN, SEAT_NOT_LIVE,
 // MATCH_OVER, ILLEGAL_MOVE, PLY_MISMATCH (metadata "current_ply").
 type MatchServiceServer interface {
 	// CreateMatch starts a match. Internal callers only (role "service", for
@@ -325,6 +369,28 @@ type MatchServiceServer interface {
 	// Errors: PERMISSION_DENIED (not an operator), FAILED_PRECONDITION
 	// (MATCH_OVER: the match already ended or was aborted).
 	AbortMatch(context.Context, *AbortMatchRequest) (*AbortMatchResponse, error)
+	// SetPremoves queues up to 3 moves for the caller's live seat while it is
+	// not that seat's turn, replacing any queue it had (an empty list clears
+	// it). When the seat's turn comes, the server plays the first queued move
+	// in the same step as the move before it, charging the seat's clock a
+	// fixed small time (0.1 s by default), if it is legal then; otherwise the
+	// whole queue is dropped. Moves use the notation of MakeMove; they are
+	// only checked for legality when they are played. The queue is private:
+	// only the owner's WatchMatch streams and GetMatch show it
+	// (Match.premoves, WatchMatchResponse.premoves).
+	//
+	// Errors: PERMISSION_DENIED (NOT_A_PLAYER: the caller holds no seat, or
+	// not the one named), INVALID_ARGUMENT (more than 3 moves, an unreadable
+	// move: BAD_MOVE_TEXT with the field moves[i]), FAILED_PRECONDITION
+	// (YOUR_TURN: the seat is to move, use MakeMove; SEAT_NOT_LIVE;
+	// MATCH_OVER), ABORTED (lost a race: retry).
+	SetPremoves(context.Context, *SetPremovesRequest) (*SetPremovesResponse, error)
+	// ClearPremoves empties the caller's premove queue (a no-op when it is
+	// empty).
+	//
+	// Errors: PERMISSION_DENIED (NOT_A_PLAYER), FAILED_PRECONDITION
+	// (MATCH_OVER), ABORTED (lost a race: retry).
+	ClearPremoves(context.Context, *ClearPremovesRequest) (*ClearPremovesResponse, error)
 	mustEmbedUnimplementedMatchServiceServer()
 }
 
@@ -358,6 +424,12 @@ func (UnimplementedMatchServiceServer) ExportGame(context.Context, *ExportGameRe
 }
 func (UnimplementedMatchServiceServer) AbortMatch(context.Context, *AbortMatchRequest) (*AbortMatchResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AbortMatch not implemented")
+}
+func (UnimplementedMatchServiceServer) SetPremoves(context.Context, *SetPremovesRequest) (*SetPremovesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetPremoves not implemented")
+}
+func (UnimplementedMatchServiceServer) ClearPremoves(context.Context, *ClearPremovesRequest) (*ClearPremovesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClearPremoves not implemented")
 }
 func (UnimplementedMatchServiceServer) mustEmbedUnimplementedMatchServiceServer() {}
 func (UnimplementedMatchServiceServer) testEmbeddedByValue()                      {}
@@ -517,6 +589,42 @@ func _MatchService_AbortMatch_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MatchService_SetPremoves_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetPremovesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MatchServiceServer).SetPremoves(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MatchService_SetPremoves_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MatchServiceServer).SetPremoves(ctx, req.(*SetPremovesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MatchService_ClearPremoves_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClearPremovesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MatchServiceServer).ClearPremoves(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MatchService_ClearPremoves_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MatchServiceServer).ClearPremoves(ctx, req.(*ClearPremovesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MatchService_ServiceDesc is the grpc.ServiceDesc for MatchService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -551,6 +659,14 @@ var MatchService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AbortMatch",
 			Handler:    _MatchService_AbortMatch_Handler,
+		},
+		{
+			MethodName: "SetPremoves",
+			Handler:    _MatchService_SetPremoves_Handler,
+		},
+		{
+			MethodName: "ClearPremoves",
+			Handler:    _MatchService_ClearPremoves_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -21,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fourkingdoms/match/v1/match.proto.
  */
 export const file_fourkingdoms_match_v1_match: GenFile = /*@__PURE__*/
-  fileDesc("CiFmb3Vya2luZ2RvbXMvbWF0Y2gvdjEvbWF0Y2gucHJvdG8SFWZvdXJraW5nZG9tcy5tYXRjaC52MSL0BAoFTWF0Y2gSEAoIbWF0Y2hfaWQYASABKAkSMgoGc3RhdHVzGAIgASgOMiIuZm91cmtpbmdkb21zLm1hdGNoLnYxLk1hdGNoU3RhdHVzEhAKCHJ1bGVfc2V0GAMgASgJEjcKDHRpbWVfY29udHJvbBgEIAEoCzIhLmZvdXJraW5nZG9tcy5nYW1lLnYxLlRpbWVDb250cm9sEi8KBXNlYXRzGAUgAygLMiAuZm91cmtpbmdkb21zLm1hdGNoLnYxLlNlYXRTdGF0ZRIMCgRmZW40GAYgASgJEjIKBnBpZWNlcxgHIAMoCzIiLmZvdXJraW5nZG9tcy5tYXRjaC52MS5QbGFjZWRQaWVjZRIrCgd0b19tb3ZlGAggASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBILCgNwbHkYCSABKA0SDwoHdmVyc2lvbhgKIAEoBBIrCgZjbG9ja3MYCyADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jaxIsCgZyZXN1bHQYDCABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQSNAoJbGFzdF9tb3ZlGA0gASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuTW92ZUVmZmVjdHMSEwoLbGVnYWxfbW92ZXMYDiADKAkSLgoKY3JlYXRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWNhbl9jbGFpbV93aW4YEiABKAgi8wEKCVNlYXRTdGF0ZRIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIsCgZwbGF5ZXIYAiABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5QbGF5ZXISMAoGc3RhdHVzGAMgASgOMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFN0YXR1cxI1CgtleGl0X3JlYXNvbhgEIAEoDjIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLkV4aXRSZWFzb24SDgoGcG9pbnRzGAUgASgFEhUKDXJlc3VsdF9wb2ludHMYBiABKAUipgEKC1BsYWNlZFBpZWNlEg4KBnNxdWFyZRgBIAEoCRIoCgRzZWF0GAIgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBItCgRraW5kGAMgASgOMh8uZm91cmtpbmdkb21zLmdhbWUudjEuUGllY2VLaW5kEgwKBGRlYWQYBCABKAgSDgoGem9tYmllGAUgASgIEhAKCHByb21vdGVkGAYgASgIIsACChJDcmVhdGVNYXRjaFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIxCgdwbGF5ZXJzGAIgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBsYXllchIQCghydWxlX3NldBgDIAEoCRI3Cgx0aW1lX2NvbnRyb2wYBCABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5UaW1lQ29udHJvbBIXCgpzdGFydF9mZW40GAUgASgJSACIAQESEQoEc2VlZBgGIAEoBEgBiAEBEhYKCWNsYWltX3dpbhgHIAEoCEgCiAEBEhsKDmF1dG9fY2xhaW1fd2luGAggASgISAOIAQFCDQoLX3N0YXJ0X2ZlbjRCBwoFX3NlZWRCDAoKX2NsYWltX3dpbkIRCg9fYXV0b19jbGFpbV93aW4iQgoTQ3JlYXRlTWF0Y2hSZXNwb25zZRIrCgVtYXRjaBgBIAEoCzIcLmZvdXJraW5nZG9tcy5tYXRjaC52MS5NYXRjaCIjCg9HZXRNYXRjaFJlcXVlc3QSEAoIbWF0Y2hfaWQYASABKAkiPwoQR2V0TWF0Y2hSZXNwb25zZRIrCgVtYXRjaBgBIAEoCzIcLmZvdXJraW5nZG9tcy5tYXRjaC52MS5NYXRjaCJ1Cg9NYWtlTW92ZVJlcXVlc3QSEAoIbWF0Y2hfaWQYASABKAkSDAoEbW92ZRgCIAEoCRIWCg5jbGllbnRfbW92ZV9pZBgDIAEoCRIZCgxleHBlY3RlZF9wbHkYBCABKA1IAIgBAUIPCg1fZXhwZWN0ZWRfcGx5ItIBChBNYWtlTW92ZVJlc3BvbnNlEjIKBmV2ZW50cxgBIAMoCzIiLmZvdXJraW5nZG9tcy5ldmVudHMudjEuTWF0Y2hFdmVudBIPCgd2ZXJzaW9uGAIgASgEEgsKA3BseRgDIAEoDRIrCgd0b19tb3ZlGAQgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIRCglnYW1lX292ZXIYBSABKAgSLAoGcmVzdWx0GAYgASgLMhwuZm91cmtpbmdkb21zLmdhbWUudjEuUmVzdWx0IiEKDVJlc2lnblJlcXVlc3QSEAoIbWF0Y2hfaWQYASABKAkiVQoOUmVzaWduUmVzcG9uc2USMgoGZXZlbnRzGAEgAygLMiIuZm91cmtpbmdkb21zLmV2ZW50cy52MS5NYXRjaEV2ZW50Eg8KB3ZlcnNpb24YAiABKAQiIwoPQ2xhaW1XaW5SZXF1ZXN0EhAKCG1hdGNoX2lkGAEgASgJIoUBChBDbGFpbVdpblJlc3BvbnNlEjIKBmV2ZW50cxgBIAMoCzIiLmZvdXJraW5nZG9tcy5ldmVudHMudjEuTWF0Y2hFdmVudBIPCgd2ZXJzaW9uGAIgASgEEiwKBnJlc3VsdBgDIAEoCzIcLmZvdXJraW5nZG9tcy5nYW1lLnYxLlJlc3VsdCI7ChFXYXRjaE1hdGNoUmVxdWVzdBIQCghtYXRjaF9pZBgBIAEoCRIUCgxmcm9tX3ZlcnNpb24YAiABKAQiqQEKEldhdGNoTWF0Y2hSZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgEEjAKCHNuYXBzaG90GAIgASgLMhwuZm91cmtpbmdkb21zLm1hdGNoLnYxLk1hdGNoSAASMwoFZXZlbnQYAyABKAsyIi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLk1hdGNoRXZlbnRIABITCgtsZWdhbF9tb3ZlcxgEIAMoCUIGCgRpdGVtIiUKEUV4cG9ydEdhbWVSZXF1ZXN0EhAKCG1hdGNoX2lkGAEgASgJIiIKEkV4cG9ydEdhbWVSZXNwb25zZRIMCgRwZ240GAEgASgJIjUKEUFib3J0TWF0Y2hSZXF1ZXN0EhAKCG1hdGNoX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSJBChJBYm9ydE1hdGNoUmVzcG9uc2USKwoFbWF0Y2gYASABKAsyHC5mb3Vya2luZ2RvbXMubWF0Y2gudjEuTWF0Y2gqeQoLTWF0Y2hTdGF0dXMSHAoYTUFUQ0hfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFwoTTUFUQ0hfU1RBVFVTX0FDVElWRRABEhkKFU1BVENIX1NUQVRVU19GSU5JU0hFRBACEhgKFE1BVENIX1NUQVRVU19BQk9SVEVEEAMyjQYKDE1hdGNoU2VydmljZRJkCgtDcmVhdGVNYXRjaBIpLmZvdXJraW5nZG9tcy5tYXRjaC52MS5DcmVhdGVNYXRjaFJlcXVlc3QaKi5mb3Vya2luZ2RvbXMubWF0Y2gudjEuQ3JlYXRlTWF0Y2hSZXNwb25zZRJbCghHZXRNYXRjaBImLmZvdXJraW5nZG9tcy5tYXRjaC52MS5HZXRNYXRjaFJlcXVlc3QaJy5mb3Vya2luZ2RvbXMubWF0Y2gudjEuR2V0TWF0Y2hSZXNwb25zZRJbCghNYWtlTW92ZRImLmZvdXJraW5nZG9tcy5tYXRjaC52MS5NYWtlTW92ZVJlcXVlc3QaJy5mb3Vya2luZ2RvbXMubWF0Y2gudjEuTWFrZU1vdmVSZXNwb25zZRJVCgZSZXNpZ24SJC5mb3Vya2luZ2RvbXMubWF0Y2gudjEuUmVzaWduUmVxdWVzdBolLmZvdXJraW5nZG9tcy5tYXRjaC52MS5SZXNpZ25SZXNwb25zZRJbCghDbGFpbVdpbhImLmZvdXJraW5nZG9tcy5tYXRjaC52MS5DbGFpbVdpblJlcXVlc3QaJy5mb3Vya2luZ2RvbXMubWF0Y2gudjEuQ2xhaW1XaW5SZXNwb25zZRJjCgpXYXRjaE1hdGNoEiguZm91cmtpbmdkb21zLm1hdGNoLnYxLldhdGNoTWF0Y2hSZXF1ZXN0GikuZm91cmtpbmdkb21zLm1hdGNoLnYxLldhdGNoTWF0Y2hSZXNwb25zZTABEmEKCkV4cG9ydEdhbWUSKC5mb3Vya2luZ2RvbXMubWF0Y2gudjEuRXhwb3J0R2FtZVJlcXVlc3QaKS5mb3Vya2luZ2RvbXMubWF0Y2gudjEuRXhwb3J0R2FtZVJlc3BvbnNlEmEKCkFib3J0TWF0Y2gSKC5mb3Vya2luZ2RvbXMubWF0Y2gudjEuQWJvcnRNYXRjaFJlcXVlc3QaKS5mb3Vya2luZ2RvbXMubWF0Y2gudjEuQWJvcnRNYXRjaFJlc3BvbnNlYgZwcm90bzM", [file_fourkingdoms_events_v1_events, file_fourkingdoms_game_v1_game, file_google_protobuf_timestamp]);
+  fileDesc("CiFmb3Vya2luZ2RvbXMvbWF0Y2gvdjEvbWF0Y2gucHJvdG8SFWZvdXJraW5nZG9tcy5tYXRjaC52MSKrBQoFTWF0Y2gSEAoIbWF0Y2hfaWQYASABKAkSMgoGc3RhdHVzGAIgASgOMiIuZm91cmtpbmdkb21zLm1hdGNoLnYxLk1hdGNoU3RhdHVzEhAKCHJ1bGVfc2V0GAMgASgJEjcKDHRpbWVfY29udHJvbBgEIAEoCzIhLmZvdXJraW5nZG9tcy5nYW1lLnYxLlRpbWVDb250cm9sEi8KBXNlYXRzGAUgAygLMiAuZm91cmtpbmdkb21zLm1hdGNoLnYxLlNlYXRTdGF0ZRIMCgRmZW40GAYgASgJEjIKBnBpZWNlcxgHIAMoCzIiLmZvdXJraW5nZG9tcy5tYXRjaC52MS5QbGFjZWRQaWVjZRIrCgd0b19tb3ZlGAggASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBILCgNwbHkYCSABKA0SDwoHdmVyc2lvbhgKIAEoBBIrCgZjbG9ja3MYCyADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jaxIsCgZyZXN1bHQYDCABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQSNAoJbGFzdF9tb3ZlGA0gASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuTW92ZUVmZmVjdHMSEwoLbGVnYWxfbW92ZXMYDiADKAkSLgoKY3JlYXRlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKCHByZW1vdmVzGBEgAygLMiMuZm91cmtpbmdkb21zLm1hdGNoLnYxLlByZW1vdmVRdWV1ZRIVCg1jYW5fY2xhaW1fd2luGBIgASgIIvMBCglTZWF0U3RhdGUSKAoEc2VhdBgBIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSLAoGcGxheWVyGAIgASgLMhwuZm91cmtpbmdkb21zLmdhbWUudjEuUGxheWVyEjAKBnN0YXR1cxgDIAEoDjIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRTdGF0dXMSNQoLZXhpdF9yZWFzb24YBCABKA4yIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5FeGl0UmVhc29uEg4KBnBvaW50cxgFIAEoBRIVCg1yZXN1bHRfcG9pbnRzGAYgASgFIqYBCgtQbGFjZWRQaWVjZRIOCgZzcXVhcmUYASABKAkSKAoEc2VhdBgCIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSLQoEa2luZBgDIAEoDjIfLmZvdXJraW5nZG9tcy5nYW1lLnYxLlBpZWNlS2luZBIMCgRkZWFkGAQgASgIEg4KBnpvbWJpZRgFIAEoCBIQCghwcm9tb3RlZBgGIAEoCCLAAgoSQ3JlYXRlTWF0Y2hSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSMQoHcGxheWVycxgCIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQbGF5ZXISEAoIcnVsZV9zZXQYAyABKAkSNwoMdGltZV9jb250cm9sGAQgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuVGltZUNvbnRyb2wSFwoKc3RhcnRfZmVuNBgFIAEoCUgAiAEBEhEKBHNlZWQYBiABKARIAYgBARIWCgljbGFpbV93aW4YByABKAhIAogBARIbCg5hdXRvX2NsYWltX3dpbhgIIAEoCEgDiAEBQg0KC19zdGFydF9mZW40QgcKBV9zZWVkQgwKCl9jbGFpbV93aW5CEQoPX2F1dG9fY2xhaW1fd2luIkIKE0NyZWF0ZU1hdGNoUmVzcG9uc2USKwoFbWF0Y2gYASABKAsyHC5mb3Vya2luZ2RvbXMubWF0Y2gudjEuTWF0Y2giIwoPR2V0TWF0Y2hSZXF1ZXN0EhAKCG1hdGNoX2lkGAEgASgJIj8KEEdldE1hdGNoUmVzcG9uc2USKwoFbWF0Y2gYASABKAsyHC5mb3Vya2luZ2RvbXMubWF0Y2gudjEuTWF0Y2gidQoPTWFrZU1vdmVSZXF1ZXN0EhAKCG1hdGNoX2lkGAEgASgJEgwKBG1vdmUYAiABKAkSFgoOY2xpZW50X21vdmVfaWQYAyABKAkSGQoMZXhwZWN0ZWRfcGx5GAQgASgNSACIAQFCDwoNX2V4cGVjdGVkX3BseSLSAQoQTWFrZU1vdmVSZXNwb25zZRIyCgZldmVudHMYASADKAsyIi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLk1hdGNoRXZlbnQSDwoHdmVyc2lvbhgCIAEoBBILCgNwbHkYAyABKA0SKwoHdG9fbW92ZRgEIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSEQoJZ2FtZV9vdmVyGAUgASgIEiwKBnJlc3VsdBgGIAEoCzIcLmZvdXJraW5nZG9tcy5nYW1lLnYxLlJlc3VsdCIhCg1SZXNpZ25SZXF1ZXN0EhAKCG1hdGNoX2lkGAEgASgJIlUKDlJlc2lnblJlc3BvbnNlEjIKBmV2ZW50cxgBIAMoCzIiLmZvdXJraW5nZG9tcy5ldmVudHMudjEuTWF0Y2hFdmVudBIPCgd2ZXJzaW9uGAIgASgEIiMKD0NsYWltV2luUmVxdWVzdBIQCghtYXRjaF9pZBgBIAEoCSKFAQoQQ2xhaW1XaW5SZXNwb25zZRIyCgZldmVudHMYASADKAsyIi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLk1hdGNoRXZlbnQSDwoHdmVyc2lvbhgCIAEoBBIsCgZyZXN1bHQYAyABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQiOwoRV2F0Y2hNYXRjaFJlcXVlc3QSEAoIbWF0Y2hfaWQYASABKAkSFAoMZnJvbV92ZXJzaW9uGAIgASgEIuIBChJXYXRjaE1hdGNoUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoBBIwCghzbmFwc2hvdBgCIAEoCzIcLmZvdXJraW5nZG9tcy5tYXRjaC52MS5NYXRjaEgAEjMKBWV2ZW50GAMgASgLMiIuZm91cmtpbmdkb21zLmV2ZW50cy52MS5NYXRjaEV2ZW50SAASNwoIcHJlbW92ZXMYBSABKAsyIy5mb3Vya2luZ2RvbXMubWF0Y2gudjEuUHJlbW92ZVF1ZXVlSAASEwoLbGVnYWxfbW92ZXMYBCADKAlCBgoEaXRlbSIlChFFeHBvcnRHYW1lUmVxdWVzdBIQCghtYXRjaF9pZBgBIAEoCSIiChJFeHBvcnRHYW1lUmVzcG9uc2USDAoEcGduNBgBIAEoCSI1ChFBYm9ydE1hdGNoUmVxdWVzdBIQCghtYXRjaF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiQQoSQWJvcnRNYXRjaFJlc3BvbnNlEisKBW1hdGNoGAEgASgLMhwuZm91cmtpbmdkb21zLm1hdGNoLnYxLk1hdGNoIl8KElNldFByZW1vdmVzUmVxdWVzdBIQCghtYXRjaF9pZBgBIAEoCRINCgVtb3ZlcxgCIAMoCRIoCgRzZWF0GAMgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdCJJChNTZXRQcmVtb3Zlc1Jlc3BvbnNlEjIKBXF1ZXVlGAEgASgLMiMuZm91cmtpbmdkb21zLm1hdGNoLnYxLlByZW1vdmVRdWV1ZSJSChRDbGVhclByZW1vdmVzUmVxdWVzdBIQCghtYXRjaF9pZBgBIAEoCRIoCgRzZWF0GAIgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdCJLChVDbGVhclByZW1vdmVzUmVzcG9uc2USMgoFcXVldWUYASABKAsyIy5mb3Vya2luZ2RvbXMubWF0Y2gudjEuUHJlbW92ZVF1ZXVlIpwBCgxQcmVtb3ZlUXVldWUSKAoEc2VhdBgBIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSDQoFbW92ZXMYAiADKAkSNAoGY2hhbmdlGAMgASgOMiQuZm91cmtpbmdkb21zLm1hdGNoLnYxLlByZW1vdmVDaGFuZ2USDwoHdmVyc2lvbhgEIAEoBBIMCgRtb3ZlGAUgASgJKnkKC01hdGNoU3RhdHVzEhwKGE1BVENIX1NUQVRVU19VTlNQRUNJRklFRBAAEhcKE01BVENIX1NUQVRVU19BQ1RJVkUQARIZChVNQVRDSF9TVEFUVVNfRklOSVNIRUQQAhIYChRNQVRDSF9TVEFUVVNfQUJPUlRFRBADKvMBCg1QcmVtb3ZlQ2hhbmdlEh4KGlBSRU1PVkVfQ0hBTkdFX1VOU1BFQ0lGSUVEEAASFgoSUFJFTU9WRV9DSEFOR0VfU0VUEAESGgoWUFJFTU9WRV9DSEFOR0VfQ0xFQVJFRBACEhkKFVBSRU1PVkVfQ0hBTkdFX1BMQVlFRBADEhoKFlBSRU1PVkVfQ0hBTkdFX0lMTEVHQUwQBBIcChhQUkVNT1ZFX0NIQU5HRV9TRUFUX0xFRlQQBRIdChlQUkVNT1ZFX0NIQU5HRV9NQVRDSF9PVkVSEAYSGgoWUFJFTU9WRV9DSEFOR0VfTk9fVElNRRAHMt8HCgxNYXRjaFNlcnZpY2USZAoLQ3JlYXRlTWF0Y2gSKS5mb3Vya2luZ2RvbXMubWF0Y2gudjEuQ3JlYXRlTWF0Y2hSZXF1ZXN0GiouZm91cmtpbmdkb21zLm1hdGNoLnYxLkNyZWF0ZU1hdGNoUmVzcG9uc2USWwoIR2V0TWF0Y2gSJi5mb3Vya2luZ2RvbXMubWF0Y2gudjEuR2V0TWF0Y2hSZXF1ZXN0GicuZm91cmtpbmdkb21zLm1hdGNoLnYxLkdldE1hdGNoUmVzcG9uc2USWwoITWFrZU1vdmUSJi5mb3Vya2luZ2RvbXMubWF0Y2gudjEuTWFrZU1vdmVSZXF1ZXN0GicuZm91cmtpbmdkb21zLm1hdGNoLnYxLk1ha2VNb3ZlUmVzcG9uc2USVQoGUmVzaWduEiQuZm91cmtpbmdkb21zLm1hdGNoLnYxLlJlc2lnblJlcXVlc3QaJS5mb3Vya2luZ2RvbXMubWF0Y2gudjEuUmVzaWduUmVzcG9uc2USWwoIQ2xhaW1XaW4SJi5mb3Vya2luZ2RvbXMubWF0Y2gudjEuQ2xhaW1XaW5SZXF1ZXN0GicuZm91cmtpbmdkb21zLm1hdGNoLnYxLkNsYWltV2luUmVzcG9uc2USYwoKV2F0Y2hNYXRjaBIoLmZvdXJraW5nZG9tcy5tYXRjaC52MS5XYXRjaE1hdGNoUmVxdWVzdBopLmZvdXJraW5nZG9tcy5tYXRjaC52MS5XYXRjaE1hdGNoUmVzcG9uc2UwARJhCgpFeHBvcnRHYW1lEiguZm91cmtpbmdkb21zLm1hdGNoLnYxLkV4cG9ydEdhbWVSZXF1ZXN0GikuZm91cmtpbmdkb21zLm1hdGNoLnYxLkV4cG9ydEdhbWVSZXNwb25zZRJhCgpBYm9ydE1hdGNoEiguZm91cmtpbmdkb21zLm1hdGNoLnYxLkFib3J0TWF0Y2hSZXF1ZXN0GikuZm91cmtpbmdkb21zLm1hdGNoLnYxLkFib3J0TWF0Y2hSZXNwb25zZRJkCgtTZXRQcmVtb3ZlcxIpLmZvdXJraW5nZG9tcy5tYXRjaC52MS5TZXRQcmVtb3Zlc1JlcXVlc3QaKi5mb3Vya2luZ2RvbXMubWF0Y2gudjEuU2V0UHJlbW92ZXNSZXNwb25zZRJqCg1DbGVhclByZW1vdmVzEisuZm91cmtpbmdkb21zLm1hdGNoLnYxLkNsZWFyUHJlbW92ZXNSZXF1ZXN0GiwuZm91cmtpbmdkb21zLm1hdGNoLnYxLkNsZWFyUHJlbW92ZXNSZXNwb25zZWIGcHJvdG8z", [file_fourkingdoms_events_v1_events, file_fourkingdoms_game_v1_game, file_google_protobuf_timestamp]);
 
 /**
  * Match is a snapshot of a match at one version.
@@ -141,6 +141,14 @@ export type Match = Message<"fourkingdoms.match.v1.Match"> & {
    * @generated from field: google.protobuf.Timestamp finished_at = 16;
    */
   finishedAt?: Timestamp | undefined;
+
+  /**
+   * The caller's own premove queues, one per seat of the caller that ever
+   * had one; never shown to anyone else.
+   *
+   * @generated from field: repeated fourkingdoms.match.v1.PremoveQueue premoves = 17;
+   */
+  premoves: PremoveQueue[];
 
   /**
    * True when the caller holds a seat that may claim the win now: ClaimWin
@@ -688,6 +696,16 @@ export type WatchMatchResponse = Message<"fourkingdoms.match.v1.WatchMatchRespon
      */
     value: MatchEvent;
     case: "event";
+  } | {
+    /**
+     * One of the caller's premove queues changed (private: only sent on
+     * the streams of the seat's player). It is not an event and takes no
+     * version: the item's version is the last event's, unchanged.
+     *
+     * @generated from field: fourkingdoms.match.v1.PremoveQueue premoves = 5;
+     */
+    value: PremoveQueue;
+    case: "premoves";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -799,6 +817,164 @@ export const AbortMatchResponseSchema: GenMessage<AbortMatchResponse> = /*@__PUR
   messageDesc(file_fourkingdoms_match_v1_match, 18);
 
 /**
+ * SetPremovesRequest queues premoves.
+ *
+ * @generated from message fourkingdoms.match.v1.SetPremovesRequest
+ */
+export type SetPremovesRequest = Message<"fourkingdoms.match.v1.SetPremovesRequest"> & {
+  /**
+   * The match id.
+   *
+   * @generated from field: string match_id = 1;
+   */
+  matchId: string;
+
+  /**
+   * Up to 3 moves in the notation of MakeMoveRequest.move, first to be
+   * played first. Empty clears the queue.
+   *
+   * @generated from field: repeated string moves = 2;
+   */
+  moves: string[];
+
+  /**
+   * The seat to queue for; needed only by a caller holding several seats
+   * (UNSPECIFIED: the caller's first live seat that is not to move).
+   *
+   * @generated from field: fourkingdoms.game.v1.Seat seat = 3;
+   */
+  seat: Seat;
+};
+
+/**
+ * Describes the message fourkingdoms.match.v1.SetPremovesRequest.
+ * Use `create(SetPremovesRequestSchema)` to create a new message.
+ */
+export const SetPremovesRequestSchema: GenMessage<SetPremovesRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_match_v1_match, 19);
+
+/**
+ * SetPremovesResponse is the queue as stored.
+ *
+ * @generated from message fourkingdoms.match.v1.SetPremovesResponse
+ */
+export type SetPremovesResponse = Message<"fourkingdoms.match.v1.SetPremovesResponse"> & {
+  /**
+   * The seat's queue now.
+   *
+   * @generated from field: fourkingdoms.match.v1.PremoveQueue queue = 1;
+   */
+  queue?: PremoveQueue | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.match.v1.SetPremovesResponse.
+ * Use `create(SetPremovesResponseSchema)` to create a new message.
+ */
+export const SetPremovesResponseSchema: GenMessage<SetPremovesResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_match_v1_match, 20);
+
+/**
+ * ClearPremovesRequest empties a premove queue.
+ *
+ * @generated from message fourkingdoms.match.v1.ClearPremovesRequest
+ */
+export type ClearPremovesRequest = Message<"fourkingdoms.match.v1.ClearPremovesRequest"> & {
+  /**
+   * The match id.
+   *
+   * @generated from field: string match_id = 1;
+   */
+  matchId: string;
+
+  /**
+   * As in SetPremovesRequest.seat.
+   *
+   * @generated from field: fourkingdoms.game.v1.Seat seat = 2;
+   */
+  seat: Seat;
+};
+
+/**
+ * Describes the message fourkingdoms.match.v1.ClearPremovesRequest.
+ * Use `create(ClearPremovesRequestSchema)` to create a new message.
+ */
+export const ClearPremovesRequestSchema: GenMessage<ClearPremovesRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_match_v1_match, 21);
+
+/**
+ * ClearPremovesResponse is the queue as stored.
+ *
+ * @generated from message fourkingdoms.match.v1.ClearPremovesResponse
+ */
+export type ClearPremovesResponse = Message<"fourkingdoms.match.v1.ClearPremovesResponse"> & {
+  /**
+   * The seat's queue now (empty).
+   *
+   * @generated from field: fourkingdoms.match.v1.PremoveQueue queue = 1;
+   */
+  queue?: PremoveQueue | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.match.v1.ClearPremovesResponse.
+ * Use `create(ClearPremovesResponseSchema)` to create a new message.
+ */
+export const ClearPremovesResponseSchema: GenMessage<ClearPremovesResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_match_v1_match, 22);
+
+/**
+ * PremoveQueue is one seat's queue of premoves, private to its player.
+ *
+ * @generated from message fourkingdoms.match.v1.PremoveQueue
+ */
+export type PremoveQueue = Message<"fourkingdoms.match.v1.PremoveQueue"> & {
+  /**
+   * The seat.
+   *
+   * @generated from field: fourkingdoms.game.v1.Seat seat = 1;
+   */
+  seat: Seat;
+
+  /**
+   * The queued moves, the next to be played first.
+   *
+   * @generated from field: repeated string moves = 2;
+   */
+  moves: string[];
+
+  /**
+   * Why the queue last changed.
+   *
+   * @generated from field: fourkingdoms.match.v1.PremoveChange change = 3;
+   */
+  change: PremoveChange;
+
+  /**
+   * The match version when it last changed: the version of the played
+   * move's MoveApplied for PLAYED, otherwise the match's version right
+   * after the change.
+   *
+   * @generated from field: uint64 version = 4;
+   */
+  version: bigint;
+
+  /**
+   * The move played (PLAYED) or found illegal (ILLEGAL); empty otherwise.
+   *
+   * @generated from field: string move = 5;
+   */
+  move: string;
+};
+
+/**
+ * Describes the message fourkingdoms.match.v1.PremoveQueue.
+ * Use `create(PremoveQueueSchema)` to create a new message.
+ */
+export const PremoveQueueSchema: GenMessage<PremoveQueue> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_match_v1_match, 23);
+
+/**
  * MatchStatus is the life-cycle state of a match.
  *
  * @generated from enum fourkingdoms.match.v1.MatchStatus
@@ -840,6 +1016,79 @@ export const MatchStatusSchema: GenEnum<MatchStatus> = /*@__PURE__*/
   enumDesc(file_fourkingdoms_match_v1_match, 0);
 
 /**
+ * PremoveChange says why a premove queue last changed.
+ *
+ * @generated from enum fourkingdoms.match.v1.PremoveChange
+ */
+export enum PremoveChange {
+  /**
+   * Not set: the queue never changed.
+   *
+   * @generated from enum value: PREMOVE_CHANGE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The player set it (SetPremoves).
+   *
+   * @generated from enum value: PREMOVE_CHANGE_SET = 1;
+   */
+  SET = 1,
+
+  /**
+   * The player cleared it (ClearPremoves, or SetPremoves with no moves).
+   *
+   * @generated from enum value: PREMOVE_CHANGE_CLEARED = 2;
+   */
+  CLEARED = 2,
+
+  /**
+   * The seat's turn came and the first queued move was played (move); the
+   * rest stays queued.
+   *
+   * @generated from enum value: PREMOVE_CHANGE_PLAYED = 3;
+   */
+  PLAYED = 3,
+
+  /**
+   * Dropped: the seat's turn came and the first queued move (move) was not
+   * legal in the position then.
+   *
+   * @generated from enum value: PREMOVE_CHANGE_ILLEGAL = 4;
+   */
+  ILLEGAL = 4,
+
+  /**
+   * Dropped: the seat left the game (resigned, ran out of time, was mated,
+   * stalemated or lost its king).
+   *
+   * @generated from enum value: PREMOVE_CHANGE_SEAT_LEFT = 5;
+   */
+  SEAT_LEFT = 5,
+
+  /**
+   * Dropped: the match ended or was aborted.
+   *
+   * @generated from enum value: PREMOVE_CHANGE_MATCH_OVER = 6;
+   */
+  MATCH_OVER = 6,
+
+  /**
+   * Dropped: the seat's turn came with less time on its clock than a
+   * premove is charged.
+   *
+   * @generated from enum value: PREMOVE_CHANGE_NO_TIME = 7;
+   */
+  NO_TIME = 7,
+}
+
+/**
+ * Describes the enum fourkingdoms.match.v1.PremoveChange.
+ */
+export const PremoveChangeSchema: GenEnum<PremoveChange> = /*@__PURE__*/
+  enumDesc(file_fourkingdoms_match_v1_match, 1);
+
+/**
  * MatchService runs four-player matches.
  *
  * Errors common to every RPC: UNAUTHENTICATED (missing, invalid or expired
@@ -850,7 +1099,7 @@ export const MatchStatusSchema: GenEnum<MatchStatus> = /*@__PURE__*/
  *
  * Every FAILED_PRECONDITION carries a google.rpc.ErrorInfo detail with
  * domain "fourkingdoms.match.v1" and one of these reasons, so clients can
- * react without parsing messages: NOT_YOUR_TURN, SEAT_NOT_LIVE,
+ * react without parsing messages: NOT_YOUR_TURN, YOUR_TURN, SEAT_NOT_LIVE,
  * MATCH_OVER, ILLEGAL_MOVE, PLY_MISMATCH (metadata "current_ply").
  *
  * @generated from service fourkingdoms.match.v1.MatchService
@@ -998,6 +1247,44 @@ export const MatchService: GenService<{
     methodKind: "unary";
     input: typeof AbortMatchRequestSchema;
     output: typeof AbortMatchResponseSchema;
+  },
+  /**
+   * SetPremoves queues up to 3 moves for the caller's live seat while it is
+   * not that seat's turn, replacing any queue it had (an empty list clears
+   * it). When the seat's turn comes, the server plays the first queued move
+   * in the same step as the move before it, charging the seat's clock a
+   * fixed small time (0.1 s by default), if it is legal then; otherwise the
+   * whole queue is dropped. Moves use the notation of MakeMove; they are
+   * only checked for legality when they are played. The queue is private:
+   * only the owner's WatchMatch streams and GetMatch show it
+   * (Match.premoves, WatchMatchResponse.premoves).
+   *
+   * Errors: PERMISSION_DENIED (NOT_A_PLAYER: the caller holds no seat, or
+   * not the one named), INVALID_ARGUMENT (more than 3 moves, an unreadable
+   * move: BAD_MOVE_TEXT with the field moves[i]), FAILED_PRECONDITION
+   * (YOUR_TURN: the seat is to move, use MakeMove; SEAT_NOT_LIVE;
+   * MATCH_OVER), ABORTED (lost a race: retry).
+   *
+   * @generated from rpc fourkingdoms.match.v1.MatchService.SetPremoves
+   */
+  setPremoves: {
+    methodKind: "unary";
+    input: typeof SetPremovesRequestSchema;
+    output: typeof SetPremovesResponseSchema;
+  },
+  /**
+   * ClearPremoves empties the caller's premove queue (a no-op when it is
+   * empty).
+   *
+   * Errors: PERMISSION_DENIED (NOT_A_PLAYER), FAILED_PRECONDITION
+   * (MATCH_OVER), ABORTED (lost a race: retry).
+   *
+   * @generated from rpc fourkingdoms.match.v1.MatchService.ClearPremoves
+   */
+  clearPremoves: {
+    methodKind: "unary";
+    input: typeof ClearPremovesRequestSchema;
+    output: typeof ClearPremovesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_fourkingdoms_match_v1_match, 0);
