@@ -38,7 +38,11 @@ type WatchItem struct {
 
 // Watch streams a match to send: a snapshot (from 0) or the events after
 // from, then every later event in version order, without gaps or
-// duplicates. Live events come from the hub; any gap (lost notification,
+// duplicates. A caller who sees the match with the spectator delay
+// (visibility.go) gets the snapshot and each event only once it is
+// visible to them, and everything at once when the match ends; such a
+// caller may resume from any version it was shown (a seat holder, from
+// any version so far). Live events come from the hub; any gap (lost notification,
 // reconnect) is filled from the match's event stream, and a gap the stream
 // no longer covers (trimmed) is answered with a fresh snapshot. It returns
 // nil after the match's final event, ErrSlowConsumer when the hub dropped
@@ -91,12 +95,21 @@ func (s *Service) Watch(ctx context.Context, c Caller, id string, from uint64, s
 }
 
 type watchState struct {
-	svc    *Service
-	c      Caller
-	id     string
-	send   func(WatchItem) error
-	last   uint64
-	player bool // the caller holds a seat
+	svc  *Service
+	c    Caller
+	id   string
+	send func(WatchItem) error
+	// last is the last version received; the events after sent are
+	// pending until they are visible to the caller.
+	last    uint64
+	pending []fanout.Event
+	// delay is the caller's spectator delay in plies (0: live); it can
+	// grow once, when a player's last live seat leaves the game.
+	delay int
+	// recheck: an event that may have put the caller's last live seat
+	// out arrived, so delay is to be asked again.
+	recheck bool
+	player  bool // the caller holds a seat
 	// seats are the caller's seats: only the one whose seat is to move
 	// needs its legal moves, and looking them up takes the match's lock.
 	seats map[gamev1.Seat]bool
@@ -135,10 +148,11 @@ func (ws *watchState) retryCatchUp(ctx context.Context, err error) error {
 }
 
 func (ws *watchState) start(ctx context.Context, from uint64) error {
-	snap, err := ws.svc.Get(ctx, ws.c, ws.id)
+	snap, vis, err := ws.svc.getVisible(ctx, ws.c, ws.id)
 	if err != nil {
 		return err
 	}
+	ws.delay = vis.delay
 	ws.seats = make(map[gamev1.Seat]bool)
 	for st, ss := range snap.Seats {
 		if ss.Player.ID == ws.c.ID {
@@ -146,14 +160,27 @@ func (ws *watchState) start(ctx context.Context, from uint64) error {
 			ws.seats[wire.Seat(rules.Seat(st))] = true
 		}
 	}
-	if from > snap.Version {
+	// A spectator cannot have seen more than it is shown now; a seat
+	// holder may have seen every version while it played.
+	bound := snap.Version
+	if vis.seatHolder {
+		bound = vis.version
+	}
+	if from > bound {
 		return fmt.Errorf("%w: from_version %d, match version %d", ErrFutureVersion, from, snap.Version)
 	}
 	if from == 0 {
-		return ws.sendSnapshot(snap)
+		if err := ws.sendSnapshot(snap); err != nil {
+			return err
+		}
+		if snap.Version == vis.version {
+			return nil
+		}
+		// The events after a delayed snapshot are pending.
+		return ws.catchUp(ctx)
 	}
 	ws.last = from
-	if from == snap.Version {
+	if from == vis.version {
 		ws.done = snap.Status != StatusActive
 		return nil
 	}
@@ -161,7 +188,7 @@ func (ws *watchState) start(ctx context.Context, from uint64) error {
 }
 
 func (ws *watchState) sendSnapshot(snap *View) error {
-	ws.last = snap.Version
+	ws.last, ws.pending = snap.Version, ws.pending[:0]
 	ws.done = snap.Status != StatusActive
 	if err := ws.send(WatchItem{Version: snap.Version, Snapshot: snap, LegalMoves: snap.LegalMoves}); err != nil {
 		return errSend{err}
@@ -169,8 +196,9 @@ func (ws *watchState) sendSnapshot(snap *View) error {
 	return nil
 }
 
-// catchUp sends the stored events after the last one sent.
+// catchUp sends the stored events after the last one received.
 func (ws *watchState) catchUp(ctx context.Context) error {
+	snapped := false
 	for !ws.done {
 		evs, err := ws.svc.store.Events(ctx, ws.id, ws.last, watchBatch)
 		if err != nil {
@@ -180,6 +208,12 @@ func (ws *watchState) catchUp(ctx context.Context) error {
 			return nil
 		}
 		if evs[0].Version != ws.last+1 {
+			if snapped {
+				// A delayed snapshot whose next events are trimmed: the
+				// event log is shorter than the spectator delay.
+				return fmt.Errorf("watch %s: events after version %d are trimmed", ws.id, ws.last)
+			}
+			snapped = true
 			// Trimmed: start over from a snapshot, then continue after it.
 			snap, err := ws.svc.Get(ctx, ws.c, ws.id)
 			if err != nil {
@@ -235,27 +269,61 @@ func (ws *watchState) mayMoveAfter(ev fanout.Event) bool {
 	return true
 }
 
-// sendEvents sends the events after the last one sent, each as it is
-// stored; the last event of the batch carries the caller's legal moves when
-// they are to move.
+// sendEvents takes the events after the last one received and sends those
+// visible to the caller, each as it is stored; the last event sent carries
+// the caller's legal moves when they are to move after it.
 func (ws *watchState) sendEvents(ctx context.Context, evs []fanout.Event) error {
-	for i, ev := range evs {
-		v := ev.Version
-		if v <= ws.last {
+	final := false
+	for _, ev := range evs {
+		if ev.Version <= ws.last {
 			continue
 		}
-		item := WatchItem{Version: v, Event: ev.Raw}
-		if i == len(evs)-1 && ws.mayMoveAfter(ev) {
-			item.LegalMoves = ws.svc.LegalMovesAt(ctx, ws.c, ws.id, v)
+		ws.pending = append(ws.pending, ev)
+		ws.last = ev.Version
+		switch ev.Kind {
+		case fanout.KindPlayerResigned, fanout.KindPlayerTimedOut, fanout.KindPlayerEliminated:
+			ws.recheck = ws.player && ws.delay == 0 && ws.svc.cfg.SpectatorDelay > 0
+		}
+		if ev.Final() {
+			final = true
+			break
+		}
+	}
+	if len(ws.pending) == 0 {
+		return nil
+	}
+	if ws.recheck && !final {
+		d, err := ws.svc.delayNow(ctx, ws.c, ws.id)
+		if err != nil {
+			return err
+		}
+		ws.delay, ws.recheck = d, false
+		// Out of the game: no legal moves to look up any more.
+		ws.player = d == 0
+	}
+	n := len(ws.pending)
+	if !final && ws.delay > 0 {
+		// The last event received is the latest ply the watcher knows.
+		now := ws.pending[n-1].Ply
+		n = 0
+		for n < len(ws.pending) && visible(ws.pending[n].Version, ws.pending[n].Ply, now, ws.delay) {
+			n++
+		}
+	}
+	for i, ev := range ws.pending[:n] {
+		item := WatchItem{Version: ev.Version, Event: ev.Raw}
+		if i == len(ws.pending)-1 && ws.mayMoveAfter(ev) {
+			item.LegalMoves = ws.svc.LegalMovesAt(ctx, ws.c, ws.id, ev.Version)
 		}
 		if err := ws.send(item); err != nil {
 			return errSend{err}
 		}
-		ws.last = v
 		if ev.Final() {
 			ws.done = true
-			return nil
+			break
 		}
 	}
+	// Shift rather than reslice, so the buffer does not creep forward.
+	ws.pending = ws.pending[:copy(ws.pending, ws.pending[n:])]
 	return nil
 }
