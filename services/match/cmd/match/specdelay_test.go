@@ -29,6 +29,7 @@ type follower struct {
 	name   string
 	stream watchStream
 	last   uint64
+	live   bool // a player's stream: no delay
 }
 
 // TestSpectatorDelay plays a match on an instance with the default delay
@@ -36,9 +37,8 @@ type follower struct {
 // spectator's stream, a second spectator's stream resumed mid-game, and the
 // spectator's GetMatch and ExportGame stop at the last event whose ply is
 // 4 behind the live ply (Blue's resignation with its ply). Blue, out after
-// resigning, sees it like a spectator but may resume from what it saw live.
-// At the end every stream gets the rest at once, event for event what Red
-// got.
+// resigning, still sees the game live, and resumes live. At the end every
+// stream gets the rest at once, event for event what Red got.
 func TestSpectatorDelay(t *testing.T) {
 	forEachBackend(t, testSpectatorDelay)
 }
@@ -100,13 +100,17 @@ func testSpectatorDelay(t *testing.T, e *env) {
 			want = v
 		}
 		for _, f := range specs {
-			for f.last < want {
+			target := want
+			if f.live {
+				target = m.GetVersion()
+			}
+			for f.last < target {
 				it := recvN(t, f.stream, 1)[0]
 				v := it.GetVersion()
 				if v != f.last+1 || !proto.Equal(it.GetEvent(), history[v]) {
 					t.Fatalf("%s: %s got %v, want event %d as Red got it", what, f.name, it, f.last+1)
 				}
-				if ply := it.GetEvent().GetPly(); ply+delay > m.GetPly() {
+				if ply := it.GetEvent().GetPly(); !f.live && ply+delay > m.GetPly() {
 					t.Fatalf("%s: %s got version %d of ply %d at live ply %d", what, f.name, v, ply, m.GetPly())
 				}
 				if len(it.GetLegalMoves()) > 0 {
@@ -119,30 +123,35 @@ func testSpectatorDelay(t *testing.T, e *env) {
 		if want == 1 {
 			ply = 0
 		}
-		for name, c := range map[string]matchv1.MatchServiceClient{"spectator": spec, "Blue": cs[1]} {
-			if name == "Blue" && m.GetSeats()[1].GetStatus() == first.GetSeats()[1].GetStatus() {
-				continue // Blue still plays: checked below with Red
+		resp, err := spec.GetMatch(ctx, &matchv1.GetMatchRequest{MatchId: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := resp.GetMatch()
+		if v.GetVersion() != want || v.GetPly() != ply || (fens[ply] != "" && v.GetFen4() != fens[ply]) || len(v.GetLegalMoves()) > 0 {
+			t.Fatalf("%s: spectator's GetMatch at version %d ply %d (%d legal moves), want version %d ply %d", what,
+				v.GetVersion(), v.GetPly(), len(v.GetLegalMoves()), want, ply)
+		}
+		for _, cl := range v.GetClocks() {
+			if cl.GetRunning() || cl.GetTurnDeadline() != nil {
+				t.Fatalf("%s: the spectator sees a running clock %v", what, cl)
 			}
+		}
+		if pl := exportedPlies(t, ctx, spec, id); pl != int(ply) {
+			t.Fatalf("%s: spectator's export has %d plies, want %d", what, pl, ply)
+		}
+		// Players, Blue out or not, see the live game.
+		for s, c := range cs[:2] {
 			resp, err := c.GetMatch(ctx, &matchv1.GetMatchRequest{MatchId: id})
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := resp.GetMatch()
-			if v.GetVersion() != want || v.GetPly() != ply || (fens[ply] != "" && v.GetFen4() != fens[ply]) || len(v.GetLegalMoves()) > 0 {
-				t.Fatalf("%s: %s's GetMatch at version %d ply %d (%d legal moves), want version %d ply %d", what, name,
-					v.GetVersion(), v.GetPly(), len(v.GetLegalMoves()), want, ply)
+			if v := resp.GetMatch(); v.GetVersion() != m.GetVersion() || v.GetPly() != m.GetPly() {
+				t.Fatalf("%s: %v's GetMatch at version %d, want the live %d", what, v.GetSeats()[s].GetSeat(), v.GetVersion(), m.GetVersion())
 			}
-			for _, cl := range v.GetClocks() {
-				if cl.GetRunning() || cl.GetTurnDeadline() != nil {
-					t.Fatalf("%s: %s sees a running clock %v", what, name, cl)
-				}
+			if pl := exportedPlies(t, ctx, c, id); pl != int(m.GetPly()) {
+				t.Fatalf("%s: seat %d's export has %d plies, want %d", what, s, pl, m.GetPly())
 			}
-			if pl := exportedPlies(t, ctx, c, id); pl != int(ply) {
-				t.Fatalf("%s: %s's export has %d plies, want %d", what, name, pl, ply)
-			}
-		}
-		if pl := exportedPlies(t, ctx, cs[0], id); pl != int(m.GetPly()) {
-			t.Fatalf("%s: Red's export has %d plies, want %d", what, pl, m.GetPly())
 		}
 	}
 
@@ -166,14 +175,13 @@ func testSpectatorDelay(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	check("Blue's resignation")
-	// Blue is out: it sees the game like a spectator, but it may resume
-	// from the version it saw live.
-	blue := &follower{name: "Blue", stream: watch(cs[1], live().GetVersion()), last: live().GetVersion()}
+	// Blue is out, and resumes its stream: still live.
+	v := live().GetVersion()
+	specs = append(specs, &follower{name: "Blue", stream: watch(cs[1], v), last: v, live: true})
 	for k := 7; k <= 14; k++ {
 		playMoves(t, cs, id, 1, rng)
 		check("move " + strconv.Itoa(k))
 	}
-	specs = append(specs, blue)
 	for _, c := range []matchv1.MatchServiceClient{cs[2], cs[3]} {
 		if _, err := c.Resign(ctx, &matchv1.ResignRequest{MatchId: id}); err != nil {
 			t.Fatal(err)

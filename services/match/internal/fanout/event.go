@@ -31,15 +31,12 @@ type Event struct {
 
 // Field numbers of fourkingdoms.events.v1.MatchEvent that ReadEvent reads.
 const (
-	fieldVersion                          = 2
-	fieldPly                              = 3
-	KindMoveApplied      protowire.Number = 11
-	KindPlayerResigned   protowire.Number = 12
-	KindPlayerTimedOut   protowire.Number = 13
-	KindPlayerEliminated protowire.Number = 14
-	KindGameOver         protowire.Number = 15
-	KindMatchAborted     protowire.Number = 16
-	fieldMoveToMove                       = 2 // MoveApplied.to_move
+	fieldVersion                      = 2
+	fieldPly                          = 3
+	KindMoveApplied  protowire.Number = 11
+	KindGameOver     protowire.Number = 15
+	KindMatchAborted protowire.Number = 16
+	fieldMoveToMove                   = 2 // MoveApplied.to_move
 )
 
 // isKind reports whether num is a member of MatchEvent's event oneof

@@ -57,7 +57,7 @@ type Config struct {
 	// CacheSize bounds the number of decoded games kept per instance.
 	CacheSize int
 	// SpectatorDelay is how many plies behind the live game callers who
-	// play no live seat see a running match (0: live; see visibility.go).
+	// hold no seat see a running match (0: live; see visibility.go).
 	SpectatorDelay int
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // Spectator delay (docs/match.md, "Spectator delay"; docs/api.md, "Who sees
-// what, when"). While a match runs, a caller who plays no live seat in it
+// what, when"). While a match runs, a caller who holds no seat in it
 // sees it Config.SpectatorDelay plies behind: an event of ply q (the plies
 // played after it) becomes visible to them when the match has reached ply
 // q + delay, and everything is visible once the match has ended. Events
@@ -26,12 +26,13 @@ import (
 // never reorders or skips them, and the view (GetMatch, the watch snapshot)
 // and the record (ExportGame) are the state after the last visible event.
 //
-// Who sees the game live: the players of a live seat, and service and
-// operator callers. A seat holder all of whose seats are out (resigned,
-// timed out, eliminated) is a spectator from then on: the delay is there
-// against live help from outside the game (ghosting), and a player who is
-// out is outside it. They may still resume a stream from any version they
-// saw while they played.
+// Who sees the game live: the players holding a seat, whether it is still
+// live or out (resigned, timed out, eliminated), and service and operator
+// callers. A player who is out saw the game live until then; delaying them
+// from then on would take their board back in time and break the version
+// continuity their client relies on, and a player who helps another is
+// teaming, which the delay cannot stop (they could relay the position
+// before leaving as well).
 
 const (
 	// DefaultSpectatorDelay is one full round of four plies: a spectator
@@ -45,15 +46,10 @@ const (
 
 // delayFor returns how many plies behind the live game caller c sees
 // match e now: 0 while the match is over, for services and operators and
-// for the players of a live seat.
+// for the players holding a seat.
 func (s *Service) delayFor(e *entry, c Caller) int {
-	if s.cfg.SpectatorDelay == 0 || e.rec.Status != StatusActive || c.Service || c.Operator {
+	if s.cfg.SpectatorDelay == 0 || e.rec.Status != StatusActive || c.Service || c.Operator || len(e.seatsOf(c)) > 0 {
 		return 0
-	}
-	for _, seat := range e.seatsOf(c) {
-		if e.game.Status(seat) == rules.Live {
-			return 0
-		}
 	}
 	return s.cfg.SpectatorDelay
 }
@@ -68,9 +64,6 @@ func visible(version uint64, ply uint32, now uint32, delay int) bool {
 type visibility struct {
 	// delay is in plies (0: live).
 	delay int
-	// seatHolder: the caller holds a seat (live or not), so it may have
-	// seen every version so far.
-	seatHolder bool
 	// version is the match's live version.
 	version uint64
 }
@@ -82,23 +75,12 @@ func (s *Service) getVisible(ctx context.Context, c Caller, id string) (*View, v
 	if _, err := s.load(ctx, e, ""); err != nil {
 		return nil, visibility{}, err
 	}
-	vis := visibility{delay: s.delayFor(e, c), seatHolder: len(e.seatsOf(c)) > 0, version: e.version}
+	vis := visibility{delay: s.delayFor(e, c), version: e.version}
 	if vis.delay == 0 {
 		return s.view(e, c, s.clockNow()), vis, nil
 	}
 	v, err := s.delayedView(ctx, e, vis.delay)
 	return v, vis, err
-}
-
-// delayNow reports the caller's delay on match id now (a watcher whose
-// seats all left the game asks it).
-func (s *Service) delayNow(ctx context.Context, c Caller, id string) (int, error) {
-	e := s.cache.lock(id)
-	defer e.unlock()
-	if _, err := s.load(ctx, e, ""); err != nil {
-		return 0, err
-	}
-	return s.delayFor(e, c), nil
 }
 
 // delayedState is a match as delayed callers see it: the game replayed up

@@ -20,7 +20,8 @@ import (
 // received (a resignation travels with its ply), and everything once the
 // final event is in.
 func TestWatchHoldsEventsBack(t *testing.T) {
-	move, resign, elim, over := fanout.KindMoveApplied, fanout.KindPlayerResigned, fanout.KindPlayerEliminated, fanout.KindGameOver
+	// The kinds are MatchEvent's oneof field numbers.
+	move, resign, elim, over := fanout.KindMoveApplied, protowire.Number(12), protowire.Number(14), fanout.KindGameOver
 	ev := func(v uint64, ply uint32, kind protowire.Number) fanout.Event {
 		return fanout.Event{Version: v, Ply: ply, Kind: kind}
 	}

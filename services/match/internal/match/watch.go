@@ -41,8 +41,7 @@ type WatchItem struct {
 // duplicates. A caller who sees the match with the spectator delay
 // (visibility.go) gets the snapshot and each event only once it is
 // visible to them, and everything at once when the match ends; such a
-// caller may resume from any version it was shown (a seat holder, from
-// any version so far). Live events come from the hub; any gap (lost notification,
+// caller may resume from any version it was shown. Live events come from the hub; any gap (lost notification,
 // reconnect) is filled from the match's event stream, and a gap the stream
 // no longer covers (trimmed) is answered with a fresh snapshot. It returns
 // nil after the match's final event, ErrSlowConsumer when the hub dropped
@@ -103,13 +102,9 @@ type watchState struct {
 	// pending until they are visible to the caller.
 	last    uint64
 	pending []fanout.Event
-	// delay is the caller's spectator delay in plies (0: live); it can
-	// grow once, when a player's last live seat leaves the game.
-	delay int
-	// recheck: an event that may have put the caller's last live seat
-	// out arrived, so delay is to be asked again.
-	recheck bool
-	player  bool // the caller holds a seat
+	// delay is the caller's spectator delay in plies (0: live).
+	delay  int
+	player bool // the caller holds a seat
 	// seats are the caller's seats: only the one whose seat is to move
 	// needs its legal moves, and looking them up takes the match's lock.
 	seats map[gamev1.Seat]bool
@@ -160,13 +155,9 @@ func (ws *watchState) start(ctx context.Context, from uint64) error {
 			ws.seats[wire.Seat(rules.Seat(st))] = true
 		}
 	}
-	// A spectator cannot have seen more than it is shown now; a seat
-	// holder may have seen every version while it played.
-	bound := snap.Version
-	if vis.seatHolder {
-		bound = vis.version
-	}
-	if from > bound {
+	// A spectator cannot have seen more than it is shown now (and is not
+	// told how far the live game is).
+	if from > snap.Version {
 		return fmt.Errorf("%w: from_version %d, match version %d", ErrFutureVersion, from, snap.Version)
 	}
 	if from == 0 {
@@ -280,10 +271,6 @@ func (ws *watchState) sendEvents(ctx context.Context, evs []fanout.Event) error 
 		}
 		ws.pending = append(ws.pending, ev)
 		ws.last = ev.Version
-		switch ev.Kind {
-		case fanout.KindPlayerResigned, fanout.KindPlayerTimedOut, fanout.KindPlayerEliminated:
-			ws.recheck = ws.player && ws.delay == 0 && ws.svc.cfg.SpectatorDelay > 0
-		}
 		if ev.Final() {
 			final = true
 			break
@@ -291,15 +278,6 @@ func (ws *watchState) sendEvents(ctx context.Context, evs []fanout.Event) error 
 	}
 	if len(ws.pending) == 0 {
 		return nil
-	}
-	if ws.recheck && !final {
-		d, err := ws.svc.delayNow(ctx, ws.c, ws.id)
-		if err != nil {
-			return err
-		}
-		ws.delay, ws.recheck = d, false
-		// Out of the game: no legal moves to look up any more.
-		ws.player = d == 0
 	}
 	n := len(ws.pending)
 	if !final && ws.delay > 0 {
