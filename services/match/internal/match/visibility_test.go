@@ -161,3 +161,49 @@ func TestDelayedReplayFollowsTheEvents(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDelayedView measures what a spectator's view costs the service
+// on a 400-ply random game: "cold" replays the whole game (the first
+// spectator read of a match on an instance), "advance" replays one more
+// ply onto the kept replay (every later read after a move).
+//
+//	go test ./internal/match -run '^$' -bench DelayedView
+func BenchmarkDelayedView(b *testing.B) {
+	svc := &Service{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	rng := rand.New(rand.NewPCG(1, 2))
+	g, err := rules.NewGame(rules.FourKingdoms(), 1, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var games []*rules.Game
+	for !g.Over() && g.Ply() < 400 {
+		ms := g.LegalMoves(g.ToMove())
+		if _, err := g.Play(g.ToMove(), ms[rng.IntN(len(ms))]); err != nil {
+			b.Fatal(err)
+		}
+		games = append(games, g.Clone())
+	}
+	b.Logf("%d plies", g.Ply())
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := svc.delayedAt(&entry{id: "m", game: g}, DefaultSpectatorDelay); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("advance", func(b *testing.B) {
+		e := &entry{id: "m", game: games[len(games)-2]}
+		for b.Loop() {
+			b.StopTimer()
+			e.game = games[len(games)-2]
+			if _, err := svc.delayedAt(e, DefaultSpectatorDelay); err != nil {
+				b.Fatal(err)
+			}
+			e.game = games[len(games)-1]
+			b.StartTimer()
+			if _, err := svc.delayedAt(e, DefaultSpectatorDelay); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
