@@ -17,6 +17,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 )
 
@@ -132,9 +133,32 @@ func testSpectatorDelay(t *testing.T, e *env) {
 			t.Fatalf("%s: spectator's GetMatch at version %d ply %d (%d legal moves), want version %d ply %d", what,
 				v.GetVersion(), v.GetPly(), len(v.GetLegalMoves()), want, ply)
 		}
-		for _, cl := range v.GetClocks() {
+		// Last move, points and remaining times are those of the last
+		// visible events that carry them.
+		var lastMove *eventsv1.MoveApplied
+		var points []*gamev1.SeatPoints
+		for _, ev := range history[2 : want+1] {
+			if mv := ev.GetMoveApplied(); mv != nil {
+				lastMove, points = mv, mv.GetPoints()
+			}
+			if el := ev.GetPlayerEliminated(); el != nil {
+				points = el.GetPoints()
+			}
+		}
+		if !proto.Equal(v.GetLastMove(), lastMove.GetEffects()) {
+			t.Fatalf("%s: spectator's last move %v, want %v", what, v.GetLastMove(), lastMove.GetEffects())
+		}
+		for _, p := range points {
+			if got := v.GetSeats()[p.GetSeat()-1].GetPoints(); got != p.GetPoints() {
+				t.Fatalf("%s: spectator sees %v with %d points, the last visible event %d", what, p.GetSeat(), got, p.GetPoints())
+			}
+		}
+		for i, cl := range v.GetClocks() {
 			if cl.GetRunning() || cl.GetTurnDeadline() != nil {
 				t.Fatalf("%s: the spectator sees a running clock %v", what, cl)
+			}
+			if lastMove != nil && !proto.Equal(cl.GetRemaining(), lastMove.GetClocks()[i].GetRemaining()) {
+				t.Fatalf("%s: spectator's clock %v, the last visible move recorded %v", what, cl, lastMove.GetClocks()[i])
 			}
 		}
 		if pl := exportedPlies(t, ctx, spec, id); pl != int(ply) {
