@@ -41,9 +41,10 @@ type WatchItem struct {
 // duplicates. A caller who sees the match with the spectator delay
 // (visibility.go) gets the snapshot and each event only once it is
 // visible to them, and everything at once when the match ends; such a
-// caller may resume from any version it was shown. Live events come from the hub; any gap (lost notification,
-// reconnect) is filled from the match's event stream, and a gap the stream
-// no longer covers (trimmed) is answered with a fresh snapshot. It returns
+// caller may resume from any version it was shown. Live events come from
+// the hub; any gap (lost notification, reconnect) is filled from the
+// match's event stream, and a gap the stream no longer covers (trimmed) is
+// answered with a fresh snapshot. It returns
 // nil after the match's final event, ErrSlowConsumer when the hub dropped
 // the watcher, or the context's error.
 func (s *Service) Watch(ctx context.Context, c Caller, id string, from uint64, send func(WatchItem) error) error {
