@@ -162,7 +162,8 @@ func TestBadInput(t *testing.T) {
 		if _, err := red.MakeMove(t.Context(), &matchv1.MakeMoveRequest{MatchId: id, Move: "g2-g3", ClientMoveId: "once"}); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("reused move id with another move: %v, want InvalidArgument", err)
 		}
-		after, err := spec.GetMatch(t.Context(), &matchv1.GetMatchRequest{MatchId: id})
+		// Red's player sees the game live (a spectator, a round behind).
+		after, err := red.GetMatch(t.Context(), &matchv1.GetMatchRequest{MatchId: id})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,6 +65,7 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.Match.FirstMoveLimit, "first-move-limit", "MATCH_FIRST_MOVE_LIMIT", "time for a player's first move")
 	b.Int(&c.Match.CacheSize, "cache-size", "MATCH_CACHE_SIZE", "decoded games cached per instance")
 	b.Duration(&c.Match.PremoveCost, "premove-cost", "MATCH_PREMOVE_COST", "time a premove is charged on its clock")
+	b.Int(&c.Match.SpectatorDelay, "spectator-delay", "MATCH_SPECTATOR_DELAY", "plies behind the live game that spectators see a running match (0: live)")
 	b.Duration(&c.Keeper.Interval, "keeper-interval", "MATCH_KEEPER_INTERVAL", "interval of deadline scans")
 	b.Duration(&c.Keeper.LeaseTTL, "keeper-lease-ttl", "MATCH_KEEPER_LEASE_TTL", "keeper lease lifetime")
 	b.Int(&c.WatchBuffer, "watch-buffer", "MATCH_WATCH_BUFFER", "changes buffered per watcher")

@@ -33,6 +33,8 @@ func TestRunFailsCleanly(t *testing.T) {
 		{"bad log level", map[string]string{"LOG_LEVEL": "loud"}, `log level: unknown log level "loud"`},
 		{"redis unreachable", map[string]string{"REDIS_ADDR": redistest.FreeAddr(t), "REDIS_PING_TIMEOUT": "500ms", "REDIS_MAX_RETRIES": "-1"}, "redis 127.0.0.1:"},
 		{"bad setting", map[string]string{"MATCH_WATCH_BUFFER": "0"}, "watch buffer"},
+		{"negative spectator delay", map[string]string{"MATCH_SPECTATOR_DELAY": "-1"}, "spectator delay must be 0 to 64 plies"},
+		{"spectator delay beyond the event log's reach", map[string]string{"MATCH_SPECTATOR_DELAY": "65"}, "spectator delay must be 0 to 64 plies"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -104,7 +104,8 @@ func TestKilledInstance(t *testing.T) {
 		_ = procA.Wait()
 
 		// Blue's clock in the short game runs out with no instance serving it.
-		spec := e.client(b.addr, e.token("spectator", auth.RolePlayer))
+		// A service sees the live clocks (a spectator's view is a round behind).
+		spec := e.client(b.addr, e.token("broadcaster", auth.RoleService))
 		stream, err := spec.WatchMatch(ctx, &matchv1.WatchMatchRequest{MatchId: short.GetMatchId()})
 		if err != nil {
 			t.Fatal(err)

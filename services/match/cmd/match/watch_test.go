@@ -86,7 +86,9 @@ func TestWatchResume(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		spec := e.client(inst.addr, e.token("spectator", auth.RolePlayer))
+		// A service's stream is live (a spectator's is delayed:
+		// TestSpectatorDelay).
+		spec := e.client(inst.addr, e.token("broadcaster", auth.RoleService))
 
 		// Resume after version 3: exactly 4..v, then live events.
 		stream, err := spec.WatchMatch(ctx, &matchv1.WatchMatchRequest{MatchId: m.GetMatchId(), FromVersion: 3})
@@ -158,7 +160,9 @@ func TestClockFlagsWithoutClients(t *testing.T) {
 		})
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		spec := e.client(inst.addr, e.token("spectator", auth.RolePlayer))
+		// A service sees the live clocks (a spectator sees those of its
+		// delayed ply, none running).
+		spec := e.client(inst.addr, e.token("broadcaster", auth.RoleService))
 		stream, err := spec.WatchMatch(ctx, &matchv1.WatchMatchRequest{MatchId: m.GetMatchId()})
 		if err != nil {
 			t.Fatal(err)

@@ -243,10 +243,11 @@ func watchResponse(it match.WatchItem) *matchv1.WatchMatchResponse {
 
 // ExportGame implements MatchService.
 func (s *Server) ExportGame(ctx context.Context, req *matchv1.ExportGameRequest) (*matchv1.ExportGameResponse, error) {
-	if _, err := caller(ctx); err != nil {
+	c, err := caller(ctx)
+	if err != nil {
 		return nil, err
 	}
-	pgn, err := s.svc.Export(ctx, req.GetMatchId())
+	pgn, err := s.svc.Export(ctx, c, req.GetMatchId())
 	if err != nil {
 		return nil, s.Status(ctx, err)
 	}

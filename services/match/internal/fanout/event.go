@@ -23,11 +23,16 @@ type Event struct {
 	Kind protowire.Number
 	// ToMove is MoveApplied.to_move when Kind is KindMoveApplied.
 	ToMove gamev1.Seat
+	// Ply is MatchEvent.ply: the plies played after the event. A watcher
+	// that sees a match some plies behind (spectator delay) holds events
+	// back by it.
+	Ply uint32
 }
 
 // Field numbers of fourkingdoms.events.v1.MatchEvent that ReadEvent reads.
 const (
 	fieldVersion                      = 2
+	fieldPly                          = 3
 	KindMoveApplied  protowire.Number = 11
 	KindGameOver     protowire.Number = 15
 	KindMatchAborted protowire.Number = 16
@@ -43,8 +48,8 @@ func (e Event) Final() bool { return e.Kind == KindGameOver || e.Kind == KindMat
 
 var errBadEvent = errors.New("malformed match event")
 
-// ReadEvent reads an encoded MatchEvent's version, event kind and, for a
-// MoveApplied, the seat to move, with proto's rules for repeated fields: the
+// ReadEvent reads an encoded MatchEvent's version, ply, event kind and, for
+// a MoveApplied, the seat to move, with proto's rules for repeated fields: the
 // last value of a scalar wins, a oneof holds its last member, and repeated
 // occurrences of the same message member merge. It checks the encoding's
 // structure, not the contents it skips (a string's UTF-8, for example).
@@ -63,6 +68,13 @@ func ReadEvent(raw []byte) (Event, error) {
 				return Event{}, fmt.Errorf("%w: version: %v", errBadEvent, protowire.ParseError(n))
 			}
 			e.Version, b = v, b[n:]
+			continue
+		case num == fieldPly && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return Event{}, fmt.Errorf("%w: ply: %v", errBadEvent, protowire.ParseError(n))
+			}
+			e.Ply, b = uint32(v), b[n:]
 			continue
 		case isKind(num) && typ == protowire.BytesType:
 			msg, n := protowire.ConsumeBytes(b)

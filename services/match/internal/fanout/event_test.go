@@ -58,25 +58,26 @@ func TestReadEvent(t *testing.T) {
 		final  bool
 		reject bool
 	}{
-		{name: "move", raw: encode(t, move), want: Event{Version: 7, Kind: KindMoveApplied, ToMove: gamev1.Seat_SEAT_YELLOW}},
+		{name: "move", raw: encode(t, move), want: Event{Version: 7, Ply: 3, Kind: KindMoveApplied, ToMove: gamev1.Seat_SEAT_YELLOW}},
 		{name: "game over", raw: encode(t, over), want: Event{Version: 9, Kind: KindGameOver}, final: true},
 		{name: "aborted", raw: encode(t, aborted), want: Event{Version: 10, Kind: KindMatchAborted}, final: true},
 		{name: "resigned", raw: encode(t, resigned), want: Event{Version: 8, Kind: 12}},
 		{name: "no event", raw: encode(t, &eventsv1.MatchEvent{Version: 1}), want: Event{Version: 1}},
 		{name: "empty", raw: nil, want: Event{}},
 		{name: "last version wins", raw: append(encode(t, move), encode(t, &eventsv1.MatchEvent{Version: 12})...),
-			want: Event{Version: 12, Kind: KindMoveApplied, ToMove: gamev1.Seat_SEAT_YELLOW}},
+			want: Event{Version: 12, Ply: 3, Kind: KindMoveApplied, ToMove: gamev1.Seat_SEAT_YELLOW}},
 		{name: "moves merge", raw: append(encode(t, move), moveTo(gamev1.Seat_SEAT_GREEN)...),
-			want: Event{Version: 7, Kind: KindMoveApplied, ToMove: gamev1.Seat_SEAT_GREEN}},
+			want: Event{Version: 7, Ply: 3, Kind: KindMoveApplied, ToMove: gamev1.Seat_SEAT_GREEN}},
 		{name: "last oneof member wins", raw: append(encode(t, move), encode(t, over)...),
-			want: Event{Version: 9, Kind: KindGameOver}, final: true},
+			want: Event{Version: 9, Ply: 3, Kind: KindGameOver}, final: true},
 		{name: "member switch resets the move", raw: append(append(encode(t, move), encode(t, resigned)...),
 			protowire.AppendBytes(protowire.AppendTag(nil, KindMoveApplied, protowire.BytesType), nil)...),
-			want: Event{Version: 8, Kind: KindMoveApplied}},
+			want: Event{Version: 8, Ply: 3, Kind: KindMoveApplied}},
 		{name: "version of the wrong wire type is unknown", raw: protowire.AppendString(protowire.AppendTag(nil, fieldVersion, protowire.BytesType), "x"),
 			want: Event{}},
 		{name: "truncated tag", raw: []byte{0x80}, reject: true},
 		{name: "truncated version", raw: []byte{0x10, 0x80}, reject: true},
+		{name: "truncated ply", raw: []byte{0x18, 0x80}, reject: true},
 		{name: "truncated member", raw: []byte{0x5a, 0x05, 0x10}, reject: true},
 		{name: "truncated to_move", raw: []byte{0x5a, 0x02, 0x10, 0x80}, reject: true},
 		{name: "field number zero", raw: []byte{0x00, 0x01}, reject: true},
@@ -94,7 +95,7 @@ func TestReadEvent(t *testing.T) {
 				t.Fatalf("ReadEvent: %v", err)
 			}
 			tt.want.Raw = tt.raw
-			if got.Version != tt.want.Version || got.Kind != tt.want.Kind || got.ToMove != tt.want.ToMove || len(got.Raw) != len(tt.raw) {
+			if got.Version != tt.want.Version || got.Ply != tt.want.Ply || got.Kind != tt.want.Kind || got.ToMove != tt.want.ToMove || len(got.Raw) != len(tt.raw) {
 				t.Errorf("ReadEvent = %+v, want %+v", got, tt.want)
 			}
 			if got.Final() != tt.final {
@@ -117,9 +118,9 @@ func checkAgainstProto(t *testing.T, raw []byte, got Event) {
 	if od := m.ProtoReflect().WhichOneof(m.ProtoReflect().Descriptor().Oneofs().ByName("event")); od != nil {
 		kind = od.Number()
 	}
-	if got.Version != m.GetVersion() || got.Kind != kind || got.ToMove != m.GetMoveApplied().GetToMove() {
-		t.Errorf("ReadEvent = version %d, kind %d, to move %v; proto.Unmarshal = %d, %d, %v",
-			got.Version, got.Kind, got.ToMove, m.GetVersion(), kind, m.GetMoveApplied().GetToMove())
+	if got.Version != m.GetVersion() || got.Ply != m.GetPly() || got.Kind != kind || got.ToMove != m.GetMoveApplied().GetToMove() {
+		t.Errorf("ReadEvent = version %d, ply %d, kind %d, to move %v; proto.Unmarshal = %d, %d, %d, %v",
+			got.Version, got.Ply, got.Kind, got.ToMove, m.GetVersion(), m.GetPly(), kind, m.GetMoveApplied().GetToMove())
 	}
 }
 

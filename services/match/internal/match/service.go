@@ -59,11 +59,15 @@ type Config struct {
 	// PremoveCost is what a premove is charged on its seat's clock
 	// (docs/rules.md section 10).
 	PremoveCost time.Duration
+	// SpectatorDelay is how many plies behind the live game callers who
+	// hold no seat see a running match (0: live; see visibility.go).
+	SpectatorDelay int
 }
 
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
-	return Config{FirstMoveLimit: 30 * time.Second, MaxAttempts: 8, CacheSize: 20000, PremoveCost: 100 * time.Millisecond}
+	return Config{FirstMoveLimit: 30 * time.Second, MaxAttempts: 8, CacheSize: 20000, PremoveCost: 100 * time.Millisecond,
+		SpectatorDelay: DefaultSpectatorDelay}
 }
 
 // Validate reports settings the service cannot work with.
@@ -77,6 +81,8 @@ func (c Config) Validate() error {
 		return errors.New("cache size must be at least 1")
 	case c.PremoveCost < time.Millisecond || c.PremoveCost > time.Minute:
 		return fmt.Errorf("premove cost %v: must be from 1ms to 1m", c.PremoveCost)
+	case c.SpectatorDelay < 0 || c.SpectatorDelay > maxSpectatorDelay:
+		return fmt.Errorf("spectator delay must be 0 to %d plies", maxSpectatorDelay)
 	}
 	return nil
 }
@@ -161,6 +167,9 @@ type entry struct {
 	// which seats its caller holds, and the proto is a pointer chase away.
 	players [rules.NumSeats]string
 	tc      timecontrol.TimeControl
+	// delayed is the match as delayed viewers last saw it (visibility.go),
+	// kept so that it advances instead of being replayed from the start.
+	delayed *delayedState
 }
 
 // setState decodes a stored state into the entry (Meta only when present).
@@ -481,7 +490,7 @@ func (s *Service) Create(ctx context.Context, c Caller, req *matchv1.CreateMatch
 	if made {
 		s.log.InfoContext(ctx, "match created", "match", id, "rule_set", rs.Name, "time_control", tcPB.GetName())
 	}
-	return s.Get(ctx, Caller{ID: c.ID}, got)
+	return s.Get(ctx, c, got)
 }
 
 func validatePlayers(in []*gamev1.SeatPlayer) ([]*gamev1.SeatPlayer, error) {
@@ -515,17 +524,14 @@ func validatePlayers(in []*gamev1.SeatPlayer) ([]*gamev1.SeatPlayer, error) {
 	return out, nil
 }
 
-// Get returns a fresh view of a match as seen by the caller.
+// Get returns a fresh view of a match as seen by the caller: live, or
+// behind by the spectator delay (visibility.go).
 func (s *Service) Get(ctx context.Context, c Caller, id string) (*View, error) {
 	if _, err := store.PartitionOf(id); err != nil {
 		return nil, ErrNotFound
 	}
-	e := s.cache.lock(id)
-	defer e.unlock()
-	if _, err := s.load(ctx, e, ""); err != nil {
-		return nil, err
-	}
-	return s.view(e, c, s.clockNow()), nil
+	v, _, err := s.getVisible(ctx, c, id)
+	return v, err
 }
 
 // legalFor lists the caller's legal moves if they hold the live seat to move.
@@ -867,8 +873,10 @@ func (s *Service) Flag(ctx context.Context, id string) (bool, error) {
 
 var errNothingDue = errors.New("no deadline due")
 
-// Export returns the game record in PGN4.
-func (s *Service) Export(ctx context.Context, id string) (string, error) {
+// Export returns the game record in PGN4 as the caller sees it: while the
+// match runs, a spectator's record stops at the spectator delay
+// (visibility.go).
+func (s *Service) Export(ctx context.Context, c Caller, id string) (string, error) {
 	if _, err := store.PartitionOf(id); err != nil {
 		return "", ErrNotFound
 	}
@@ -887,6 +895,12 @@ func (s *Service) Export(ctx context.Context, id string) (string, error) {
 		}
 	}
 	pgn := e.game.PGN4(tags)
+	if delay := s.delayFor(e, c); delay > 0 {
+		var err error
+		if pgn, err = s.delayedPGN4(e, delay, tags); err != nil {
+			return "", err
+		}
+	}
 	if e.rec.Status == StatusActive {
 		// The seed decides the zombie moves still to come: players must not
 		// learn it while the match runs. The record re-imports without it

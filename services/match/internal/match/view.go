@@ -85,12 +85,32 @@ const (
 
 // view takes the View of a loaded entry for the caller.
 func (s *Service) view(e *entry, c Caller, now time.Time) *View {
-	g, mc := e.game, e.created.GetMatchCreated()
+	g := e.game
+	v := s.board(e, g, &e.rec, e.version)
+	v.Status, v.Clocks = e.rec.Status, e.rec.Clocks.read(e.tc, s.cfg.FirstMoveLimit, now)
+	v.Premoves = premovesOf(e, c)
+	if e.rec.Status == StatusActive {
+		v.ToMove, v.LegalMoves = g.ToMove(), s.legalFor(e, c)
+		v.CanClaimWin = slices.ContainsFunc(e.seatsOf(c), func(x rules.Seat) bool { return g.CanClaimWin(x) == nil })
+	} else {
+		v.FinishedAt = e.rec.FinishedAt
+		if e.rec.Status == StatusFinished {
+			r := g.Result()
+			v.Result = &r
+		}
+	}
+	return v
+}
+
+// board is what game g of entry e shows at version, with rec's exit
+// reasons and last move: the live game, or the one a delayed viewer sees
+// (visibility.go). Status, clocks, seat to move and result are the
+// caller's to fill in.
+func (s *Service) board(e *entry, g *rules.Game, rec *record, version uint64) *View {
+	mc := e.created.GetMatchCreated()
 	v := &View{
-		ID: e.id, Status: e.rec.Status, RuleSet: mc.GetRuleSet(), TimeControl: e.tc, FEN4: g.FEN4(), Ply: g.Ply(),
-		Version: e.version, Clocks: e.rec.Clocks.read(e.tc, s.cfg.FirstMoveLimit, now),
-		CreatedAt: e.created.GetOccurredAt().AsTime(), Pieces: g.Squares(), LastMove: e.rec.LastMove,
-		Premoves: premovesOf(e, c),
+		ID: e.id, RuleSet: mc.GetRuleSet(), TimeControl: e.tc, FEN4: g.FEN4(), Ply: g.Ply(),
+		Version: version, CreatedAt: e.created.GetOccurredAt().AsTime(), Pieces: g.Squares(), LastMove: rec.LastMove,
 	}
 	for _, sp := range mc.GetPlayers() {
 		if seat, ok := wire.SeatOf(sp.GetSeat()); ok {
@@ -101,18 +121,8 @@ func (s *Service) view(e *entry, c Caller, now time.Time) *View {
 	points, result := g.Points(), g.ResultPoints()
 	for st := range rules.NumSeats {
 		ss := &v.Seats[st]
-		ss.Status, ss.Exit = g.Status(rules.Seat(st)), ExitReason(e.rec.Exit[st])
+		ss.Status, ss.Exit = g.Status(rules.Seat(st)), ExitReason(rec.Exit[st])
 		ss.Points, ss.ResultPoints = points[st], result[st]
-	}
-	if e.rec.Status == StatusActive {
-		v.ToMove, v.LegalMoves = g.ToMove(), s.legalFor(e, c)
-		v.CanClaimWin = slices.ContainsFunc(e.seatsOf(c), func(x rules.Seat) bool { return g.CanClaimWin(x) == nil })
-	} else {
-		v.FinishedAt = e.rec.FinishedAt
-		if e.rec.Status == StatusFinished {
-			r := g.Result()
-			v.Result = &r
-		}
 	}
 	return v
 }

@@ -42,9 +42,13 @@ type WatchItem struct {
 
 // Watch streams a match to send: a snapshot (from 0) or the events after
 // from, then every later event in version order, without gaps or
-// duplicates. Live events come from the hub; any gap (lost notification,
-// reconnect) is filled from the match's event stream, and a gap the stream
-// no longer covers (trimmed) is answered with a fresh snapshot. It returns
+// duplicates. A caller who sees the match with the spectator delay
+// (visibility.go) gets the snapshot and each event only once it is
+// visible to them, and everything at once when the match ends; such a
+// caller may resume from any version it was shown. Live events come from
+// the hub; any gap (lost notification, reconnect) is filled from the
+// match's event stream, and a gap the stream no longer covers (trimmed) is
+// answered with a fresh snapshot. It returns
 // nil after the match's final event, ErrSlowConsumer when the hub dropped
 // the watcher, or the context's error.
 func (s *Service) Watch(ctx context.Context, c Caller, id string, from uint64, send func(WatchItem) error) error {
@@ -100,11 +104,16 @@ func (s *Service) Watch(ctx context.Context, c Caller, id string, from uint64, s
 }
 
 type watchState struct {
-	svc    *Service
-	c      Caller
-	id     string
-	send   func(WatchItem) error
-	last   uint64
+	svc  *Service
+	c    Caller
+	id   string
+	send func(WatchItem) error
+	// last is the last version received; the events after sent are
+	// pending until they are visible to the caller.
+	last    uint64
+	pending []fanout.Event
+	// delay is the caller's spectator delay in plies (0: live).
+	delay  int
 	player bool // the caller holds a seat
 	// seats are the caller's seats: only the one whose seat is to move
 	// needs its legal moves, and looking them up takes the match's lock.
@@ -149,10 +158,11 @@ func (ws *watchState) retryCatchUp(ctx context.Context, err error) error {
 }
 
 func (ws *watchState) start(ctx context.Context, from uint64) error {
-	snap, err := ws.svc.Get(ctx, ws.c, ws.id)
+	snap, vis, err := ws.svc.getVisible(ctx, ws.c, ws.id)
 	if err != nil {
 		return err
 	}
+	ws.delay = vis.delay
 	ws.seats = make(map[gamev1.Seat]bool)
 	for st, ss := range snap.Seats {
 		if ss.Player.ID == ws.c.ID {
@@ -160,14 +170,23 @@ func (ws *watchState) start(ctx context.Context, from uint64) error {
 			ws.seats[wire.Seat(rules.Seat(st))] = true
 		}
 	}
+	// A spectator cannot have seen more than it is shown now (and is not
+	// told how far the live game is).
 	if from > snap.Version {
 		return fmt.Errorf("%w: from_version %d, match version %d", ErrFutureVersion, from, snap.Version)
 	}
 	if from == 0 {
-		return ws.sendSnapshot(snap)
+		if err := ws.sendSnapshot(snap); err != nil {
+			return err
+		}
+		if snap.Version == vis.version {
+			return nil
+		}
+		// The events after a delayed snapshot are pending.
+		return ws.catchUp(ctx)
 	}
 	ws.last = from
-	if from == snap.Version {
+	if from == vis.version {
 		ws.done = snap.Status != StatusActive
 	} else if err := ws.catchUp(ctx); err != nil {
 		return err
@@ -181,7 +200,7 @@ func (ws *watchState) sendSnapshot(snap *View) error {
 	for _, p := range snap.Premoves {
 		ws.sentPremoves(p)
 	}
-	ws.last = snap.Version
+	ws.last, ws.pending = snap.Version, ws.pending[:0]
 	ws.done = snap.Status != StatusActive
 	if err := ws.send(WatchItem{Version: snap.Version, Snapshot: snap, LegalMoves: snap.LegalMoves}); err != nil {
 		return errSend{err}
@@ -189,8 +208,9 @@ func (ws *watchState) sendSnapshot(snap *View) error {
 	return nil
 }
 
-// catchUp sends the stored events after the last one sent.
+// catchUp sends the stored events after the last one received.
 func (ws *watchState) catchUp(ctx context.Context) error {
+	snapped := false
 	for !ws.done {
 		evs, err := ws.svc.store.Events(ctx, ws.id, ws.last, watchBatch)
 		if err != nil {
@@ -200,6 +220,12 @@ func (ws *watchState) catchUp(ctx context.Context) error {
 			return nil
 		}
 		if evs[0].Version != ws.last+1 {
+			if snapped {
+				// A delayed snapshot whose next events are trimmed: the
+				// event log is shorter than the spectator delay.
+				return fmt.Errorf("watch %s: events after version %d are trimmed", ws.id, ws.last)
+			}
+			snapped = true
 			// Trimmed: start over from a snapshot, then continue after it.
 			snap, err := ws.svc.Get(ctx, ws.c, ws.id)
 			if err != nil {
@@ -255,28 +281,49 @@ func (ws *watchState) mayMoveAfter(ev fanout.Event) bool {
 	return true
 }
 
-// sendEvents sends the events after the last one sent, each as it is
-// stored; the last event of the batch carries the caller's legal moves when
-// they are to move.
+// sendEvents takes the events after the last one received and sends those
+// visible to the caller, each as it is stored; the last event sent carries
+// the caller's legal moves when they are to move after it.
 func (ws *watchState) sendEvents(ctx context.Context, evs []fanout.Event) error {
-	for i, ev := range evs {
-		v := ev.Version
-		if v <= ws.last {
+	final := false
+	for _, ev := range evs {
+		if ev.Version <= ws.last {
 			continue
 		}
-		item := WatchItem{Version: v, Event: ev.Raw}
-		if i == len(evs)-1 && ws.mayMoveAfter(ev) {
-			item.LegalMoves = ws.svc.LegalMovesAt(ctx, ws.c, ws.id, v)
+		ws.pending = append(ws.pending, ev)
+		ws.last = ev.Version
+		if ev.Final() {
+			final = true
+			break
+		}
+	}
+	if len(ws.pending) == 0 {
+		return nil
+	}
+	n := len(ws.pending)
+	if !final && ws.delay > 0 {
+		// The last event received is the latest ply the watcher knows.
+		now := ws.pending[n-1].Ply
+		n = 0
+		for n < len(ws.pending) && visible(ws.pending[n].Version, ws.pending[n].Ply, now, ws.delay) {
+			n++
+		}
+	}
+	for i, ev := range ws.pending[:n] {
+		item := WatchItem{Version: ev.Version, Event: ev.Raw}
+		if i == len(ws.pending)-1 && ws.mayMoveAfter(ev) {
+			item.LegalMoves = ws.svc.LegalMovesAt(ctx, ws.c, ws.id, ev.Version)
 		}
 		if err := ws.send(item); err != nil {
 			return errSend{err}
 		}
-		ws.last = v
 		if ev.Final() {
 			ws.done = true
-			return nil
+			break
 		}
 	}
+	// Shift rather than reslice, so the buffer does not creep forward.
+	ws.pending = ws.pending[:copy(ws.pending, ws.pending[n:])]
 	return nil
 }
 
