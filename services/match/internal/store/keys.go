@@ -87,7 +87,7 @@ func (k keys) outbox(p int) string                    { return k.tag(p) + ":outb
 
 // The keeper's keys share the hash tag "{fk:keeper}", so that one script
 // reads the membership and every range lease on a Redis Cluster node.
-func (k keys) keeperTag() string    { return k.prefix + "{fk:keeper}" }
+func (k keys) keeperTag() string     { return k.prefix + "{fk:keeper}" }
 func (k keys) keeperMembers() string { return k.keeperTag() + ":members" }
 func (k keys) keeperFence() string   { return k.keeperTag() + ":fence" }
 func (k keys) rangeLease(r int) string {
