@@ -158,7 +158,15 @@ func (k *Keeper) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 		start := time.Now()
-		err := k.scan(ctx)
+		// A scan under way when ctx ends is finished, not cut short: a
+		// relay interrupted between its copy and its delete would be
+		// copied again by the next holder (a duplicate record), and the
+		// leases are released only after the scan. The scan's work stops
+		// when the leases' validity ends anyway, so this waits at most a
+		// lease TTL.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.cfg.LeaseTTL)
+		err := k.scan(sctx)
+		cancel()
 		if ctx.Err() != nil {
 			continue // the select above releases the leases and returns
 		}
