@@ -33,6 +33,7 @@ func TestRunFailsCleanly(t *testing.T) {
 		{"bad log level", map[string]string{"LOG_LEVEL": "loud"}, `log level: unknown log level "loud"`},
 		{"redis unreachable", map[string]string{"REDIS_ADDR": redistest.FreeAddr(t), "REDIS_PING_TIMEOUT": "500ms", "REDIS_MAX_RETRIES": "-1"}, "redis 127.0.0.1:"},
 		{"bad setting", map[string]string{"MATCH_WATCH_BUFFER": "0"}, "watch buffer"},
+		{"keeper margin leaves no time for renewals", map[string]string{"MATCH_KEEPER_LEASE_MARGIN": "500ms"}, "2*interval + margin <= TTL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

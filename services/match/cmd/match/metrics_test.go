@@ -43,7 +43,7 @@ func TestOperationsMetrics(t *testing.T) {
 	if err := e.rdb().Set(t.Context(), lease, "1:another-instance", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	servertest.WaitMetric(t, srv, "match_keeper_lease_lost_total", "1")
+	servertest.WaitMetric(t, srv, "match_keeper_lease_lost_total", "1", `reason="taken"`)
 	servertest.WaitMetric(t, srv, "match_keeper_ranges_held", strconv.Itoa(store.KeeperRanges-1))
 
 	cancel()

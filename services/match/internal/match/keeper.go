@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
@@ -97,7 +98,9 @@ type Keeper struct {
 	// ranges is the number of ranges this instance holds
 	// (match_keeper_ranges_held: summed over instances it should be
 	// store.KeeperRanges); lost counts the heartbeats that found leases of
-	// this instance lapsed or taken over (match_keeper_lease_lost_total).
+	// this instance taken over by another instance (reason "taken") or
+	// lapsed and free (reason "lapsed": taken back at once)
+	// (match_keeper_lease_lost_total).
 	ranges metric.Int64Gauge
 	lost   metric.Int64Counter
 
@@ -106,6 +109,12 @@ type Keeper struct {
 	held       [store.KeeperRanges]string
 	validUntil time.Time
 }
+
+// The reasons of match_keeper_lease_lost_total.
+var (
+	lostTaken  = metric.WithAttributes(attribute.String("reason", "taken"))
+	lostLapsed = metric.WithAttributes(attribute.String("reason", "lapsed"))
+)
 
 // NewKeeper returns a Keeper for the service. report receives the result
 // of every scan, as component "keeper" (nil after a successful one); the
@@ -129,13 +138,14 @@ func NewKeeper(svc *Service, cfg KeeperConfig, log *slog.Logger, report func(com
 		return nil, fmt.Errorf("keeper metrics: %w", err)
 	}
 	lost, err := m.Int64Counter("match.keeper.lease.lost",
-		metric.WithDescription("Times this instance found range leases it held lapsed or taken over by another instance (a pause or Redis trouble longer than the lease TTL)."))
+		metric.WithDescription("Heartbeats of this instance that found range leases it held taken over by another instance (reason taken) or lapsed (reason lapsed): a pause or Redis trouble longer than the lease TTL."))
 	if err != nil {
 		return nil, fmt.Errorf("keeper metrics: %w", err)
 	}
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:]) // crypto/rand.Read never fails on supported platforms
-	lost.Add(context.Background(), 0)
+	lost.Add(context.Background(), 0, lostTaken)
+	lost.Add(context.Background(), 0, lostLapsed)
 	ranges.Record(context.Background(), 0)
 	return &Keeper{svc: svc, cfg: cfg, log: log, report: report, ranges: ranges, lost: lost,
 		id: cfg.Owner + "/" + hex.EncodeToString(suffix[:])}, nil
@@ -219,20 +229,29 @@ func (k *Keeper) scan(ctx context.Context) error {
 	k.validUntil = sent.Add(k.cfg.LeaseTTL - k.cfg.LeaseMargin)
 
 	var mine []int
-	lost := 0
+	taken, lapsed := 0, 0
 	for r, v := range k.held {
 		switch {
 		case v == "":
+		case m.Leases[r] == "":
+			k.held[r] = ""
+			lapsed++
 		case m.Leases[r] != v:
 			k.held[r] = ""
-			lost++
+			taken++
 		default:
 			mine = append(mine, r)
 		}
 	}
+	if taken > 0 {
+		k.lost.Add(ctx, 1, lostTaken)
+	}
+	if lapsed > 0 {
+		k.lost.Add(ctx, 1, lostLapsed)
+	}
+	lost := taken + lapsed
 	if lost > 0 {
-		k.lost.Add(ctx, 1)
-		k.log.Warn("keeper range leases lost (lapsed or taken over)", "ranges", lost)
+		k.log.Warn("keeper range leases lost", "taken_over", taken, "lapsed", lapsed)
 	}
 
 	var errs []error
