@@ -289,10 +289,12 @@ func (k *Keeper) scan(ctx context.Context) error {
 		for _, r := range mine {
 			parts = append(parts, store.RangePartitions(r)...)
 		}
-		// The ranges are worked only while the leases are valid: a scan
-		// still running then is cut short (what it left is done later by
-		// whoever holds the range).
-		wctx, cancel := context.WithDeadline(ctx, k.validUntil)
+		// The ranges are worked only while the leases are valid, and a
+		// scan stops halfway through that time, so that the next
+		// heartbeat renews the leases well before they expire; what a
+		// scan cut short left (deadlines, outbox entries) stays for the
+		// next one.
+		wctx, cancel := context.WithDeadline(ctx, sent.Add((k.cfg.LeaseTTL-k.cfg.LeaseMargin)/2))
 		errs = append(errs, k.tick(wctx, parts))
 		cancel()
 	}
