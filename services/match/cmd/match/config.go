@@ -32,8 +32,8 @@ type config struct {
 	WatchBuffer int
 }
 
-// defaultConfig returns the defaults of every setting. The keeper's lease
-// owner is this host and process, unique among running instances.
+// defaultConfig returns the defaults of every setting. The keeper's owner
+// name is this host and process (the keeper adds a random suffix).
 func defaultConfig() config {
 	host, _ := os.Hostname()
 	c := config{
@@ -67,7 +67,8 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.Match.PremoveCost, "premove-cost", "MATCH_PREMOVE_COST", "time a premove is charged on its clock")
 	b.Int(&c.Match.SpectatorDelay, "spectator-delay", "MATCH_SPECTATOR_DELAY", "plies behind the live game that spectators see a running match (0: live)")
 	b.Duration(&c.Keeper.Interval, "keeper-interval", "MATCH_KEEPER_INTERVAL", "interval of deadline scans")
-	b.Duration(&c.Keeper.LeaseTTL, "keeper-lease-ttl", "MATCH_KEEPER_LEASE_TTL", "keeper lease lifetime")
+	b.Duration(&c.Keeper.LeaseTTL, "keeper-lease-ttl", "MATCH_KEEPER_LEASE_TTL", "lifetime of a keeper range lease after its last renewal")
+	b.Duration(&c.Keeper.LeaseMargin, "keeper-lease-margin", "MATCH_KEEPER_LEASE_MARGIN", "how long before its lease expires a keeper stops working a range")
 	b.Int(&c.WatchBuffer, "watch-buffer", "MATCH_WATCH_BUFFER", "changes buffered per watcher")
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }

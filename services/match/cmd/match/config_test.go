@@ -35,6 +35,7 @@ func TestRunFailsCleanly(t *testing.T) {
 		{"bad setting", map[string]string{"MATCH_WATCH_BUFFER": "0"}, "watch buffer"},
 		{"negative spectator delay", map[string]string{"MATCH_SPECTATOR_DELAY": "-1"}, "spectator delay must be 0 to 64 plies"},
 		{"spectator delay beyond the event log's reach", map[string]string{"MATCH_SPECTATOR_DELAY": "65"}, "spectator delay must be 0 to 64 plies"},
+		{"keeper margin leaves no time for renewals", map[string]string{"MATCH_KEEPER_LEASE_MARGIN": "500ms"}, "2*interval + margin <= TTL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,13 +47,16 @@ func serviceBinary(t testing.TB) string {
 	return binary.path
 }
 
-// startProcess runs the service binary as a child process and waits until
-// it answers.
-func (e *env) startProcess() (string, *exec.Cmd) {
+// startProcess runs the service binary as a child process, with
+// overrides of the test configuration, and waits until it answers.
+func (e *env) startProcess(overrides map[string]string) (string, *exec.Cmd) {
 	t := e.t
 	t.Helper()
 	addr := redistest.FreeAddr(t)
 	vars := e.baseEnv()
+	for k, v := range overrides {
+		vars[k] = v
+	}
 	vars["GRPC_ADDR"], vars["ADMIN_ADDR"] = addr, redistest.FreeAddr(t)
 	cmd := exec.Command(serviceBinary(t))
 	cmd.Env = os.Environ()
@@ -83,7 +86,7 @@ func (e *env) startProcess() (string, *exec.Cmd) {
 func TestKilledInstance(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, e *env) {
-		addrA, procA := e.startProcess()
+		addrA, procA := e.startProcess(nil)
 		b := e.start(nil)
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()

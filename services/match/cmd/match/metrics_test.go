@@ -2,19 +2,21 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/servertest"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
 
 // TestOperationsMetrics drives what the alerts and the autoscaler read
 // (deploy/components/monitoring, docs/operations.md "Alerts"): an open
 // watch stream shows in match_watch_streams and leaves it when it ends;
-// the keeper lease shows as held, and as lost once another instance owns
-// it. Then every panel of the match dashboard must query metrics this
+// the keeper's ranges show as held (all of them, the only instance), and
+// a range lease as lost once another instance owns it. Then every panel of the match dashboard must query metrics this
 // /metrics has.
 func TestOperationsMetrics(t *testing.T) {
 	t.Parallel()
@@ -33,16 +35,16 @@ func TestOperationsMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	servertest.WaitMetric(t, srv, "match_watch_streams", "1")
-	servertest.WaitMetric(t, srv, "match_keeper_lease_held", "1")
+	servertest.WaitMetric(t, srv, "match_keeper_ranges_held", strconv.Itoa(store.KeeperRanges))
 
-	// Another owner takes the lease (as after this instance paused for
+	// Another owner takes a range lease (as after this instance paused for
 	// longer than the lease TTL).
-	lease := e.prefix + "fk:match:lease:keeper"
-	if err := e.rdb().Set(t.Context(), lease, "another-instance", time.Minute).Err(); err != nil {
+	lease := e.prefix + "{fk:keeper}:range:0"
+	if err := e.rdb().Set(t.Context(), lease, "1:another-instance", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	servertest.WaitMetric(t, srv, "match_keeper_lease_lost_total", "1")
-	servertest.WaitMetric(t, srv, "match_keeper_lease_held", "0")
+	servertest.WaitMetric(t, srv, "match_keeper_lease_lost_total", "1", `reason="taken"`)
+	servertest.WaitMetric(t, srv, "match_keeper_ranges_held", strconv.Itoa(store.KeeperRanges-1))
 
 	cancel()
 	servertest.WaitMetric(t, srv, "match_watch_streams", "0")

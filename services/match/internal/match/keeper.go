@@ -2,27 +2,40 @@ package match
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/backoff"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
 
 // KeeperConfig tunes the Keeper.
 type KeeperConfig struct {
-	// Owner identifies this instance in the lease (unique per process).
+	// Owner identifies this instance among the keepers (unique per
+	// process; the keeper adds a random suffix per run).
 	Owner string
-	// Interval between scans.
+	// Interval between scans; every scan starts with a heartbeat that
+	// renews this instance's range leases.
 	Interval time.Duration
-	// LeaseTTL is how long the lease outlives its holder's last renewal: the
-	// longest time deadlines go unprocessed after the holder dies.
+	// LeaseTTL is how long a range lease (and the instance's announcement)
+	// outlives its holder's last renewal: the longest time a range goes
+	// unserved after its holder dies, less one Interval.
 	LeaseTTL time.Duration
+	// LeaseMargin is how long before a lease's expiry the holder stops
+	// working its range, by its own clock counted from the moment it sent
+	// the renewal: it covers the drift between that clock and the Redis
+	// server's, and the delay of a command sent just before the end.
+	LeaseMargin time.Duration
 	// Batch bounds the deadlines and outbox entries taken per partition per scan.
 	Batch int
 	// Workers bounds concurrent flag operations.
@@ -32,11 +45,11 @@ type KeeperConfig struct {
 }
 
 // DefaultKeeperConfig returns the production defaults: with them a deadline
-// is processed within Interval after it passes while the lease holder lives,
-// and within LeaseTTL+Interval after the holder dies.
+// is processed within Interval after it passes while its range's holder
+// lives, and within LeaseTTL+Interval after the holder dies.
 func DefaultKeeperConfig(owner string) KeeperConfig {
-	return KeeperConfig{Owner: owner, Interval: 200 * time.Millisecond, LeaseTTL: 800 * time.Millisecond, Batch: 200, Workers: 16,
-		Retry: backoff.DefaultPolicy()}
+	return KeeperConfig{Owner: owner, Interval: 200 * time.Millisecond, LeaseTTL: 800 * time.Millisecond,
+		LeaseMargin: 100 * time.Millisecond, Batch: 200, Workers: 16, Retry: backoff.DefaultPolicy()}
 }
 
 // Validate reports settings the keeper cannot work with.
@@ -44,8 +57,11 @@ func (c KeeperConfig) Validate() error {
 	switch {
 	case c.Owner == "":
 		return errors.New("keeper owner is empty")
-	case c.Interval <= 0 || c.LeaseTTL <= 2*c.Interval:
-		return fmt.Errorf("keeper interval %v and lease TTL %v: need 0 < 2*interval < TTL", c.Interval, c.LeaseTTL)
+	case c.Interval <= 0 || c.LeaseMargin <= 0 || c.LeaseTTL < 2*c.Interval+c.LeaseMargin:
+		// Two renewals fit in a lease's working time, so one slow or
+		// failed heartbeat does not stop the work.
+		return fmt.Errorf("keeper interval %v, lease TTL %v and margin %v: need positive interval and margin, and 2*interval + margin <= TTL",
+			c.Interval, c.LeaseTTL, c.LeaseMargin)
 	case c.Batch < 1 || c.Workers < 1:
 		return errors.New("keeper batch and workers must be positive")
 	}
@@ -55,29 +71,50 @@ func (c KeeperConfig) Validate() error {
 	return nil
 }
 
-// Keeper is the background work one instance at a time does for all
-// matches: it flags players whose clock deadline passed (even if no client
-// calls again, and whichever instance served the match) and relays
-// MatchFinished records from the partition outboxes to the global stream.
+// Keeper is the background work of the match service: it flags players
+// whose clock deadline passed (even if no client calls again, and
+// whichever instance served the match) and relays MatchFinished records
+// from the partition outboxes to the global stream.
 //
-// Whoever holds the lease "keeper" does the work. The lease only avoids
-// duplicated effort: flags are versioned commits that re-check the deadline
-// on fresh state, and relayed records are deduplicated by consumers, so two
-// holders at once (a paused process, clock skew) are harmless.
+// The work is split into store.KeeperRanges ranges of partitions, each
+// leased to one running instance (docs/match.md, "The keeper"): every
+// instance announces itself, aims at its share of the ranges, gives back
+// what exceeds it when others arrive and takes free ranges (released or
+// lapsed) up to it. An instance works a range only while its lease is
+// valid by its own clock, with a margin. Correctness never rests on the
+// leases alone: flags are versioned commits that re-check the deadline on
+// fresh state, and relayed records are deduplicated by consumers, so two
+// instances on one range (a paused process, a stepped clock, a Redis
+// failover) duplicate effort, not effects.
 type Keeper struct {
 	svc    *Service
 	cfg    KeeperConfig
 	log    *slog.Logger
 	report func(component string, err error)
-	// held is 1 while this instance holds the lease (match_keeper_lease_held:
-	// summed over instances it should be 1); lost counts the times another
-	// instance took it over while this one was running
+	// id is the owner name in the membership and the leases: cfg.Owner
+	// and a random suffix, so that two keepers in one process (tests) or a
+	// restarted process never mistake the other's leases for their own.
+	id string
+	// ranges is the number of ranges this instance holds
+	// (match_keeper_ranges_held: summed over instances it should be
+	// store.KeeperRanges); lost counts the heartbeats that found leases of
+	// this instance taken over by another instance (reason "taken") or
+	// lapsed and free (reason "lapsed": taken back at once)
 	// (match_keeper_lease_lost_total).
-	held metric.Int64Gauge
-	lost metric.Int64Counter
+	ranges metric.Int64Gauge
+	lost   metric.Int64Counter
+
+	// Owned by Run's goroutine: the lease value held per range ("" for
+	// none), and until when they may be worked (monotonic clock).
+	held       [store.KeeperRanges]string
+	validUntil time.Time
 }
 
-const keeperLease = "keeper"
+// The reasons of match_keeper_lease_lost_total.
+var (
+	lostTaken  = metric.WithAttributes(attribute.String("reason", "taken"))
+	lostLapsed = metric.WithAttributes(attribute.String("reason", "lapsed"))
+)
 
 // NewKeeper returns a Keeper for the service. report receives the result
 // of every scan, as component "keeper" (nil after a successful one); the
@@ -95,49 +132,53 @@ func NewKeeper(svc *Service, cfg KeeperConfig, log *slog.Logger, report func(com
 		mp = noop.NewMeterProvider()
 	}
 	m := mp.Meter("github.com/fourkingdoms/fourkingdoms/services/match/internal/match")
-	held, err := m.Int64Gauge("match.keeper.lease.held",
-		metric.WithDescription("1 while this instance holds the keeper lease (flags overdue clocks, relays finished matches), else 0."))
+	ranges, err := m.Int64Gauge("match.keeper.ranges.held",
+		metric.WithDescription(fmt.Sprintf("Partition ranges (of %d) whose keeper lease this instance holds: it flags their overdue clocks and relays their finished matches.", store.KeeperRanges)))
 	if err != nil {
 		return nil, fmt.Errorf("keeper metrics: %w", err)
 	}
 	lost, err := m.Int64Counter("match.keeper.lease.lost",
-		metric.WithDescription("Times another instance took the keeper lease over while this one held it (a pause or Redis trouble longer than the lease TTL)."))
+		metric.WithDescription("Heartbeats of this instance that found range leases it held taken over by another instance (reason taken) or lapsed (reason lapsed): a pause or Redis trouble longer than the lease TTL."))
 	if err != nil {
 		return nil, fmt.Errorf("keeper metrics: %w", err)
 	}
-	lost.Add(context.Background(), 0)
-	held.Record(context.Background(), 0)
-	return &Keeper{svc: svc, cfg: cfg, log: log, report: report, held: held, lost: lost}, nil
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:]) // crypto/rand.Read never fails on supported platforms
+	lost.Add(context.Background(), 0, lostTaken)
+	lost.Add(context.Background(), 0, lostLapsed)
+	ranges.Record(context.Background(), 0)
+	return &Keeper{svc: svc, cfg: cfg, log: log, report: report, ranges: ranges, lost: lost,
+		id: cfg.Owner + "/" + hex.EncodeToString(suffix[:])}, nil
 }
 
-// Run works until ctx is cancelled, then releases the lease. It never
-// gives up: after a failed scan (the lease, the deadline scan or an outbox
-// relay could not reach Redis) it reports the error and tries again after
-// a backoff delay instead of the interval.
+// Run works until ctx is cancelled, then releases its leases and leaves the
+// membership, so that the other instances take its ranges over at their
+// next scan. It never gives up: after a failed scan (heartbeat, deadline
+// scan or outbox relay could not reach Redis) it reports the error and
+// tries again after a backoff delay instead of the interval.
 func (k *Keeper) Run(ctx context.Context) error {
-	t := time.NewTimer(k.cfg.Interval)
+	t := time.NewTimer(0) // announce at once: the others make room sooner
 	defer t.Stop()
 	bo := backoff.New(k.cfg.Retry)
-	st := k.svc.store
-	held := false
 	for {
 		select {
 		case <-ctx.Done():
-			if held {
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-				defer cancel()
-				if err := st.ReleaseLease(rctx, keeperLease, k.cfg.Owner); err != nil {
-					k.log.Warn("keeper lease not released", "err", err)
-				}
-				k.held.Record(rctx, 0)
-			}
+			k.leave(context.WithoutCancel(ctx))
 			return nil
 		case <-t.C:
 		}
 		start := time.Now()
-		err := k.scan(ctx, &held)
+		// A scan under way when ctx ends is finished, not cut short: a
+		// relay interrupted between its copy and its delete would be
+		// copied again by the next holder (a duplicate record), and the
+		// leases are released only after the scan. The scan's work stops
+		// when the leases' validity ends anyway, so this waits at most a
+		// lease TTL.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.cfg.LeaseTTL)
+		err := k.scan(sctx)
+		cancel()
 		if ctx.Err() != nil {
-			continue // the select above releases the lease and returns
+			continue // the select above releases the leases and returns
 		}
 		k.report("keeper", err)
 		// Scans start every interval, as with a ticker, unless one failed.
@@ -152,38 +193,152 @@ func (k *Keeper) Run(ctx context.Context) error {
 	}
 }
 
-// scan takes or renews the lease and, while held, does one Tick.
-func (k *Keeper) scan(ctx context.Context, held *bool) error {
-	ok, err := k.svc.store.AcquireLease(ctx, keeperLease, k.cfg.Owner, k.cfg.LeaseTTL)
-	if err != nil {
-		// Whether the lease still holds is unknown; it lapses after its TTL.
-		k.held.Record(ctx, 0)
-		return fmt.Errorf("keeper lease: %w", err)
-	}
-	if ok != *held {
-		k.log.Info("keeper lease changed", "held", ok)
-		if *held {
-			k.lost.Add(ctx, 1)
+// leave releases every lease held and leaves the membership.
+func (k *Keeper) leave(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	held := map[int]string{}
+	for r, v := range k.held {
+		if v != "" {
+			held[r] = v
 		}
-		*held = ok
 	}
-	if ok {
-		k.held.Record(ctx, 1)
-	} else {
-		k.held.Record(ctx, 0)
+	k.held = [store.KeeperRanges]string{}
+	k.ranges.Record(ctx, 0)
+	if _, err := k.svc.store.ReleaseRanges(ctx, k.id, held, true); err != nil {
+		k.log.Warn("keeper ranges not released: they lapse after the lease TTL", "err", err)
 	}
-	if !ok {
-		return nil
-	}
-	return k.Tick(ctx)
 }
 
-// Tick does one scan: flags due clocks and relays outbox entries. It
-// returns the errors of the scan and of the relays (flags that fail are
-// logged and retried by the next scan: their deadlines stay).
-func (k *Keeper) Tick(ctx context.Context) error {
+// scan renews the leases (one heartbeat), rebalances, and works the
+// ranges held.
+func (k *Keeper) scan(ctx context.Context) error {
 	st := k.svc.store
-	due, scanErr := st.Scan(ctx, k.svc.clockNow(), k.cfg.Batch)
+	sent := time.Now()
+	m, err := st.Heartbeat(ctx, k.id, &k.held, k.cfg.LeaseTTL)
+	if err != nil {
+		// Whether the leases were renewed is unknown: they are worked no
+		// more after validUntil, and lapse in Redis after their TTL.
+		if !time.Now().Before(k.validUntil) {
+			k.ranges.Record(ctx, 0)
+		}
+		return err
+	}
+	// Every lease renewed (or taken) below was set in Redis after sent, so
+	// it lives there until at least sent+TTL by the server's clock.
+	k.validUntil = sent.Add(k.cfg.LeaseTTL - k.cfg.LeaseMargin)
+
+	var mine []int
+	taken, lapsed := 0, 0
+	for r, v := range k.held {
+		switch {
+		case v == "":
+		case m.Leases[r] == "":
+			k.held[r] = ""
+			lapsed++
+		case m.Leases[r] != v:
+			k.held[r] = ""
+			taken++
+		default:
+			mine = append(mine, r)
+		}
+	}
+	if taken > 0 {
+		k.lost.Add(ctx, 1, lostTaken)
+	}
+	if lapsed > 0 {
+		k.lost.Add(ctx, 1, lostLapsed)
+	}
+	lost := taken + lapsed
+	if lost > 0 {
+		k.log.Warn("keeper range leases lost", "taken_over", taken, "lapsed", lapsed)
+	}
+
+	var errs []error
+	before := len(mine)
+	switch target := share(store.KeeperRanges, m.Members, k.id); {
+	case len(mine) > target:
+		// Others arrived: give the highest ranges back (they are worked
+		// no more from now on, whatever the release's outcome).
+		give := map[int]string{}
+		for _, r := range mine[target:] {
+			give[r] = k.held[r]
+			k.held[r] = ""
+		}
+		mine = mine[:target]
+		if _, err := st.ReleaseRanges(ctx, k.id, give, false); err != nil {
+			errs = append(errs, err)
+		}
+	case len(mine) < target:
+		got, err := st.AcquireRanges(ctx, k.id, freeRanges(m, k.id), target-len(mine), k.cfg.LeaseTTL)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for r, v := range got {
+			k.held[r] = v
+			mine = append(mine, r)
+		}
+		slices.Sort(mine)
+	}
+	k.ranges.Record(ctx, int64(len(mine)))
+	if len(mine) != before || lost > 0 {
+		k.log.Info("keeper ranges changed", "held", mine, "instances", len(m.Members))
+	}
+	if len(mine) > 0 {
+		var parts []int
+		for _, r := range mine {
+			parts = append(parts, store.RangePartitions(r)...)
+		}
+		// The ranges are worked only while the leases are valid, and a
+		// scan stops halfway through that time, so that the next
+		// heartbeat renews the leases well before they expire; what a
+		// scan cut short left (deadlines, outbox entries) stays for the
+		// next one.
+		wctx, cancel := context.WithDeadline(ctx, sent.Add((k.cfg.LeaseTTL-k.cfg.LeaseMargin)/2))
+		errs = append(errs, k.tick(wctx, parts))
+		cancel()
+	}
+	return errors.Join(errs...)
+}
+
+// share returns how many of n ranges the member owner aims to hold: the
+// members, sorted by name, split them as evenly as possible, the first
+// n mod len(members) holding one more. The shares add up to n, so once
+// every member holds its share no range is free and none is held twice.
+func share(n int, members []string, owner string) int {
+	i, found := slices.BinarySearch(members, owner)
+	if !found {
+		return 0
+	}
+	q, extra := n/len(members), n%len(members)
+	if i < extra {
+		return q + 1
+	}
+	return q
+}
+
+// freeRanges lists the free ranges of m, starting at a place that depends
+// on owner's rank, so instances taking ranges at once mostly ask for
+// different ones (the script settles any overlap).
+func freeRanges(m store.Membership, owner string) []int {
+	i, _ := slices.BinarySearch(m.Members, owner)
+	start := i * store.KeeperRanges / max(len(m.Members), 1)
+	var free []int
+	for j := range store.KeeperRanges {
+		if r := (start + j) % store.KeeperRanges; m.Leases[r] == "" {
+			free = append(free, r)
+		}
+	}
+	return free
+}
+
+// tick does one scan of the given partitions: flags due clocks and relays
+// outbox entries. It returns the errors of the scan and of the relays
+// (flags that fail are logged and retried by the next scan: their
+// deadlines stay).
+func (k *Keeper) tick(ctx context.Context, partitions []int) error {
+	st := k.svc.store
+	due, scanErr := st.Scan(ctx, partitions, k.svc.clockNow(), k.cfg.Batch)
 	if scanErr != nil {
 		scanErr = fmt.Errorf("keeper scan incomplete: %w", scanErr)
 	}

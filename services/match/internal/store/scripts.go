@@ -294,71 +294,188 @@ if ARGV[A_PRIVATE] ~= '' then redis.call('SPUBLISH', KEYS[K_CHANNEL], ARGV[A_PRI
 return {0, base + n}
 `
 
-// Slots of leaseScript and releaseScript.
+// Slots of heartbeatScript: the membership set, then every range's lease.
 const (
-	leaseKLease = iota
-	leaseNKeys
+	heartbeatKMembers = iota
+	heartbeatNKeys
 )
 
 const (
-	leaseAOwner = iota
-	leaseATTL
-	leaseNArgs
+	heartbeatAOwner = iota
+	heartbeatATTL
+	heartbeatNArgs
 )
 
-var leaseLayout = redisconn.Layout{
-	Name: "lease",
-	Keys: []string{leaseKLease: "K_LEASE"},
-	Args: []string{leaseAOwner: "A_OWNER", leaseATTL: "A_TTL"},
+var heartbeatLayout = redisconn.Layout{
+	Name:    "keeper-heartbeat",
+	Keys:    []string{heartbeatKMembers: "K_MEMBERS"},
+	Args:    []string{heartbeatAOwner: "A_OWNER", heartbeatATTL: "A_TTL"},
+	KeyTail: redisconn.Tail{Name: "K_LEASES", Count: KeeperRanges},
+	ArgTail: redisconn.Tail{Name: "A_HELD", Count: KeeperRanges},
 }
 
-// leaseArgs lays out a run of leaseScript: the lease key, its owner and TTL (ms).
-func leaseArgs(key, owner string, ttlMS int64) ([]string, []any) {
-	k := make([]string, leaseNKeys)
-	k[leaseKLease] = key
-	a := make([]any, leaseNArgs)
-	a[leaseAOwner] = owner
-	a[leaseATTL] = ttlMS
+// heartbeatArgs lays out a run of heartbeatScript: the membership key, the
+// lease key of every range, the owner, the TTL (ms), and per range the
+// lease value the owner holds ("" where it holds none).
+func heartbeatArgs(members string, leases []string, owner string, ttlMS int64, held []string) ([]string, []any) {
+	k := make([]string, heartbeatNKeys, heartbeatNKeys+len(leases))
+	k[heartbeatKMembers] = members
+	k = append(k, leases...)
+	a := make([]any, heartbeatNArgs, heartbeatNArgs+len(held))
+	a[heartbeatAOwner] = owner
+	a[heartbeatATTL] = ttlMS
+	for _, h := range held {
+		a = append(a, h)
+	}
 	return k, a
 }
 
-// leaseScript acquires or renews a lease.
-var leaseScript = leaseLayout.Script(leaseLua)
+// heartbeatScript announces a keeper instance and renews its range leases.
+// It drops the members whose announcement expired, (re)adds the owner with
+// the expiry now+TTL by the server's clock, and renews (PEXPIRE TTL) each
+// range lease whose value is still exactly what the owner holds: owner and
+// fencing token, so a lease that lapsed and was taken by anyone else, or
+// taken again by the same owner under a new token, is never extended by a
+// stale holder. A member and its leases renewed by one run expire at the
+// same moment (the script's time), so an instance that dies leaves the
+// membership when its leases lapse.
+//
+// Returns {members, value of each range lease ("" if free)},
+// read after the renewals.
+var heartbeatScript = heartbeatLayout.Script(heartbeatLua)
 
-const leaseLua = `
-local cur = redis.call('GET', KEYS[K_LEASE])
-if not cur then
-  redis.call('SET', KEYS[K_LEASE], ARGV[A_OWNER], 'PX', ARGV[A_TTL])
-  return 1
+const heartbeatLua = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[A_TTL])
+redis.call('ZREMRANGEBYSCORE', KEYS[K_MEMBERS], '-inf', now)
+redis.call('ZADD', KEYS[K_MEMBERS], now + ttl, ARGV[A_OWNER])
+redis.call('PEXPIRE', KEYS[K_MEMBERS], ttl)
+local members = redis.call('ZRANGE', KEYS[K_MEMBERS], 0, -1)
+local leases = {}
+for i = 0, #KEYS - K_LEASES do
+  local cur = redis.call('GET', KEYS[K_LEASES + i])
+  local held = ARGV[A_HELD + i]
+  if cur and held ~= '' and cur == held then
+    redis.call('PEXPIRE', KEYS[K_LEASES + i], ttl)
+  end
+  leases[#leases + 1] = cur or ''
 end
-if cur == ARGV[A_OWNER] then
-  redis.call('PEXPIRE', KEYS[K_LEASE], ARGV[A_TTL])
-  return 1
-end
-return 0
+return {members, leases}
 `
 
-const releaseAOwner = iota
+// Slots of acquireScript: the fencing counter, then candidate range leases.
+const (
+	acquireKFence = iota
+	acquireNKeys
+)
 
-var releaseLayout = redisconn.Layout{
-	Name: "release",
-	Keys: []string{leaseKLease: "K_LEASE"},
-	Args: []string{releaseAOwner: "A_OWNER"},
+const (
+	acquireAOwner = iota
+	acquireATTL
+	acquireAWant
+	acquireNArgs
+)
+
+var acquireLayout = redisconn.Layout{
+	Name:    "keeper-acquire",
+	Keys:    []string{acquireKFence: "K_FENCE"},
+	Args:    []string{acquireAOwner: "A_OWNER", acquireATTL: "A_TTL", acquireAWant: "A_WANT"},
+	KeyTail: redisconn.Tail{Name: "K_LEASES"},
 }
 
-// releaseArgs lays out a run of releaseScript: the lease key and its owner.
-func releaseArgs(key, owner string) ([]string, []any) {
-	k := make([]string, leaseNKeys)
-	k[leaseKLease] = key
-	a := make([]any, len(releaseLayout.Args))
-	a[releaseAOwner] = owner
+// acquireArgs lays out a run of acquireScript: the fencing counter, the
+// candidate lease keys in order of preference, the owner, the TTL (ms) and
+// how many of the candidates to take at most.
+func acquireArgs(fence string, candidates []string, owner string, ttlMS int64, want int) ([]string, []any) {
+	k := make([]string, acquireNKeys, acquireNKeys+len(candidates))
+	k[acquireKFence] = fence
+	k = append(k, candidates...)
+	a := make([]any, acquireNArgs)
+	a[acquireAOwner] = owner
+	a[acquireATTL] = ttlMS
+	a[acquireAWant] = want
 	return k, a
 }
 
-// releaseScript drops a lease if the caller still holds it.
+// acquireScript takes up to A_WANT of the candidate leases that are free,
+// in order; each taken lease gets a new fencing token (INCR of the fence
+// counter, never reused) and holds "<token>:<owner>" for TTL ms. Two
+// instances taking at once therefore never take the same lease, and a
+// candidate taken by another since the caller looked is skipped.
+//
+// Returns one value per candidate: the lease value taken, or "" if not.
+var acquireScript = acquireLayout.Script(acquireLua)
+
+const acquireLua = `
+local want = tonumber(ARGV[A_WANT])
+local out = {}
+for i = 0, #KEYS - K_LEASES do
+  local v = ''
+  if want > 0 and redis.call('EXISTS', KEYS[K_LEASES + i]) == 0 then
+    v = redis.call('INCR', KEYS[K_FENCE]) .. ':' .. ARGV[A_OWNER]
+    redis.call('SET', KEYS[K_LEASES + i], v, 'PX', ARGV[A_TTL])
+    want = want - 1
+  end
+  out[#out + 1] = v
+end
+return out
+`
+
+// Slots of releaseScript: the membership set, then the leases to release.
+const (
+	releaseKMembers = iota
+	releaseNKeys
+)
+
+const (
+	releaseAOwner = iota
+	releaseALeave
+	releaseNArgs
+)
+
+var releaseLayout = redisconn.Layout{
+	Name:    "keeper-release",
+	Keys:    []string{releaseKMembers: "K_MEMBERS"},
+	Args:    []string{releaseAOwner: "A_OWNER", releaseALeave: "A_LEAVE"},
+	KeyTail: redisconn.Tail{Name: "K_LEASES"},
+	ArgTail: redisconn.Tail{Name: "A_HELD"},
+}
+
+// releaseArgs lays out a run of releaseScript: the membership key, the
+// lease keys with the value the owner holds in each, the owner, and
+// whether it also leaves the membership.
+func releaseArgs(members string, leases []string, owner string, leave bool, held []string) ([]string, []any) {
+	k := make([]string, releaseNKeys, releaseNKeys+len(leases))
+	k[releaseKMembers] = members
+	k = append(k, leases...)
+	a := make([]any, releaseNArgs, releaseNArgs+len(held))
+	a[releaseAOwner] = owner
+	a[releaseALeave] = "0"
+	if leave {
+		a[releaseALeave] = "1"
+	}
+	for _, h := range held {
+		a = append(a, h)
+	}
+	return k, a
+}
+
+// releaseScript deletes each lease that still holds exactly the value the
+// caller holds (owner and fencing token), and with A_LEAVE = "1" removes
+// the owner from the membership. Returns the number of leases deleted.
 var releaseScript = releaseLayout.Script(releaseLua)
 
 const releaseLua = `
-if redis.call('GET', KEYS[K_LEASE]) == ARGV[A_OWNER] then return redis.call('DEL', KEYS[K_LEASE]) end
-return 0
+if #KEYS - K_LEASES ~= #ARGV - A_HELD then
+  return redis.error_reply('ERR script keeper-release: one held value per lease expected')
+end
+local n = 0
+for i = 0, #KEYS - K_LEASES do
+  if redis.call('GET', KEYS[K_LEASES + i]) == ARGV[A_HELD + i] then
+    n = n + redis.call('DEL', KEYS[K_LEASES + i])
+  end
+end
+if ARGV[A_LEAVE] == '1' then redis.call('ZREM', KEYS[K_MEMBERS], ARGV[A_OWNER]) end
+return n
 `

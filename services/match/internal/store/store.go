@@ -525,7 +525,7 @@ func DecodeBatch(payload []byte) ([][]byte, error) {
 // scanChunk is the number of partitions Scan reads per round trip.
 const scanChunk = 32
 
-// Due is the work a partition has for the lease holder.
+// Due is the work a partition has for the keeper holding its range.
 type Due struct {
 	Partition int
 	// Matches whose clock deadline has passed.
@@ -534,28 +534,31 @@ type Due struct {
 	Outbox []redis.XMessage
 }
 
-// Scan returns, for every partition, the matches whose deadline is at or
-// before now and the pending outbox entries, at most limit of each. When
-// some partitions cannot be read it returns the others and an error.
+// Scan returns, for each of the given partitions (a keeper's leased
+// ranges), the matches whose deadline is at or before now and the pending
+// outbox entries, at most limit of each. When some partitions cannot be
+// read it returns the others and an error.
 //
 // The two reads of a partition are plain commands, not a script: they need
 // no common snapshot (due clocks and outbox entries are handled apart), and
 // a script costs far more per call than two reads — on the embedded store
 // of `make run` 256 scripts five times a second kept a core busy while
 // nobody played.
-func (s *Store) Scan(ctx context.Context, now time.Time, limit int) ([]Due, error) {
+func (s *Store) Scan(ctx context.Context, partitions []int, now time.Time, limit int) ([]Due, error) {
 	type reads struct {
+		p   int
 		due *redis.StringSliceCmd
 		out *redis.XMessageSliceCmd
 	}
-	cmds := make([]reads, Partitions)
+	cmds := make([]reads, len(partitions))
 	upTo := strconv.FormatInt(now.UnixMilli(), 10)
 	// Redis runs a pipeline read in one go before serving other clients:
 	// chunks keep each hold short so moves are not delayed behind a scan.
-	for lo := 0; lo < Partitions; lo += scanChunk {
+	for lo := 0; lo < len(partitions); lo += scanChunk {
 		pipe := s.rdb.Pipeline()
-		for p := lo; p < lo+scanChunk; p++ {
-			cmds[p] = reads{
+		for i := lo; i < min(lo+scanChunk, len(partitions)); i++ {
+			p := partitions[i] % Partitions
+			cmds[i] = reads{p: p,
 				due: pipe.ZRangeByScore(ctx, s.keys.deadlines(p), &redis.ZRangeBy{Min: "-inf", Max: upTo, Count: int64(limit)}),
 				out: pipe.XRangeN(ctx, s.keys.outbox(p), "-", "+", int64(limit)),
 			}
@@ -566,19 +569,19 @@ func (s *Store) Scan(ctx context.Context, now time.Time, limit int) ([]Due, erro
 	// (a node down, a failover in progress); the error is still reported.
 	var out []Due
 	var failed error
-	for p, c := range cmds {
+	for _, c := range cmds {
 		matches, err := c.due.Result()
 		if err != nil {
-			failed = fmt.Errorf("scan partition %d deadlines: %w", p, err)
+			failed = fmt.Errorf("scan partition %d deadlines: %w", c.p, err)
 			continue
 		}
 		msgs, err := c.out.Result()
 		if err != nil {
-			failed = fmt.Errorf("scan partition %d outbox: %w", p, err)
+			failed = fmt.Errorf("scan partition %d outbox: %w", c.p, err)
 			continue
 		}
 		if len(matches) > 0 || len(msgs) > 0 {
-			out = append(out, Due{Partition: p, Matches: matches, Outbox: msgs})
+			out = append(out, Due{Partition: c.p, Matches: matches, Outbox: msgs})
 		}
 	}
 	return out, failed
@@ -611,28 +614,6 @@ func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessa
 	}
 	if err := s.rdb.XDel(ctx, s.keys.outbox(partition), ids...).Err(); err != nil {
 		return fmt.Errorf("relay partition %d: delete outbox entries: %w", partition, err)
-	}
-	return nil
-}
-
-// AcquireLease takes or renews the named lease for owner; it reports whether
-// owner holds it now. A lease is an efficiency device, not a correctness one:
-// every change it leads to is a versioned commit, so two holders at once
-// (clock skew, pauses) do no harm.
-func (s *Store) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
-	ks, args := leaseArgs(s.keys.lease(name), owner, ttl.Milliseconds())
-	n, err := leaseScript.Run(ctx, s.rdb, ks, args...).Int()
-	if err != nil {
-		return false, fmt.Errorf("acquire lease %s: %w", name, err)
-	}
-	return n == 1, nil
-}
-
-// ReleaseLease gives up the named lease if owner holds it.
-func (s *Store) ReleaseLease(ctx context.Context, name, owner string) error {
-	ks, args := releaseArgs(s.keys.lease(name), owner)
-	if err := releaseScript.Run(ctx, s.rdb, ks, args...).Err(); err != nil {
-		return fmt.Errorf("release lease %s: %w", name, err)
 	}
 	return nil
 }

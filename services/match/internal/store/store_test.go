@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -90,7 +92,7 @@ func TestStore(t *testing.T) {
 			t.Run("FinishRelaysOutbox", func(t *testing.T) { testFinish(t, rdb) })
 			t.Run("RacingCommits", func(t *testing.T) { testRacingCommits(t, rdb) })
 			t.Run("LiveNotification", func(t *testing.T) { testLive(t, rdb) })
-			t.Run("Lease", func(t *testing.T) { testLease(t, rdb) })
+			t.Run("KeeperRanges", func(t *testing.T) { testKeeperRanges(t, rdb) })
 			t.Run("CommitAfterScriptFlush", func(t *testing.T) { testCommitAfterScriptFlush(t, rdb) })
 		})
 	}
@@ -205,7 +207,7 @@ func testCommitAfterScriptFlush(t *testing.T, rdb redis.UniversalClient) {
 	if err := rdb.ScriptFlush(t.Context()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	due, err := s.Scan(t.Context(), time.Now().Add(2*time.Hour), 10)
+	due, err := s.Scan(t.Context(), allPartitions(), time.Now().Add(2*time.Hour), 10)
 	if err != nil {
 		t.Fatalf("Scan after SCRIPT FLUSH: %v", err)
 	}
@@ -277,7 +279,7 @@ func testFinish(t *testing.T, rdb redis.UniversalClient) {
 	if ttl, err := s.TTL(ctx, id); err != nil || ttl <= 0 || ttl > time.Hour {
 		t.Errorf("finished match TTL = %v, %v; want at most 1h", ttl, err)
 	}
-	due, err := s.Scan(ctx, time.Now(), 100)
+	due, err := s.Scan(ctx, allPartitions(), time.Now(), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +315,7 @@ func testFinish(t *testing.T, rdb redis.UniversalClient) {
 	if diff := cmp.Diff(published, got, protocmp.Transform()); diff != "" {
 		t.Errorf("relayed MatchFinished (-published +decoded):\n%s", diff)
 	}
-	due, err = s.Scan(ctx, time.Now(), 100)
+	due, err = s.Scan(ctx, allPartitions(), time.Now(), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,25 +410,78 @@ func testLive(t *testing.T, rdb redis.UniversalClient) {
 	}
 }
 
-func testLease(t *testing.T, rdb redis.UniversalClient) {
+func allPartitions() []int {
+	ps := make([]int, store.Partitions)
+	for p := range ps {
+		ps[p] = p
+	}
+	return ps
+}
+
+// testKeeperRanges: membership, taking free ranges with fresh fencing
+// tokens, renewal only of the exact value held, lapse of an instance that
+// stops announcing itself, release and leaving.
+func testKeeperRanges(t *testing.T, rdb redis.UniversalClient) {
 	s := newStore(t, rdb, nil)
-	ctx := context.Background()
-	ok, err := s.AcquireLease(ctx, "x", "a", time.Minute)
-	if err != nil || !ok {
-		t.Fatalf("first acquire = %v, %v", ok, err)
+	ctx := t.Context()
+	var none [store.KeeperRanges]string
+	m, err := s.Heartbeat(ctx, "a", &none, time.Minute)
+	if err != nil || !slices.Equal(m.Members, []string{"a"}) || m.Leases != none {
+		t.Fatalf("first heartbeat = %+v, %v; want member a, every range free", m, err)
 	}
-	if ok, _ := s.AcquireLease(ctx, "x", "b", time.Minute); ok {
-		t.Fatal("second owner acquired a held lease")
+	short := 300 * time.Millisecond
+	got, err := s.AcquireRanges(ctx, "a", []int{0, 1, 2, 3}, 2, short)
+	if err != nil || len(got) != 2 || got[0] == "" || got[1] == "" || store.LeaseOwner(got[0]) != "a" {
+		t.Fatalf("AcquireRanges = %v, %v; want ranges 0 and 1 for a", got, err)
 	}
-	if ok, _ := s.AcquireLease(ctx, "x", "a", time.Minute); !ok {
-		t.Fatal("owner could not renew")
+	// b arrives; of its candidates, 1 is taken.
+	m, err = s.Heartbeat(ctx, "b", &none, short)
+	if err != nil || !slices.Equal(m.Members, []string{"a", "b"}) || m.Leases[0] != got[0] || m.Leases[2] != "" {
+		t.Fatalf("heartbeat of b = %+v, %v; want members a, b and a's leases", m, err)
 	}
-	if err := s.ReleaseLease(ctx, "x", "a"); err != nil {
-		t.Fatal(err)
+	gotB, err := s.AcquireRanges(ctx, "b", []int{1, 2, 3}, 2, short)
+	if err != nil || len(gotB) != 2 || gotB[2] == "" || gotB[3] == "" {
+		t.Fatalf("AcquireRanges for b = %v, %v; want ranges 2 and 3", gotB, err)
 	}
-	if ok, _ := s.AcquireLease(ctx, "x", "b", time.Minute); !ok {
-		t.Fatal("lease not free after release")
+	if tokenOf(t, gotB[2]) <= tokenOf(t, got[1]) {
+		t.Errorf("fencing tokens %q then %q: not increasing", got[1], gotB[2])
 	}
+
+	// a renews with a short TTL; range 1 under a stale token is not
+	// renewed, and b, silent, lapses with its leases.
+	held := none
+	held[0], held[1] = got[0], "1:a"
+	for range 6 {
+		if m, err = s.Heartbeat(ctx, "a", &held, short); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(short / 3)
+	}
+	if !slices.Equal(m.Members, []string{"a"}) || m.Leases[0] != got[0] || m.Leases[1] != "" || m.Leases[2] != "" || m.Leases[3] != "" {
+		t.Fatalf("after b went silent and a renewed range 0 only: %+v", m)
+	}
+
+	// Release: only the exact value is released; leaving drops a.
+	if n, err := s.ReleaseRanges(ctx, "a", map[int]string{0: "999:a"}, false); err != nil || n != 0 {
+		t.Fatalf("release under a wrong token = %d, %v; want nothing released", n, err)
+	}
+	if n, err := s.ReleaseRanges(ctx, "a", map[int]string{0: got[0]}, true); err != nil || n != 1 {
+		t.Fatalf("release = %d, %v; want 1", n, err)
+	}
+	m, err = s.Heartbeat(ctx, "c", &none, time.Minute)
+	if err != nil || !slices.Equal(m.Members, []string{"c"}) || m.Leases != none {
+		t.Fatalf("after a left: %+v, %v; want member c only, every range free", m, err)
+	}
+}
+
+func tokenOf(t *testing.T, lease string) int {
+	t.Helper()
+	tok, _, _ := strings.Cut(lease, ":")
+	n, err := strconv.Atoi(tok)
+	if err != nil {
+		t.Fatalf("lease %q has no numeric token", lease)
+	}
+	return n
 }
 
 func TestDecodeBatchRejectsTruncation(t *testing.T) {
