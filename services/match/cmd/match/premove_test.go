@@ -149,7 +149,11 @@ func checkQueues(t *testing.T, who string, got []*matchv1.PremoveQueue, want ...
 func TestPremovesChainAcrossRoundsOnTwoInstances(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, e *env) {
-		a, b := e.start(nil), e.start(nil)
+		// The spectator sees the game live (no spectator delay, which
+		// TestSpectatorDelay covers), so that its stream shows, move for
+		// move, that no queue item ever reaches it.
+		live := map[string]string{"MATCH_SPECTATOR_DELAY": "0"}
+		a, b := e.start(live), e.start(live)
 		id := e.create(a.addr, nil).GetMatchId()
 		onA, onB := e.seatClients(a.addr), e.seatClients(b.addr)
 		spec := e.client(b.addr, e.token("spectator", auth.RolePlayer))
