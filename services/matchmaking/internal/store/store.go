@@ -117,6 +117,16 @@ type Entry struct {
 	Rated       bool    `json:"-"`
 	Rating      float64 `json:"-"`
 	Provisional bool    `json:"-"`
+	// CoPlayers are the players of the player's latest games, looked up
+	// with the rating and kept with it (anti-teaming).
+	CoPlayers []CoPlayer `json:"-"`
+}
+
+// CoPlayer is another player of one of a player's latest games.
+type CoPlayer struct {
+	PlayerID string `json:"p"`
+	// FinishedMs is when the game ended (Unix ms).
+	FinishedMs int64 `json:"f"`
 }
 
 // EnqueuedAt returns the enqueue time.
@@ -376,26 +386,39 @@ func (s *Store) Ticket(ctx context.Context, id string) (Ticket, error) {
 	t.EnqueuedAt = time.UnixMilli(enq)
 	t.Seat, _ = strconv.Atoi(h["seat"])
 	if r, err := rget.Result(); err == nil {
-		t.Rating, t.Provisional, t.Rated = parseRating(r)
+		t.Rating, t.Provisional, _, t.Rated = parseRating(r)
 	}
 	return t, nil
 }
 
-func formatRating(r float64, provisional bool) string {
-	v := strconv.FormatFloat(r, 'f', -1, 64)
+// A recorded rating is "<rating>|p" (provisional) or "<rating>|", followed
+// by "|<JSON list of co-players>" when the player has recent co-players.
+func formatRating(r float64, provisional bool, co []CoPlayer) string {
+	v := strconv.FormatFloat(r, 'f', -1, 64) + "|"
 	if provisional {
-		return v + "|p"
+		v += "p"
 	}
-	return v + "|"
+	if len(co) > 0 {
+		b, _ := json.Marshal(co) // strings and integers: cannot fail
+		v += "|" + string(b)
+	}
+	return v
 }
 
-func parseRating(v string) (float64, bool, bool) {
-	num, flag, _ := strings.Cut(v, "|")
+func parseRating(v string) (float64, bool, []CoPlayer, bool) {
+	num, rest, _ := strings.Cut(v, "|")
 	r, err := strconv.ParseFloat(num, 64)
 	if err != nil {
-		return 0, false, false
+		return 0, false, nil, false
 	}
-	return r, flag == "p", true
+	flag, list, _ := strings.Cut(rest, "|")
+	var co []CoPlayer
+	if list != "" && json.Unmarshal([]byte(list), &co) != nil {
+		// Unreadable co-players (never written so): the rating stands,
+		// the ticket is grouped without anti-teaming.
+		co = nil
+	}
+	return r, flag == "p", co, true
 }
 
 // Cancel ends a searching ticket of player. Cancelling a cancelled or
@@ -504,7 +527,7 @@ func (s *Store) Waiting(ctx context.Context, queue string) ([]Entry, error) {
 		}
 		e.TicketID = id
 		if v, ok := ratings[id]; ok {
-			e.Rating, e.Provisional, e.Rated = parseRating(v)
+			e.Rating, e.Provisional, e.CoPlayers, e.Rated = parseRating(v)
 		}
 		out = append(out, e)
 	}
@@ -517,7 +540,7 @@ func (s *Store) SetRatings(ctx context.Context, queue string, entries []Entry) e
 	for chunk := range slices.Chunk(entries, chunkSize) {
 		keys, args := rateArgs(s.waitingKey(queue), s.ratingsKey(queue), len(chunk))
 		for _, e := range chunk {
-			args = append(args, e.TicketID, formatRating(e.Rating, e.Provisional))
+			args = append(args, e.TicketID, formatRating(e.Rating, e.Provisional, e.CoPlayers))
 		}
 		if err := rateScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
 			return fmt.Errorf("record ratings: %w", err)

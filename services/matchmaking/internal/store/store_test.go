@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -323,6 +324,39 @@ func TestSetRatings(t *testing.T) {
 		tk, _ := s.Ticket(ctx, es[1].TicketID)
 		if tk.Rated {
 			t.Errorf("a cancelled ticket was rated")
+		}
+	})
+}
+
+// The recent co-players looked up with a rating are kept with it, whatever
+// bytes the player ids hold, and a ticket without any reads back none.
+func TestSetRatingsKeepsCoPlayers(t *testing.T) {
+	t.Parallel()
+	forEachRedis(t, func(t *testing.T, s *Store, _ redis.UniversalClient) {
+		ctx := context.Background()
+		es := enqueueN(t, s, queueA, 2, time.Now())
+		co := []CoPlayer{{PlayerID: `g-b|c"\]`, FinishedMs: 1764000000123}, {PlayerID: "x", FinishedMs: 1}}
+		es[0].Rating, es[0].CoPlayers = 1500, co
+		es[1].Rating, es[1].Provisional = 1700, true
+		if err := s.SetRatings(ctx, queueA, es); err != nil {
+			t.Fatal(err)
+		}
+		waiting, err := s.Waiting(ctx, queueA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byID := map[string]Entry{}
+		for _, e := range waiting {
+			byID[e.TicketID] = e
+		}
+		if got := byID[es[0].TicketID]; !got.Rated || got.Rating != 1500 || got.Provisional || !slices.Equal(got.CoPlayers, co) {
+			t.Errorf("ticket with co-players reads back %+v, want rating 1500 and %v", got, co)
+		}
+		if got := byID[es[1].TicketID]; !got.Rated || got.Rating != 1700 || !got.Provisional || got.CoPlayers != nil {
+			t.Errorf("ticket without co-players reads back %+v", got)
+		}
+		if tk, _ := s.Ticket(ctx, es[0].TicketID); !tk.Rated || tk.Rating != 1500 {
+			t.Errorf("Ticket = %+v, want rated 1500", tk)
 		}
 	})
 }
