@@ -46,12 +46,16 @@ import (
 type Rating struct {
 	Value       float64
 	Provisional bool
+	// CoPlayers are the other players of the player's latest games (as
+	// many games as asked for), each with the time the game ended.
+	CoPlayers []store.CoPlayer
 }
 
-// Ratings looks players' ratings up in a rule set's pool. Players missing
-// from the answer get the default rating.
+// Ratings looks players' ratings up in a rule set's pool, with the
+// co-players of each player's latest recentGames games (none for 0).
+// Players missing from the answer get the default rating.
 type Ratings interface {
-	BatchRatings(ctx context.Context, ruleSet string, playerIDs []string) (map[string]Rating, error)
+	BatchRatings(ctx context.Context, ruleSet string, playerIDs []string, recentGames int) (map[string]Rating, error)
 }
 
 // MatchRequest asks for a match; Players are in seat order (Red, Blue,
@@ -251,6 +255,15 @@ func (m *Matchmaker) Round(ctx context.Context, q queues.Queue) (RoundResult, er
 			Rating: e.Rating, Provisional: e.Provisional, Wait: now.Sub(e.EnqueuedAt()), Bot: e.Player.Bot,
 		})
 	}
+	if q.Apart > 0 {
+		group := make([]store.Entry, len(cands))
+		for k, i := range cands {
+			group[k] = entries[i]
+		}
+		for k, avoid := range Apart(group, now, q.Apart) {
+			tickets[k].Avoid = avoid
+		}
+	}
 	grouped := grouping.Form(tickets, grouping.Params{Window: m.cfg.Window, BotFillAfter: q.BotFillAfter})
 	if q.BotFillAfter > 0 {
 		m.botsShort.Record(ctx, int64(grouped.BotsNeeded), metric.WithAttributes(attribute.String("queue", name)))
@@ -295,11 +308,17 @@ func (m *Matchmaker) rate(ctx context.Context, q queues.Queue, entries []store.E
 	for k, i := range idx {
 		ids[k] = entries[i].Player.ID
 	}
-	got, err := m.ratings.BatchRatings(ctx, q.RuleSet, ids)
+	recent := 0
+	if q.Apart > 0 {
+		recent = q.ApartGames
+	}
+	got, err := m.ratings.BatchRatings(ctx, q.RuleSet, ids, recent)
 	if err != nil {
 		// Matchmaking goes on without the rating service: everyone is
-		// treated as a default, provisional player.
-		m.log.WarnContext(ctx, "ratings unavailable, using the default", "queue", q.Name(), "err", err)
+		// treated as a default, provisional player, and without recent
+		// co-players, so anti-teaming does not hold for them this round.
+		m.log.WarnContext(ctx, "ratings unavailable, using the default rating and no anti-teaming", "queue", q.Name(),
+			"tickets", len(ids), "err", err)
 	}
 	for _, i := range idx {
 		e := &entries[i]
@@ -307,9 +326,44 @@ func (m *Matchmaker) rate(ctx context.Context, q queues.Queue, entries []store.E
 		if !ok {
 			r = Rating{Value: m.cfg.DefaultRating, Provisional: true}
 		}
-		e.Rating, e.Provisional, e.Rated = r.Value, r.Provisional, true
+		e.Rating, e.Provisional, e.CoPlayers, e.Rated = r.Value, r.Provisional, r.CoPlayers, true
 	}
 	return err == nil
+}
+
+// Apart returns, for each entry, the indices of the other entries whose
+// player shared one of its latest games with it, that game having ended
+// less than apart before now: the pairs anti-teaming keeps out of one
+// group (grouping.Ticket.Avoid). The co-players come with each ticket's
+// rating, looked up once when the ticket is first rated, so a round makes
+// no call for them. A game reported to end in the future (clock skew)
+// counts as just ended. Bots are never kept apart.
+func Apart(entries []store.Entry, now time.Time, apart time.Duration) [][]int {
+	out := make([][]int, len(entries))
+	var byPlayer map[string]int
+	since := now.Add(-apart).UnixMilli()
+	for i, e := range entries {
+		if e.Player.Bot {
+			continue
+		}
+		for _, c := range e.CoPlayers {
+			if c.FinishedMs <= since {
+				continue
+			}
+			if byPlayer == nil {
+				byPlayer = make(map[string]int, len(entries))
+				for j, o := range entries {
+					if !o.Player.Bot {
+						byPlayer[o.Player.ID] = j
+					}
+				}
+			}
+			if j, ok := byPlayer[c.PlayerID]; ok && j != i && !slices.Contains(out[i], j) {
+				out[i] = append(out[i], j)
+			}
+		}
+	}
+	return out
 }
 
 // newFormation seats four entries at random. The seed is recorded in the

@@ -13,6 +13,7 @@ import (
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
 
 // Ratings asks the rating service.
@@ -22,17 +23,27 @@ type Ratings struct {
 
 // BatchRatings makes one BatchGetRatings call. Players the service does not
 // know come back with the pool's default rating and count as provisional.
-func (r Ratings) BatchRatings(ctx context.Context, ruleSet string, playerIDs []string) (map[string]matchmaker.Rating, error) {
-	resp, err := r.Client.BatchGetRatings(ctx, &ratingv1.BatchGetRatingsRequest{PlayerIds: playerIDs, RuleSet: ruleSet})
+// With recentGames > 0 the call also asks for each player's latest rated
+// matches, whose other players become the rating's co-players (a rating
+// service that predates the field answers without them: no anti-teaming).
+func (r Ratings) BatchRatings(ctx context.Context, ruleSet string, playerIDs []string, recentGames int) (map[string]matchmaker.Rating, error) {
+	req := &ratingv1.BatchGetRatingsRequest{PlayerIds: playerIDs, RuleSet: ruleSet, RecentMatches: uint32(max(recentGames, 0))}
+	resp, err := r.Client.BatchGetRatings(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("batch get ratings: %w", err)
 	}
 	out := make(map[string]matchmaker.Rating, len(resp.GetRatings()))
 	for _, rt := range resp.GetRatings() {
-		out[rt.GetPlayerId()] = matchmaker.Rating{
+		mr := matchmaker.Rating{
 			Value:       float64(rt.GetDisplayRating()),
 			Provisional: rt.GetProvisional() || rt.GetIsDefault(),
 		}
+		for _, m := range rt.GetRecentMatches() {
+			for _, id := range m.GetCoPlayerIds() {
+				mr.CoPlayers = append(mr.CoPlayers, store.CoPlayer{PlayerID: id, FinishedMs: m.GetFinishedAt().AsTime().UnixMilli()})
+			}
+		}
+		out[rt.GetPlayerId()] = mr
 	}
 	return out, nil
 }
