@@ -524,7 +524,9 @@ func TestApart(t *testing.T) {
 	entry := func(id string, bot bool, co ...store.CoPlayer) store.Entry {
 		return store.Entry{Player: store.Player{ID: id, Bot: bot}, CoPlayers: co}
 	}
-	with := func(id string, d time.Duration) store.CoPlayer { return store.CoPlayer{PlayerID: id, FinishedMs: ago(d)} }
+	with := func(id string, d time.Duration) store.CoPlayer {
+		return store.CoPlayer{PlayerID: id, FinishedMs: ago(d)}
+	}
 	tests := []struct {
 		name    string
 		entries []store.Entry
