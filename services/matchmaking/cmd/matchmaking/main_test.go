@@ -440,8 +440,8 @@ func TestEndToEndAntiTeaming(t *testing.T) {
 		t.Errorf("the match does not exist: %v", err)
 	}
 	ratingSvc.mu.Lock()
-	if ratingSvc.recentAsked != 3 {
-		t.Errorf("the rating service was asked for %d recent matches, want the default 3", ratingSvc.recentAsked)
+	if ratingSvc.recentAsked != 6 {
+		t.Errorf("the rating service was asked for %d recent matches, want 6 (twice the default 3)", ratingSvc.recentAsked)
 	}
 	ratingSvc.mu.Unlock()
 }

@@ -46,14 +46,22 @@ import (
 type Rating struct {
 	Value       float64
 	Provisional bool
-	// CoPlayers are the other players of the player's latest games (as
-	// many games as asked for), each with the time the game ended.
-	CoPlayers []store.CoPlayer
+	// Recent are the player's latest rated games, newest first (as many
+	// as asked for).
+	Recent []Game
 }
 
-// Ratings looks players' ratings up in a rule set's pool, with the
-// co-players of each player's latest recentGames games (none for 0).
-// Players missing from the answer get the default rating.
+// Game is one of a player's latest games.
+type Game struct {
+	MatchID string
+	Ended   time.Time
+	// CoPlayers are the other players.
+	CoPlayers []string
+}
+
+// Ratings looks players' ratings up in a rule set's pool, with each
+// player's latest recentGames rated games (none for 0). Players missing
+// from the answer get the default rating.
 type Ratings interface {
 	BatchRatings(ctx context.Context, ruleSet string, playerIDs []string, recentGames int) (map[string]Rating, error)
 }
@@ -237,7 +245,7 @@ func (m *Matchmaker) Round(ctx context.Context, q queues.Queue) (RoundResult, er
 	if len(unrated) > m.cfg.RatingBatch {
 		unrated, res.More = unrated[:m.cfg.RatingBatch], true
 	}
-	if len(unrated) > 0 && !m.rate(ctx, q, entries, unrated) {
+	if len(unrated) > 0 && !m.rate(ctx, q, entries, unrated, now) {
 		// Defaults stand in for this round only: they are not recorded,
 		// and the next round waits for the interval before asking again.
 		unrated, res.More = nil, false
@@ -302,15 +310,26 @@ func (m *Matchmaker) Round(ctx context.Context, q queues.Queue) (RoundResult, er
 }
 
 // rate fetches the ratings of entries[idx] in one call. When the call fails
-// it gives them the default rating and reports false.
-func (m *Matchmaker) rate(ctx context.Context, q queues.Queue, entries []store.Entry, idx []int) bool {
+// it gives them the default rating and reports false. With anti-teaming it
+// also sets their recent co-players: from the rated games the call
+// returns, and from the matches this queue formed in the last hour that
+// the rating service does not report (still running).
+func (m *Matchmaker) rate(ctx context.Context, q queues.Queue, entries []store.Entry, idx []int, now time.Time) bool {
 	ids := make([]string, len(idx))
 	for k, i := range idx {
 		ids[k] = entries[i].Player.ID
 	}
 	recent := 0
+	var played map[string][]store.Played
 	if q.Apart > 0 {
-		recent = q.ApartGames
+		// Twice the games counted, so that a match formed here and since
+		// rated is found among them and not taken for a running one.
+		recent = min(2*q.ApartGames, queues.MaxApartGames)
+		var err error
+		if played, err = m.store.Played(ctx, q.Name(), ids, now); err != nil {
+			m.log.WarnContext(ctx, "matches formed by the queue unavailable: games still running do not count for anti-teaming this round",
+				"queue", q.Name(), "err", err)
+		}
 	}
 	got, err := m.ratings.BatchRatings(ctx, q.RuleSet, ids, recent)
 	if err != nil {
@@ -326,9 +345,35 @@ func (m *Matchmaker) rate(ctx context.Context, q queues.Queue, entries []store.E
 		if !ok {
 			r = Rating{Value: m.cfg.DefaultRating, Provisional: true}
 		}
-		e.Rating, e.Provisional, e.CoPlayers, e.Rated = r.Value, r.Provisional, r.CoPlayers, true
+		e.Rating, e.Provisional, e.Rated = r.Value, r.Provisional, true
+		if q.Apart > 0 {
+			e.CoPlayers = LatestCoPlayers(r.Recent, played[e.Player.ID], now, q.ApartGames)
+		}
 	}
 	return err == nil
+}
+
+// LatestCoPlayers returns the co-players of a player's latest n games:
+// the rated ones (rated, newest first, as the rating service reports them)
+// and the matches the queue formed for the player that the rating service
+// does not report (played): those still run, or have just ended and are
+// not rated yet, and count as ending now, so they are the latest.
+func LatestCoPlayers(rated []Game, played []store.Played, now time.Time, n int) []store.CoPlayer {
+	var games []Game
+	for _, p := range played {
+		if !slices.ContainsFunc(rated, func(g Game) bool { return g.MatchID == p.MatchID }) {
+			games = append(games, Game{MatchID: p.MatchID, Ended: now, CoPlayers: p.CoPlayers})
+		}
+	}
+	games = append(games, rated...)
+	slices.SortStableFunc(games, func(a, b Game) int { return b.Ended.Compare(a.Ended) })
+	var out []store.CoPlayer
+	for _, g := range games[:min(n, len(games))] {
+		for _, id := range g.CoPlayers {
+			out = append(out, store.CoPlayer{PlayerID: id, FinishedMs: g.Ended.UnixMilli()})
+		}
+	}
+	return out
 }
 
 // Apart returns, for each entry, the indices of the other entries whose

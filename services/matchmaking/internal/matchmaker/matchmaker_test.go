@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -70,9 +71,7 @@ func (f *fakeRatings) BatchRatings(_ context.Context, _ string, ids []string, re
 	out := map[string]Rating{}
 	for _, id := range ids {
 		if r, ok := f.ratings[id]; ok {
-			if recentGames == 0 {
-				r.CoPlayers = nil
-			}
+			r.Recent = r.Recent[:min(recentGames, len(r.Recent))]
 			out[id] = r
 		}
 	}
@@ -551,8 +550,8 @@ func TestApart(t *testing.T) {
 	}
 }
 
-// A formation round asks the rating service for the queue's number of
-// recent games and keeps players who just played together out of one
+// A formation round asks the rating service for twice the queue's number
+// of recent games and keeps players who just played together out of one
 // group: until the window has passed, unless one of them waited until
 // their rating window reached its cap, and not when the rating service is
 // down (matchmaking goes on without anti-teaming then).
@@ -586,8 +585,8 @@ func TestRoundKeepsRecentCoPlayersApart(t *testing.T) {
 					tks[id] = e.enqueue(t, q, id, 1500, now.Add(-20*time.Second))
 				}
 				tks["e"] = e.enqueue(t, q, "e", 1500, now.Add(-time.Second))
-				ended := now.Add(-tt.endedAgo).UnixMilli()
-				e.ratings.ratings["a"] = Rating{Value: 1500, CoPlayers: []store.CoPlayer{{PlayerID: "b", FinishedMs: ended}, {PlayerID: "x", FinishedMs: ended}}}
+				ended := now.Add(-tt.endedAgo)
+				e.ratings.ratings["a"] = Rating{Value: 1500, Recent: []Game{{MatchID: "earlier", Ended: ended, CoPlayers: []string{"b", "x"}}}}
 				e.ratings.fail = tt.down
 				m := e.matchmaker()
 				m.now = func() time.Time { return now }
@@ -595,8 +594,8 @@ func TestRoundKeepsRecentCoPlayersApart(t *testing.T) {
 				if err != nil || res.Formed != 1 {
 					t.Fatalf("round = %+v, %v; want one match", res, err)
 				}
-				if !tt.down && e.ratings.recentAsked != 3 {
-					t.Errorf("the round asked for %d recent games, want 3", e.ratings.recentAsked)
+				if !tt.down && e.ratings.recentAsked != 6 {
+					t.Errorf("the round asked for %d recent games, want 6 (twice the 3 that count)", e.ratings.recentAsked)
 				}
 				match := map[string]string{}
 				for id, tk := range tks {
@@ -612,4 +611,83 @@ func TestRoundKeepsRecentCoPlayersApart(t *testing.T) {
 			})
 		})
 	}
+}
+
+func TestLatestCoPlayers(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_764_000_000_000)
+	at := func(d time.Duration) time.Time { return now.Add(-d) }
+	rated := []Game{
+		{MatchID: "r3", Ended: at(time.Minute), CoPlayers: []string{"a", "b", "c"}},
+		{MatchID: "r2", Ended: at(20 * time.Minute), CoPlayers: []string{"d", "e", "f"}},
+		{MatchID: "r1", Ended: at(40 * time.Minute), CoPlayers: []string{"g", "h", "i"}},
+	}
+	played := func(id string, co ...string) store.Played {
+		return store.Played{MatchID: id, FormedMs: at(30 * time.Minute).UnixMilli(), CoPlayers: co}
+	}
+	tests := []struct {
+		name   string
+		played []store.Played
+		n      int
+		want   string
+	}{
+		{"rated only, the latest n", nil, 2, "[{a m1} {b m1} {c m1} {d m20} {e m20} {f m20}]"},
+		{"a formed match the rating service reports is the rated one", []store.Played{played("r2", "d", "e", "f")}, 2, "[{a m1} {b m1} {c m1} {d m20} {e m20} {f m20}]"},
+		{"a running match counts as just ended, the newest", []store.Played{played("run", "x", "y", "z")}, 2, "[{x m0} {y m0} {z m0} {a m1} {b m1} {c m1}]"},
+		{"all games when fewer than n", nil, 4, "[{a m1} {b m1} {c m1} {d m20} {e m20} {f m20} {g m40} {h m40} {i m40}]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, c := range LatestCoPlayers(rated, tt.played, now, tt.n) {
+				got = append(got, fmt.Sprintf("{%s m%d}", c.PlayerID, now.Sub(time.UnixMilli(c.FinishedMs))/time.Minute))
+			}
+			if g := "[" + strings.Join(got, " ") + "]"; g != tt.want {
+				t.Errorf("LatestCoPlayers = %s, want %s", g, tt.want)
+			}
+		})
+	}
+}
+
+// Players of a match the queue formed and the rating service does not
+// report yet (it still runs: they left it early) are kept apart when they
+// queue again.
+func TestRoundKeepsPlayersOfARunningGameApart(t *testing.T) {
+	t.Parallel()
+	q := queue5
+	q.Apart, q.ApartGames = 10*time.Minute, 3
+	forEachRedis(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		now := time.Now()
+		m := e.matchmaker()
+		m.now = func() time.Time { return now }
+		for _, id := range []string{"a", "b", "c", "d"} {
+			e.enqueue(t, q, id, 1500, now.Add(-20*time.Second))
+		}
+		if res, err := m.Round(ctx, q); err != nil || res.Formed != 1 {
+			t.Fatalf("first round = %+v, %v; want one match", res, err)
+		}
+		// a and b left that game early and queue again with three others.
+		now = now.Add(3 * time.Minute)
+		tks := map[string]store.Ticket{}
+		for _, id := range []string{"a", "b", "c2", "d2"} {
+			tks[id] = e.enqueue(t, q, id, 1500, now.Add(-20*time.Second))
+		}
+		tks["e"] = e.enqueue(t, q, "e", 1500, now.Add(-time.Second))
+		if res, err := m.Round(ctx, q); err != nil || res.Formed != 1 {
+			t.Fatalf("second round = %+v, %v; want one match", res, err)
+		}
+		match := map[string]string{}
+		for id, tk := range tks {
+			got, err := e.store.Ticket(ctx, tk.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			match[id] = got.MatchID
+		}
+		if match["a"] != "" && match["a"] == match["b"] {
+			t.Errorf("a and b, still in a running game together, were grouped again: %v", match)
+		}
+	})
 }

@@ -45,6 +45,7 @@ func BenchmarkRepeatPlayers(b *testing.B) {
 
 // simGame is a finished game as the fake rating service reports it.
 type simGame struct {
+	match    string
 	finished time.Time
 	players  [4]string
 }
@@ -54,7 +55,7 @@ type simService struct {
 	mu      sync.Mutex
 	ratings map[string]Rating
 	games   map[string][]simGame // player -> finished games, oldest first
-	created [][4]string          // matches created since the last look
+	created []simGame            // matches created since the last look (no finish time yet)
 	byReq   map[string]Match
 }
 
@@ -64,14 +65,16 @@ func (s *simService) BatchRatings(_ context.Context, _ string, ids []string, rec
 	out := make(map[string]Rating, len(ids))
 	for _, id := range ids {
 		r := s.ratings[id]
-		r.CoPlayers = nil
+		r.Recent = nil
 		gs := s.games[id]
-		for _, g := range gs[max(len(gs)-recent, 0):] {
-			for _, p := range g.players {
+		for k := len(gs) - 1; k >= max(len(gs)-recent, 0); k-- { // newest first
+			g := Game{MatchID: gs[k].match, Ended: gs[k].finished}
+			for _, p := range gs[k].players {
 				if p != id {
-					r.CoPlayers = append(r.CoPlayers, store.CoPlayer{PlayerID: p, FinishedMs: g.finished.UnixMilli()})
+					g.CoPlayers = append(g.CoPlayers, p)
 				}
 			}
+			r.Recent = append(r.Recent, g)
 		}
 		out[id] = r
 	}
@@ -91,7 +94,7 @@ func (s *simService) CreateMatch(_ context.Context, req MatchRequest) (Match, er
 		four[i] = p.ID
 	}
 	s.byReq[req.RequestID] = m
-	s.created = append(s.created, four)
+	s.created = append(s.created, simGame{match: m.ID, players: four})
 	return m, nil
 }
 
@@ -139,8 +142,8 @@ func simRepeat(b *testing.B, players int, apart time.Duration) {
 		start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 		type event struct {
 			at      time.Time
-			arrival string    // a player queues
-			game    [4]string // a game ends
+			arrival string  // a player queues
+			game    simGame // a game ends
 		}
 		var events []event
 		for i := range players {
@@ -170,11 +173,11 @@ func simRepeat(b *testing.B, players int, apart time.Duration) {
 					continue
 				}
 				svc.mu.Lock()
-				for _, p := range ev.game {
-					svc.games[p] = append(svc.games[p], simGame{finished: ev.at, players: ev.game})
+				for _, p := range ev.game.players {
+					svc.games[p] = append(svc.games[p], simGame{match: ev.game.match, finished: ev.at, players: ev.game.players})
 				}
 				svc.mu.Unlock()
-				for _, p := range ev.game {
+				for _, p := range ev.game.players {
 					// The four queue again at about the same time.
 					rejoin := ev.at.Add(5*time.Second + time.Duration(rng.Int64N(int64(25*time.Second))))
 					events = append(events, event{at: rejoin, arrival: p})
@@ -189,7 +192,8 @@ func simRepeat(b *testing.B, players int, apart time.Duration) {
 			created := svc.created
 			svc.created = nil
 			svc.mu.Unlock()
-			for _, four := range created {
+			for _, game := range created {
+				four := game.players
 				if now.Sub(start) >= warmUp {
 					groups++
 					if svc.recentPair(four, now) {
@@ -200,7 +204,7 @@ func simRepeat(b *testing.B, players int, apart time.Duration) {
 					}
 				}
 				length := 5*time.Minute + time.Duration(rng.Int64N(int64(10*time.Minute)))
-				events = append(events, event{at: now.Add(length), game: four})
+				events = append(events, event{at: now.Add(length), game: game})
 			}
 		}
 	}

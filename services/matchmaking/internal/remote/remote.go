@@ -13,7 +13,6 @@ import (
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
-	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
 
 // Ratings asks the rating service.
@@ -24,8 +23,8 @@ type Ratings struct {
 // BatchRatings makes one BatchGetRatings call. Players the service does not
 // know come back with the pool's default rating and count as provisional.
 // With recentGames > 0 the call also asks for each player's latest rated
-// matches, whose other players become the rating's co-players (a rating
-// service that predates the field answers without them: no anti-teaming).
+// matches (a rating service that predates the field answers without them:
+// no anti-teaming).
 func (r Ratings) BatchRatings(ctx context.Context, ruleSet string, playerIDs []string, recentGames int) (map[string]matchmaker.Rating, error) {
 	req := &ratingv1.BatchGetRatingsRequest{PlayerIds: playerIDs, RuleSet: ruleSet, RecentMatches: uint32(max(recentGames, 0))}
 	resp, err := r.Client.BatchGetRatings(ctx, req)
@@ -39,9 +38,7 @@ func (r Ratings) BatchRatings(ctx context.Context, ruleSet string, playerIDs []s
 			Provisional: rt.GetProvisional() || rt.GetIsDefault(),
 		}
 		for _, m := range rt.GetRecentMatches() {
-			for _, id := range m.GetCoPlayerIds() {
-				mr.CoPlayers = append(mr.CoPlayers, store.CoPlayer{PlayerID: id, FinishedMs: m.GetFinishedAt().AsTime().UnixMilli()})
-			}
+			mr.Recent = append(mr.Recent, matchmaker.Game{MatchID: m.GetMatchId(), Ended: m.GetFinishedAt().AsTime(), CoPlayers: m.GetCoPlayerIds()})
 		}
 		out[rt.GetPlayerId()] = mr
 	}

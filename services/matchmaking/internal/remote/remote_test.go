@@ -3,7 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
-	"slices"
+	"fmt"
 	"testing"
 	"time"
 
@@ -91,9 +91,10 @@ type ratingClient struct {
 	got *ratingv1.BatchGetRatingsRequest
 }
 
+var finished = time.UnixMilli(1764000000123).UTC()
+
 func (c *ratingClient) BatchGetRatings(_ context.Context, in *ratingv1.BatchGetRatingsRequest, _ ...grpc.CallOption) (*ratingv1.BatchGetRatingsResponse, error) {
 	c.got = in
-	finished := time.UnixMilli(1764000000123)
 	return &ratingv1.BatchGetRatingsResponse{Ratings: []*ratingv1.Rating{
 		{PlayerId: "known", DisplayRating: 1710, RecentMatches: []*ratingv1.RecentMatch{
 			{MatchId: "m2", FinishedAt: timestamppb.New(finished), CoPlayerIds: []string{"a", "b", "c"}},
@@ -114,17 +115,16 @@ func TestBatchRatings(t *testing.T) {
 	if c.got.GetRecentMatches() != 3 || c.got.GetRuleSet() != "fourkingdoms" {
 		t.Errorf("request = %v, want 3 recent matches in fourkingdoms", c.got)
 	}
-	ms := int64(1764000000123)
 	want := map[string]matchmaker.Rating{
-		"known": {Value: 1710, CoPlayers: []store.CoPlayer{
-			{PlayerID: "a", FinishedMs: ms}, {PlayerID: "b", FinishedMs: ms}, {PlayerID: "c", FinishedMs: ms},
-			{PlayerID: "a", FinishedMs: ms - 3_600_000}, {PlayerID: "d", FinishedMs: ms - 3_600_000}, {PlayerID: "e", FinishedMs: ms - 3_600_000},
+		"known": {Value: 1710, Recent: []matchmaker.Game{
+			{MatchID: "m2", Ended: finished, CoPlayers: []string{"a", "b", "c"}},
+			{MatchID: "m1", Ended: finished.Add(-time.Hour), CoPlayers: []string{"a", "d", "e"}},
 		}},
 		"new": {Value: 1500, Provisional: true}, "settling": {Value: 1420, Provisional: true},
 	}
 	for id, w := range want {
 		g := got[id]
-		if g.Value != w.Value || g.Provisional != w.Provisional || !slices.Equal(g.CoPlayers, w.CoPlayers) {
+		if g.Value != w.Value || g.Provisional != w.Provisional || fmt.Sprint(g.Recent) != fmt.Sprint(w.Recent) {
 			t.Errorf("%s = %+v, want %+v", id, g, w)
 		}
 	}

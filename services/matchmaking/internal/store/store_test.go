@@ -466,8 +466,12 @@ func TestPlayed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m1 := func(others ...string) Played { return Played{MatchID: "m1", FormedMs: now.UnixMilli(), CoPlayers: others} }
-		m2 := func(others ...string) Played { return Played{MatchID: "m2", FormedMs: later.UnixMilli(), CoPlayers: others} }
+		m1 := func(others ...string) Played {
+			return Played{MatchID: "m1", FormedMs: now.UnixMilli(), CoPlayers: others}
+		}
+		m2 := func(others ...string) Played {
+			return Played{MatchID: "m2", FormedMs: later.UnixMilli(), CoPlayers: others}
+		}
 		want := map[string][]Played{
 			"p0": {m1("p1", "p3"), m2("p1", "p4", "p5")},
 			"p3": {m1("p0", "p1")},
