@@ -357,10 +357,16 @@ func (m *Matchmaker) rate(ctx context.Context, q queues.Queue, entries []store.E
 // the rated ones (rated, newest first, as the rating service reports them)
 // and the matches the queue formed for the player that the rating service
 // does not report (played): those still run, or have just ended and are
-// not rated yet, and count as ending now, so they are the latest.
+// not rated yet, and count as ending now, so they are the latest. A formed
+// match older than the end of the oldest rated game reported is taken for
+// a rated game beyond the list (a player of short games plays more than
+// the list holds in the hour the queue remembers), not for a running one.
 func LatestCoPlayers(rated []Game, played []store.Played, now time.Time, n int) []store.CoPlayer {
 	var games []Game
 	for _, p := range played {
+		if len(rated) > 0 && p.FormedMs < rated[len(rated)-1].Ended.UnixMilli() {
+			continue
+		}
 		if !slices.ContainsFunc(rated, func(g Game) bool { return g.MatchID == p.MatchID }) {
 			games = append(games, Game{MatchID: p.MatchID, Ended: now, CoPlayers: p.CoPlayers})
 		}
