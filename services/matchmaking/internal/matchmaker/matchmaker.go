@@ -363,7 +363,9 @@ func (m *Matchmaker) rate(ctx context.Context, q queues.Queue, entries []store.E
 // the list holds in the hour the queue remembers), not for a running one.
 func LatestCoPlayers(rated []Game, played []store.Played, now time.Time, n int) []store.CoPlayer {
 	var games []Game
-	for _, p := range played {
+	// Newest first (played is oldest first): the sort below keeps this
+	// order among running games, which all end now.
+	for _, p := range slices.Backward(played) {
 		if len(rated) > 0 && p.FormedMs < rated[len(rated)-1].Ended.UnixMilli() {
 			continue
 		}

@@ -636,6 +636,7 @@ func TestLatestCoPlayers(t *testing.T) {
 		{"a formed match the rating service reports is the rated one", []store.Played{played("r2", "d", "e", "f")}, 2, "[{a m1} {b m1} {c m1} {d m20} {e m20} {f m20}]"},
 		{"a running match counts as just ended, the newest", []store.Played{played("run", "x", "y", "z")}, 2, "[{x m0} {y m0} {z m0} {a m1} {b m1} {c m1}]"},
 		{"a formed match older than the rated list is not taken for a running one", []store.Played{old}, 1, "[{a m1} {b m1} {c m1}]"},
+		{"the newest running matches first", []store.Played{played("run1", "u"), played("run2", "v")}, 1, "[{v m0}]"},
 		{"all games when fewer than n", nil, 4, "[{a m1} {b m1} {c m1} {d m20} {e m20} {f m20} {g m40} {h m40} {i m40}]"},
 	}
 	for _, tt := range tests {

@@ -21,8 +21,9 @@ import (
 // BenchmarkRepeatPlayers simulates a population of players who play game
 // after game: each player queues, is matched by real formation rounds
 // (real Redis, one round per simulated second), plays a game of 5 to 15
-// simulated minutes, and queues again 5 to 30 s after it ends, as the
-// other three players of the game do at about the same time. Ratings are
+// simulated minutes, and queues again 5 to 30 s after leaving it: half of
+// the players leave early (30 % to 100 % into the game) while it goes on,
+// the others at its end, at about the same time as the rest. Ratings are
 // fixed, N(1500, 350), a fifth provisional; the rating service is an
 // in-process fake that reports each player's finished games, as the real
 // one does. The window settings are the service defaults (50 points, +5/s,
@@ -32,7 +33,8 @@ import (
 // and with the default (apart=10m, 3 games) and reports, for the matches
 // formed after a 20-minute warm-up in one simulated hour: the wait at match
 // p50/p90/p99, and the share of groups that repeat a pair from one of its
-// members' latest 3 games that ended less than 10 minutes before.
+// members' latest 3 games that still runs or ended less than 10 minutes
+// before.
 //
 //	go test -run '^$' -bench BenchmarkRepeatPlayers -benchtime 1x ./internal/matchmaker
 func BenchmarkRepeatPlayers(b *testing.B) {
@@ -99,12 +101,11 @@ func (s *simService) CreateMatch(_ context.Context, req MatchRequest) (Match, er
 }
 
 // recentPair reports whether two of the four shared one of their latest
-// three games that ended less than ten minutes before now.
-func (s *simService) recentPair(four [4]string, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// three games (joined: by start, with their end time) that is still running
+// or ended less than ten minutes before now.
+func recentPair(joined map[string][]simGame, four [4]string, now time.Time) bool {
 	for _, p := range four {
-		gs := s.games[p]
+		gs := joined[p]
 		for _, g := range gs[max(len(gs)-3, 0):] {
 			if now.Sub(g.finished) >= 10*time.Minute {
 				continue
@@ -152,6 +153,7 @@ func simRepeat(b *testing.B, players int, apart time.Duration) {
 			events = append(events, event{at: start.Add(time.Duration(rng.Int64N(int64(10 * time.Minute)))), arrival: id})
 		}
 		enqueued := map[string]time.Time{}
+		joined := map[string][]simGame{} // player -> games joined, with their end
 		now := start
 		m := New(cfg, st, svc, svc, noop.Meter{}, discard())
 		m.now = func() time.Time { return now }
@@ -177,11 +179,6 @@ func simRepeat(b *testing.B, players int, apart time.Duration) {
 					svc.games[p] = append(svc.games[p], simGame{match: ev.game.match, finished: ev.at, players: ev.game.players})
 				}
 				svc.mu.Unlock()
-				for _, p := range ev.game.players {
-					// The four queue again at about the same time.
-					rejoin := ev.at.Add(5*time.Second + time.Duration(rng.Int64N(int64(25*time.Second))))
-					events = append(events, event{at: rejoin, arrival: p})
-				}
 			}
 			events = slices.Delete(events, 0, due)
 
@@ -196,7 +193,7 @@ func simRepeat(b *testing.B, players int, apart time.Duration) {
 				four := game.players
 				if now.Sub(start) >= warmUp {
 					groups++
-					if svc.recentPair(four, now) {
+					if recentPair(joined, four, now) {
 						repeats++
 					}
 					for _, p := range four {
@@ -204,7 +201,20 @@ func simRepeat(b *testing.B, players int, apart time.Duration) {
 					}
 				}
 				length := 5*time.Minute + time.Duration(rng.Int64N(int64(10*time.Minute)))
-				events = append(events, event{at: now.Add(length), game: game})
+				game.finished = now.Add(length)
+				events = append(events, event{at: game.finished, game: game})
+				for _, p := range four {
+					joined[p] = append(joined[p], game)
+					// Half of the players leave early (resigned, mated,
+					// timed out: 30 % to 100 % into the game) and queue
+					// again while it goes on; the others stay to the end.
+					// Either way they queue again 5 to 30 s later.
+					left := game.finished
+					if rng.IntN(2) == 0 {
+						left = now.Add(time.Duration(float64(length) * (0.3 + 0.7*rng.Float64())))
+					}
+					events = append(events, event{at: left.Add(5*time.Second + time.Duration(rng.Int64N(int64(25*time.Second)))), arrival: p})
+				}
 			}
 		}
 	}
