@@ -347,7 +347,7 @@ func (m *Matchmaker) rate(ctx context.Context, q queues.Queue, entries []store.E
 		}
 		e.Rating, e.Provisional, e.Rated = r.Value, r.Provisional, true
 		if q.Apart > 0 {
-			e.CoPlayers = LatestCoPlayers(r.Recent, played[e.Player.ID], now, q.ApartGames)
+			e.CoPlayers = LatestCoPlayers(r.Recent, len(r.Recent) >= recent, played[e.Player.ID], now, q.ApartGames)
 		}
 	}
 	return err == nil
@@ -357,16 +357,20 @@ func (m *Matchmaker) rate(ctx context.Context, q queues.Queue, entries []store.E
 // the rated ones (rated, newest first, as the rating service reports them)
 // and the matches the queue formed for the player that the rating service
 // does not report (played): those still run, or have just ended and are
-// not rated yet, and count as ending now, so they are the latest. A formed
-// match older than the end of the oldest rated game reported is taken for
-// a rated game beyond the list (a player of short games plays more than
-// the list holds in the hour the queue remembers), not for a running one.
-func LatestCoPlayers(rated []Game, played []store.Played, now time.Time, n int) []store.CoPlayer {
+// not rated yet, and count as ending now, so they are the latest. When the
+// rated list is full (as long as asked for: older rated games may exist), a
+// formed match older than the end of the oldest rated game listed is taken
+// for a rated game beyond the list (a player of short games plays more
+// than the list holds in the hour the queue remembers), not for a running
+// one. (Not when the list is shorter: a player who left a game early plays
+// the next one while it runs, so a running game is often older than the
+// end of a rated one.)
+func LatestCoPlayers(rated []Game, full bool, played []store.Played, now time.Time, n int) []store.CoPlayer {
 	var games []Game
 	// Newest first (played is oldest first): the sort below keeps this
 	// order among running games, which all end now.
 	for _, p := range slices.Backward(played) {
-		if len(rated) > 0 && p.FormedMs < rated[len(rated)-1].Ended.UnixMilli() {
+		if full && len(rated) > 0 && p.FormedMs < rated[len(rated)-1].Ended.UnixMilli() {
 			continue
 		}
 		if !slices.ContainsFunc(rated, func(g Game) bool { return g.MatchID == p.MatchID }) {

@@ -628,22 +628,24 @@ func TestLatestCoPlayers(t *testing.T) {
 	old := store.Played{MatchID: "r0", FormedMs: at(50 * time.Minute).UnixMilli(), CoPlayers: []string{"x"}}
 	tests := []struct {
 		name   string
+		full   bool
 		played []store.Played
 		n      int
 		want   string
 	}{
-		{"rated only, the latest n", nil, 2, "[{a m1} {b m1} {c m1} {d m20} {e m20} {f m20}]"},
-		{"a formed match the rating service reports is the rated one", []store.Played{played("r2", "d", "e", "f")}, 2, "[{a m1} {b m1} {c m1} {d m20} {e m20} {f m20}]"},
-		{"a running match counts as just ended, the newest", []store.Played{played("run", "x", "y", "z")}, 2, "[{x m0} {y m0} {z m0} {a m1} {b m1} {c m1}]"},
-		{"a formed match older than the rated list is not taken for a running one", []store.Played{old}, 1, "[{a m1} {b m1} {c m1}]"},
-		{"the newest running matches first", []store.Played{played("run1", "u"), played("run2", "v")}, 1, "[{v m0}]"},
-		{"all games when fewer than n", nil, 4, "[{a m1} {b m1} {c m1} {d m20} {e m20} {f m20} {g m40} {h m40} {i m40}]"},
+		{"rated only, the latest n", false, nil, 2, "[{a m1} {b m1} {c m1} {d m20} {e m20} {f m20}]"},
+		{"a formed match the rating service reports is the rated one", false, []store.Played{played("r2", "d", "e", "f")}, 2, "[{a m1} {b m1} {c m1} {d m20} {e m20} {f m20}]"},
+		{"a running match counts as just ended, the newest", false, []store.Played{played("run", "x", "y", "z")}, 2, "[{x m0} {y m0} {z m0} {a m1} {b m1} {c m1}]"},
+		{"a formed match older than a full rated list is not taken for a running one", true, []store.Played{old}, 1, "[{a m1} {b m1} {c m1}]"},
+		{"a formed match older than a short rated list still runs", false, []store.Played{old}, 1, "[{x m0}]"},
+		{"the newest running matches first", false, []store.Played{played("run1", "u"), played("run2", "v")}, 1, "[{v m0}]"},
+		{"all games when fewer than n", false, nil, 4, "[{a m1} {b m1} {c m1} {d m20} {e m20} {f m20} {g m40} {h m40} {i m40}]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var got []string
-			for _, c := range LatestCoPlayers(rated, tt.played, now, tt.n) {
+			for _, c := range LatestCoPlayers(rated, tt.full, tt.played, now, tt.n) {
 				got = append(got, fmt.Sprintf("{%s m%d}", c.PlayerID, now.Sub(time.UnixMilli(c.FinishedMs))/time.Minute))
 			}
 			if g := "[" + strings.Join(got, " ") + "]"; g != tt.want {
