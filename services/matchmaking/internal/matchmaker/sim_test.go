@@ -121,7 +121,8 @@ func recentPair(joined map[string][]simGame, four [4]string, now time.Time) bool
 }
 
 func simRepeat(b *testing.B, players int, apart time.Duration) {
-	rdb, prefix := redistest.Standalone(b)
+	rdb, _ := redistest.Standalone(b)
+	prefix := redistest.Prefix(b) // each run its own keys: a run leaves tickets waiting
 	q := queue5
 	q.Apart, q.ApartGames = apart, 3
 	cfg := testConfig
