@@ -334,9 +334,9 @@ func (m *Matchmaker) rate(ctx context.Context, q queues.Queue, entries []store.E
 	got, err := m.ratings.BatchRatings(ctx, q.RuleSet, ids, recent)
 	if err != nil {
 		// Matchmaking goes on without the rating service: everyone is
-		// treated as a default, provisional player, and without recent
-		// co-players, so anti-teaming does not hold for them this round.
-		m.log.WarnContext(ctx, "ratings unavailable, using the default rating and no anti-teaming", "queue", q.Name(),
+		// treated as a default, provisional player, and only the queue's
+		// own record of its matches counts for anti-teaming this round.
+		m.log.WarnContext(ctx, "ratings unavailable, using the default rating; anti-teaming counts only the queue's own matches", "queue", q.Name(),
 			"tickets", len(ids), "err", err)
 	}
 	for _, i := range idx {
