@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
@@ -80,11 +81,15 @@ func (f *fakeMatchService) GetMatch(ctx context.Context, req *matchv1.GetMatchRe
 	return &matchv1.GetMatchResponse{Match: m}, nil
 }
 
-// fakeRatingService knows nobody: everyone gets the default.
+// fakeRatingService knows nobody: everyone gets the default, with the
+// recent matches set in recent (all of them, whatever the request asks).
 type fakeRatingService struct {
 	ratingv1.UnimplementedRatingServiceServer
-	mu    sync.Mutex
-	calls int
+	mu     sync.Mutex
+	calls  int
+	recent map[string][]*ratingv1.RecentMatch
+	// recentAsked is the recent_matches of the latest call that set it.
+	recentAsked uint32
 }
 
 func (f *fakeRatingService) BatchGetRatings(ctx context.Context, req *ratingv1.BatchGetRatingsRequest) (*ratingv1.BatchGetRatingsResponse, error) {
@@ -95,14 +100,21 @@ func (f *fakeRatingService) BatchGetRatings(ctx context.Context, req *ratingv1.B
 		return nil, status.Errorf(codes.InvalidArgument, "1 to 100 players, got %d", n)
 	}
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls++
-	f.mu.Unlock()
+	if n := req.GetRecentMatches(); n > 0 {
+		f.recentAsked = n
+	}
 	resp := &ratingv1.BatchGetRatingsResponse{}
 	for _, id := range req.GetPlayerIds() {
-		resp.Ratings = append(resp.Ratings, &ratingv1.Rating{
+		r := &ratingv1.Rating{
 			PlayerId: id, RuleSet: req.GetRuleSet(), Mu: 25, Sigma: 25.0 / 3, DisplayRating: 1500,
 			Provisional: true, IsDefault: true,
-		})
+		}
+		if req.GetRecentMatches() > 0 {
+			r.RecentMatches = f.recent[id]
+		}
+		resp.Ratings = append(resp.Ratings, r)
 	}
 	return resp, nil
 }
@@ -327,6 +339,111 @@ func TestEndToEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEndToEndAntiTeaming: two guests whose latest game (as the rating
+// service reports it) they played together two minutes ago queue with two
+// others and are not grouped; when a fifth guest queues, one of the two
+// plays with the other three and the fifth, and the other keeps waiting.
+func TestEndToEndAntiTeaming(t *testing.T) {
+	t.Parallel()
+	keys, err := auth.GenerateKeySet("e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, matchSvc, ratingSvc := startBackends(t, keys)
+	env := baseEnv(t, keys, backend)
+	_, env["REDIS_ADDR"] = redistest.Standalone(t)
+	conn := startService(t, env)
+	authc := authv1.NewAuthServiceClient(conn)
+	mm := matchmakingv1.NewMatchmakingServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	ids := make([]string, 5)
+	creds := make([]grpc.CallOption, 5)
+	for i := range ids {
+		login, err := authc.GuestLogin(ctx, &authv1.GuestLoginRequest{DisplayName: fmt.Sprintf("player %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i], creds[i] = login.GetPlayerId(), grpc.PerRPCCredentials(auth.BearerToken(login.GetToken(), true))
+	}
+	ratingSvc.mu.Lock()
+	ratingSvc.recent = map[string][]*ratingv1.RecentMatch{ids[0]: {{
+		MatchId: "earlier", FinishedAt: timestamppb.New(time.Now().Add(-2 * time.Minute)), CoPlayerIds: []string{"x", ids[1], "y"},
+	}}}
+	ratingSvc.mu.Unlock()
+
+	type result struct {
+		player int
+		up     *matchmakingv1.Matched
+		err    error
+	}
+	results := make(chan result, 5)
+	enqueue := func(i int) {
+		enq, err := mm.Enqueue(ctx, &matchmakingv1.EnqueueRequest{Target: &matchmakingv1.EnqueueRequest_Queue{Queue: "fourkingdoms/5+5"}}, creds[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream, err := mm.WatchTicket(ctx, &matchmakingv1.WatchTicketRequest{TicketId: enq.GetTicket().GetTicketId()}, creds[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for {
+				up, err := stream.Recv()
+				if err != nil {
+					results <- result{player: i, err: err}
+					return
+				}
+				if m := up.GetMatched(); m != nil {
+					if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
+						t.Errorf("after the matched update: %v, want the end of the stream", err)
+					}
+					results <- result{player: i, up: m}
+					return
+				}
+			}
+		}()
+	}
+	for i := range 4 {
+		enqueue(i)
+	}
+	// Rounds run every 50 ms: without anti-teaming these four would be
+	// matched now.
+	select {
+	case r := <-results:
+		t.Fatalf("player %d matched (%v, %v) while 0 and 1 must be kept apart", r.player, r.up, r.err)
+	case <-time.After(time.Second):
+	}
+	enqueue(4)
+	matched := map[int]bool{}
+	var matchID string
+	for range 4 {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("watch of player %d: %v", r.player, r.err)
+		}
+		matched[r.player] = true
+		if matchID == "" {
+			matchID = r.up.GetMatchId()
+		}
+		if r.up.GetMatchId() != matchID {
+			t.Errorf("player %d matched into %s, others into %s", r.player, r.up.GetMatchId(), matchID)
+		}
+	}
+	if matched[0] == matched[1] || !matched[2] || !matched[3] || !matched[4] {
+		t.Errorf("matched players %v: want exactly one of 0 and 1, with 2, 3 and 4", matched)
+	}
+	if _, err := matchSvc.GetMatch(ctx, &matchv1.GetMatchRequest{MatchId: matchID}); err != nil {
+		t.Errorf("the match does not exist: %v", err)
+	}
+	ratingSvc.mu.Lock()
+	if ratingSvc.recentAsked != 6 {
+		t.Errorf("the rating service was asked for %d recent matches, want 6 (twice the default 3)", ratingSvc.recentAsked)
+	}
+	ratingSvc.mu.Unlock()
 }
 
 func mustToken(t *testing.T, keys *auth.KeySet) string {

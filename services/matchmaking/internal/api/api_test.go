@@ -462,7 +462,7 @@ type fakeRatings struct {
 	err    error
 }
 
-func (f fakeRatings) BatchRatings(_ context.Context, _ string, ids []string) (map[string]matchmaker.Rating, error) {
+func (f fakeRatings) BatchRatings(_ context.Context, _ string, ids []string, _ int) (map[string]matchmaker.Rating, error) {
 	if f.err != nil {
 		return nil, f.err
 	}

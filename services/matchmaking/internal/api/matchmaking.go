@@ -245,7 +245,9 @@ func (s *Matchmaking) lookup(ctx context.Context, tk store.Ticket) matchmaker.Ra
 	// Bounded: a slow rating service must not hold the update back long.
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	got, err := s.set.Ratings.BatchRatings(ctx, q.RuleSet, []string{tk.PlayerID})
+	// The round looks the co-players up itself (and keeps them); the
+	// update needs only the rating.
+	got, err := s.set.Ratings.BatchRatings(ctx, q.RuleSet, []string{tk.PlayerID}, 0)
 	if err != nil {
 		s.log.WarnContext(ctx, "rating lookup for a searching update failed, using the default", "ticket", tk.ID, "err", err)
 		return def

@@ -15,6 +15,14 @@
 // Bot tickets never join the rating pass; they only fill the empty seats of
 // players who have waited at least [Params.BotFillAfter].
 //
+// Anti-teaming: a ticket may name other tickets it must not share a group
+// with ([Ticket.Avoid]: players it has just played with). No group holds
+// such a pair unless one of the two has waited until its rating window
+// reached [Window.Max]: past that point the matchmaker cannot widen
+// anything, and fairness to the long wait wins. An anchor with such a pair
+// among its nearest free neighbours looks at every group of four it can
+// form with them ([avoidReach] on each side), not only at runs.
+//
 // The package has no I/O and holds no state between calls.
 package grouping
 
@@ -69,6 +77,16 @@ type Ticket struct {
 	Provisional bool
 	Wait        time.Duration
 	Bot         bool
+	// Avoid lists tickets (indices into the same input slice) this one
+	// must not share a group with; one side naming the other is enough.
+	// Bots ignore it.
+	Avoid []int
+}
+
+// windowOpen reports whether t's window has reached its cap, which lifts
+// the anti-teaming constraint for t.
+func (w Window) windowOpen(t Ticket) bool {
+	return w.HalfWidth(t.Wait, t.Provisional) >= w.Max
 }
 
 // Result is the outcome of one grouping pass.
@@ -133,6 +151,7 @@ func Form(tickets []Ticket, p Params) Result {
 	})
 	n := len(byRating)
 	free := newList(n)
+	apart := newConflicts(tickets, p.Window, byRating)
 
 	// Anchors: oldest first, so the longest waits are served first.
 	anchors := make([]int, n)
@@ -158,7 +177,13 @@ func Form(tickets []Ticket, p Params) Result {
 			if free.used[a] {
 				continue
 			}
-			run, ok := bestRun(tickets, p.Window, byRating, free, a)
+			var run [GroupSize]int
+			var ok bool
+			if apart.near(free, a) {
+				run, ok = bestGroup(tickets, p.Window, byRating, free, apart, a)
+			} else {
+				run, ok = bestRun(tickets, p.Window, byRating, free, a)
+			}
 			if !ok {
 				continue
 			}
@@ -168,6 +193,14 @@ func Form(tickets []Ticket, p Params) Result {
 			}
 			res.Groups = append(res.Groups, g)
 			before, after := free.prev[run[0]], free.next[run[GroupSize-1]]
+			// A group that skipped blocked tickets leaves them between
+			// its members: their neighbourhood changes too.
+			for k := free.next[run[0]]; k >= 0 && k != run[GroupSize-1]; k = free.next[k] {
+				if !slices.Contains(run[:], k) && !queued[k] {
+					queued[k] = true
+					retry = append(retry, k)
+				}
+			}
 			for _, k := range run {
 				free.unlink(k)
 			}
@@ -191,7 +224,7 @@ func Form(tickets []Ticket, p Params) Result {
 	}
 
 	if p.BotFillAfter > 0 {
-		res.BotsNeeded = fillWithBots(tickets, p, byRating, free, anchors, bots, &res)
+		res.BotsNeeded = fillWithBots(tickets, p, byRating, free, apart, anchors, bots, &res)
 	}
 	return res
 }
@@ -204,7 +237,7 @@ const botFillWalk = 64
 // takes the nearest other eligible humans that keep the group acceptable,
 // and bots take the remaining seats. It returns the number of bots that were
 // missing.
-func fillWithBots(tickets []Ticket, p Params, byRating []int, free *list, anchors, bots []int, res *Result) int {
+func fillWithBots(tickets []Ticket, p Params, byRating []int, free *list, apart conflicts, anchors, bots []int, res *Result) int {
 	eligible := func(k int) bool {
 		return !free.used[k] && tickets[byRating[k]].Wait >= p.BotFillAfter
 	}
@@ -244,7 +277,7 @@ func fillWithBots(tickets []Ticket, p Params, byRating []int, free *list, anchor
 					k, r = r, free.next[r]
 				}
 			}
-			if !eligible(k) {
+			if !eligible(k) || slices.ContainsFunc(members, func(m int) bool { return apart.blocked(m, k) }) {
 				continue
 			}
 			if Acceptable(p.Window, tickets, append(group, byRating[k])) {
@@ -311,6 +344,148 @@ func bestRun(tickets []Ticket, w Window, byRating []int, free *list, a int) ([Gr
 		}
 	}
 	return best, bestSpread >= 0
+}
+
+// avoidReach is how many free neighbours on each side of an anchor
+// bestGroup considers: enough to skip three blocked tickets on one side and
+// still find three others.
+const avoidReach = 2 * (GroupSize - 1)
+
+// bestGroup is bestRun for an anchor with a blocked pair among its nearest
+// free neighbours: it returns, in rating order, the acceptable group of
+// four without a blocked pair, made of a and up to avoidReach free
+// neighbours on each side, with the smallest rating spread (ties: the
+// group that waited longest). It tries at most C(12, 3) = 220 groups.
+func bestGroup(tickets []Ticket, w Window, byRating []int, free *list, apart conflicts, a int) ([GroupSize]int, bool) {
+	hood, n := neighbourhood(free, a)
+	// Tickets a must avoid are left out at once.
+	var cand [2*avoidReach + 1]int
+	m := 0
+	for _, k := range hood[:n] {
+		if k == a || !apart.blocked(a, k) {
+			cand[m] = k
+			m++
+		}
+	}
+	var best [GroupSize]int
+	bestSpread, bestWait := -1.0, time.Duration(0)
+	var idx [GroupSize]int
+	for i := range m {
+		for j := i + 1; j < m; j++ {
+			if apart.blocked(cand[i], cand[j]) {
+				continue
+			}
+			for k := j + 1; k < m; k++ {
+				if apart.blocked(cand[i], cand[k]) || apart.blocked(cand[j], cand[k]) {
+					continue
+				}
+				for l := k + 1; l < m; l++ {
+					g := [GroupSize]int{cand[i], cand[j], cand[k], cand[l]}
+					if !slices.Contains(g[:], a) || apart.blocked(cand[i], cand[l]) || apart.blocked(cand[j], cand[l]) || apart.blocked(cand[k], cand[l]) {
+						continue
+					}
+					for n, x := range g {
+						idx[n] = byRating[x]
+					}
+					spread := spreadOf(tickets, idx[:])
+					var wait time.Duration
+					for _, x := range idx {
+						wait += tickets[x].Wait
+					}
+					better := bestSpread < 0 || spread < bestSpread || (spread == bestSpread && wait > bestWait)
+					if better && Acceptable(w, tickets, idx[:]) {
+						bestSpread, bestWait, best = spread, wait, g
+					}
+				}
+			}
+		}
+	}
+	return best, bestSpread >= 0
+}
+
+// neighbourhood returns a and up to avoidReach free positions on each side
+// of it, in rating order, and how many there are.
+func neighbourhood(free *list, a int) ([2*avoidReach + 1]int, int) {
+	var out [2*avoidReach + 1]int
+	start := a
+	for range avoidReach {
+		if free.prev[start] < 0 {
+			break
+		}
+		start = free.prev[start]
+	}
+	n, after := 0, -1
+	for k := start; k >= 0 && after < avoidReach; k = free.next[k] {
+		out[n] = k
+		n++
+		if k == a || after >= 0 {
+			after++
+		}
+	}
+	return out, n
+}
+
+// conflicts holds the anti-teaming constraint in rating-order positions:
+// avoid[k] lists the positions k must not share a group with (both
+// directions recorded), open[k] whether k's window has reached its cap,
+// which lifts the constraint for k.
+type conflicts struct {
+	avoid [][]int
+	open  []bool
+}
+
+func newConflicts(tickets []Ticket, w Window, byRating []int) conflicts {
+	var c conflicts
+	var pos []int // input index -> rating position, built on the first conflict
+	for k, i := range byRating {
+		for _, j := range tickets[i].Avoid {
+			if j < 0 || j >= len(tickets) || j == i || tickets[j].Bot {
+				continue
+			}
+			if pos == nil {
+				pos = make([]int, len(tickets))
+				for kk, ii := range byRating {
+					pos[ii] = kk
+				}
+				c.avoid = make([][]int, len(byRating))
+				c.open = make([]bool, len(byRating))
+				for kk, ii := range byRating {
+					c.open[kk] = w.windowOpen(tickets[ii])
+				}
+			}
+			kj := pos[j]
+			if !slices.Contains(c.avoid[k], kj) {
+				c.avoid[k] = append(c.avoid[k], kj)
+				c.avoid[kj] = append(c.avoid[kj], k)
+			}
+		}
+	}
+	return c
+}
+
+// blocked reports whether positions x and y must not share a group.
+func (c conflicts) blocked(x, y int) bool {
+	if c.avoid == nil || c.open[x] || c.open[y] {
+		return false
+	}
+	return slices.Contains(c.avoid[x], y)
+}
+
+// near reports whether a blocked pair lies within avoidReach free
+// positions of a (a included), where bestRun could miss a group.
+func (c conflicts) near(free *list, a int) bool {
+	if c.avoid == nil {
+		return false
+	}
+	hood, n := neighbourhood(free, a)
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			if c.blocked(hood[i], hood[j]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func spreadOf(tickets []Ticket, idx []int) float64 {

@@ -164,8 +164,10 @@ func TestForm(t *testing.T) {
 // TestFormProperties checks, over many random queues, that every formed
 // group respects the spread its members accept for their waits (computed
 // here independently of Acceptable), that no ticket is used twice, that
-// groups have at least one human, and that the pass leaves no acceptable
-// run of four consecutive human tickets behind.
+// groups have at least one human, that no group holds two players who must
+// avoid each other (recent co-players, in two thirds of the queues), and
+// that the pass leaves no acceptable run of four consecutive human tickets
+// without such a pair behind.
 func TestFormProperties(t *testing.T) {
 	t.Parallel()
 	rounds := 300
@@ -193,6 +195,9 @@ func TestFormProperties(t *testing.T) {
 				Bot:         rng.IntN(10) == 0,
 			}
 		}
+		if seed%3 != 0 {
+			addRecentCoPlayers(rng, tickets)
+		}
 		res := Form(tickets, p)
 
 		seen := make([]bool, len(tickets))
@@ -211,6 +216,13 @@ func TestFormProperties(t *testing.T) {
 			}
 			if humans == 0 {
 				t.Fatalf("seed %d: group %v has no human", seed, g)
+			}
+			for a, i := range g {
+				for _, j := range g[a+1:] {
+					if mustAvoid(w, tickets, i, j) {
+						t.Fatalf("seed %d: group %v holds tickets %d and %d, who must avoid each other", seed, g, i, j)
+					}
+				}
 			}
 			for _, i := range g {
 				tk := tickets[i]
@@ -246,14 +258,20 @@ func TestFormProperties(t *testing.T) {
 				cmp.Compare(tickets[b].Wait, tickets[a].Wait), cmp.Compare(a, b))
 		})
 		for k := 0; k+GroupSize <= len(free); k++ {
-			if Acceptable(w, tickets, free[k:k+GroupSize]) {
+			if Acceptable(w, tickets, free[k:k+GroupSize]) && !anyAvoid(w, tickets, free[k:k+GroupSize]) {
 				t.Fatalf("seed %d: free tickets %v would have formed an acceptable group", seed, free[k:k+GroupSize])
 			}
 		}
 	}
 }
 
-func BenchmarkForm(b *testing.B) {
+func BenchmarkForm(b *testing.B) { benchForm(b, false) }
+
+// BenchmarkFormRecentCoPlayers is BenchmarkForm with half of the tickets
+// naming one to three recent co-players among their rating neighbours.
+func BenchmarkFormRecentCoPlayers(b *testing.B) { benchForm(b, true) }
+
+func benchForm(b *testing.B, coPlayers bool) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	tickets := make([]Ticket, 100_000)
 	for i := range tickets {
@@ -263,6 +281,9 @@ func BenchmarkForm(b *testing.B) {
 			Wait:        time.Duration(rng.IntN(60_000)) * time.Millisecond,
 		}
 	}
+	if coPlayers {
+		addRecentCoPlayers(rng, tickets)
+	}
 	p := Params{Window: Window{Initial: 50, GrowthPerSecond: 5, ProvisionalFactor: 2, Max: 400}}
 	b.ReportAllocs()
 	groups := 0
@@ -270,4 +291,167 @@ func BenchmarkForm(b *testing.B) {
 		groups = len(Form(tickets, p).Groups)
 	}
 	b.ReportMetric(float64(groups)*float64(b.N)/b.Elapsed().Seconds(), "groups/s")
+}
+
+// addRecentCoPlayers gives about half of the tickets one to three recent
+// co-players among their nearest neighbours in rating (where they would
+// otherwise be grouped), the way players who just finished a game together
+// queue again.
+func addRecentCoPlayers(rng *rand.Rand, tickets []Ticket) {
+	order := make([]int, len(tickets))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(tickets[a].Rating, tickets[b].Rating) })
+	for k, i := range order {
+		if rng.IntN(2) == 0 {
+			continue
+		}
+		for range 1 + rng.IntN(3) {
+			if j := k + rng.IntN(11) - 5; j >= 0 && j < len(order) && j != k {
+				tickets[i].Avoid = append(tickets[i].Avoid, order[j])
+			}
+		}
+	}
+}
+
+// mustAvoid is the anti-teaming rule, written out independently of Form:
+// two humans one of whom names the other, neither of whom has waited until
+// their window reached its cap.
+func mustAvoid(w Window, tickets []Ticket, i, j int) bool {
+	a, b := tickets[i], tickets[j]
+	if a.Bot || b.Bot || !(slices.Contains(a.Avoid, j) || slices.Contains(b.Avoid, i)) {
+		return false
+	}
+	capped := func(t Ticket) bool {
+		growth := w.GrowthPerSecond
+		if t.Provisional {
+			growth *= w.ProvisionalFactor
+		}
+		return w.Initial+growth*t.Wait.Seconds() >= w.Max
+	}
+	return !capped(a) && !capped(b)
+}
+
+func anyAvoid(w Window, tickets []Ticket, idx []int) bool {
+	for a, i := range idx {
+		for _, j := range idx[a+1:] {
+			if mustAvoid(w, tickets, i, j) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestFormAntiTeaming(t *testing.T) {
+	t.Parallel()
+	// testWindow reaches its cap (400) after 70 s (35 s provisional).
+	h := func(rating float64, wait time.Duration, avoid ...int) Ticket {
+		return Ticket{Rating: rating, Wait: wait, Avoid: avoid}
+	}
+	bot := Ticket{Bot: true}
+	tests := []struct {
+		name    string
+		params  Params
+		tickets []Ticket
+		want    [][]int
+	}{
+		{
+			name:    "a blocked pair is not grouped, even as the only four",
+			params:  Params{Window: testWindow},
+			tickets: []Ticket{h(1500, 10*time.Second, 1), h(1500, 10*time.Second), h(1500, 10*time.Second), h(1500, 10*time.Second)},
+		},
+		{
+			name:   "one side naming the other is enough",
+			params: Params{Window: testWindow},
+			tickets: []Ticket{
+				h(1500, 10*time.Second), h(1500, 10*time.Second), h(1500, 10*time.Second), h(1500, 10*time.Second, 0),
+			},
+		},
+		{
+			name:   "the fifth player takes the blocked one's seat",
+			params: Params{Window: testWindow},
+			// Without anti-teaming 0-3 would be the group (longest waits).
+			tickets: []Ticket{
+				h(1500, 20*time.Second, 1), h(1501, 19*time.Second), h(1502, 18*time.Second), h(1503, 17*time.Second), h(1504, 5*time.Second),
+			},
+			want: [][]int{{0, 2, 3, 4}},
+		},
+		{
+			name:   "blocked players are skipped over in rating order",
+			params: Params{Window: testWindow},
+			// 0 just played with 1, 2 and 3, its nearest neighbours in
+			// rating; the next three play with it, and 1-3 wait.
+			tickets: []Ticket{
+				h(1500, 30*time.Second, 1, 2, 3), h(1501, 20*time.Second), h(1502, 20*time.Second), h(1503, 20*time.Second),
+				h(1504, 20*time.Second), h(1505, 20*time.Second), h(1506, 20*time.Second),
+			},
+			want: [][]int{{0, 4, 5, 6}},
+		},
+		{
+			name:   "two games' players are mixed into new groups",
+			params: Params{Window: testWindow},
+			// Two groups of four that just played together queue again.
+			tickets: []Ticket{
+				h(1500, 10*time.Second, 1, 2, 3), h(1500, 10*time.Second, 2, 3), h(1500, 10*time.Second, 3), h(1500, 10*time.Second),
+				h(1500, 10*time.Second, 5, 6, 7), h(1500, 10*time.Second, 6, 7), h(1500, 10*time.Second, 7), h(1500, 10*time.Second),
+			},
+			// No group may hold two of 0-3 or two of 4-7: impossible
+			// with groups of four from eight, so nobody is grouped.
+		},
+		{
+			name:   "a player whose window reached its cap may play the same people again",
+			params: Params{Window: testWindow},
+			tickets: []Ticket{
+				h(1500, 70*time.Second, 1), h(1500, 10*time.Second), h(1500, 10*time.Second), h(1500, 10*time.Second),
+			},
+			want: [][]int{{0, 1, 2, 3}},
+		},
+		{
+			name:   "either side's capped window lifts the block",
+			params: Params{Window: testWindow},
+			tickets: []Ticket{
+				h(1500, 10*time.Second, 1), {Rating: 1500, Wait: 35 * time.Second, Provisional: true}, h(1500, 10*time.Second), h(1500, 10*time.Second),
+			},
+			want: [][]int{{0, 1, 2, 3}},
+		},
+		{
+			name:   "a window just short of its cap keeps the block",
+			params: Params{Window: testWindow},
+			tickets: []Ticket{
+				h(1500, 69*time.Second, 1), h(1500, 10*time.Second), h(1500, 10*time.Second), h(1500, 10*time.Second),
+			},
+		},
+		{
+			name:    "bot fill keeps blocked players apart",
+			params:  Params{Window: testWindow, BotFillAfter: 30 * time.Second},
+			tickets: []Ticket{h(1500, 60*time.Second, 1), h(1510, 60*time.Second), bot, bot, bot, bot, bot, bot},
+			want:    [][]int{{0, 2, 3, 4}, {1, 5, 6, 7}},
+		},
+		{
+			name:    "bots ignore the list",
+			params:  Params{Window: testWindow, BotFillAfter: 30 * time.Second},
+			tickets: []Ticket{h(1500, 60*time.Second, 1, 2, 3), bot, bot, bot},
+			want:    [][]int{{0, 1, 2, 3}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res := Form(tt.tickets, tt.params)
+			var got [][]int
+			for _, g := range res.Groups {
+				s := slices.Clone(g[:])
+				slices.Sort(s)
+				got = append(got, s)
+			}
+			slices.SortFunc(got, slices.Compare)
+			want := slices.Clone(tt.want)
+			slices.SortFunc(want, slices.Compare)
+			if !slices.EqualFunc(got, want, slices.Equal) {
+				t.Errorf("groups = %v, want %v", got, want)
+			}
+		})
+	}
 }

@@ -46,12 +46,24 @@ import (
 type Rating struct {
 	Value       float64
 	Provisional bool
+	// Recent are the player's latest rated games, newest first (as many
+	// as asked for).
+	Recent []Game
 }
 
-// Ratings looks players' ratings up in a rule set's pool. Players missing
+// Game is one of a player's latest games.
+type Game struct {
+	MatchID string
+	Ended   time.Time
+	// CoPlayers are the other players.
+	CoPlayers []string
+}
+
+// Ratings looks players' ratings up in a rule set's pool, with each
+// player's latest recentGames rated games (none for 0). Players missing
 // from the answer get the default rating.
 type Ratings interface {
-	BatchRatings(ctx context.Context, ruleSet string, playerIDs []string) (map[string]Rating, error)
+	BatchRatings(ctx context.Context, ruleSet string, playerIDs []string, recentGames int) (map[string]Rating, error)
 }
 
 // MatchRequest asks for a match; Players are in seat order (Red, Blue,
@@ -233,7 +245,7 @@ func (m *Matchmaker) Round(ctx context.Context, q queues.Queue) (RoundResult, er
 	if len(unrated) > m.cfg.RatingBatch {
 		unrated, res.More = unrated[:m.cfg.RatingBatch], true
 	}
-	if len(unrated) > 0 && !m.rate(ctx, q, entries, unrated) {
+	if len(unrated) > 0 && !m.rate(ctx, q, entries, unrated, now) {
 		// Defaults stand in for this round only: they are not recorded,
 		// and the next round waits for the interval before asking again.
 		unrated, res.More = nil, false
@@ -250,6 +262,15 @@ func (m *Matchmaker) Round(ctx context.Context, q queues.Queue) (RoundResult, er
 		tickets = append(tickets, grouping.Ticket{
 			Rating: e.Rating, Provisional: e.Provisional, Wait: now.Sub(e.EnqueuedAt()), Bot: e.Player.Bot,
 		})
+	}
+	if q.Apart > 0 {
+		group := make([]store.Entry, len(cands))
+		for k, i := range cands {
+			group[k] = entries[i]
+		}
+		for k, avoid := range Apart(group, now, q.Apart) {
+			tickets[k].Avoid = avoid
+		}
 	}
 	grouped := grouping.Form(tickets, grouping.Params{Window: m.cfg.Window, BotFillAfter: q.BotFillAfter})
 	if q.BotFillAfter > 0 {
@@ -289,17 +310,34 @@ func (m *Matchmaker) Round(ctx context.Context, q queues.Queue) (RoundResult, er
 }
 
 // rate fetches the ratings of entries[idx] in one call. When the call fails
-// it gives them the default rating and reports false.
-func (m *Matchmaker) rate(ctx context.Context, q queues.Queue, entries []store.Entry, idx []int) bool {
+// it gives them the default rating and reports false. With anti-teaming it
+// also sets their recent co-players: from the rated games the call
+// returns, and from the matches this queue formed in the last hour that
+// the rating service does not report (still running).
+func (m *Matchmaker) rate(ctx context.Context, q queues.Queue, entries []store.Entry, idx []int, now time.Time) bool {
 	ids := make([]string, len(idx))
 	for k, i := range idx {
 		ids[k] = entries[i].Player.ID
 	}
-	got, err := m.ratings.BatchRatings(ctx, q.RuleSet, ids)
+	recent := 0
+	var played map[string][]store.Played
+	if q.Apart > 0 {
+		// Twice the games counted, so that a match formed here and since
+		// rated is found among them and not taken for a running one.
+		recent = min(2*q.ApartGames, queues.MaxApartGames)
+		var err error
+		if played, err = m.store.Played(ctx, q.Name(), ids, now); err != nil {
+			m.log.WarnContext(ctx, "matches formed by the queue unavailable: games still running do not count for anti-teaming this round",
+				"queue", q.Name(), "err", err)
+		}
+	}
+	got, err := m.ratings.BatchRatings(ctx, q.RuleSet, ids, recent)
 	if err != nil {
 		// Matchmaking goes on without the rating service: everyone is
-		// treated as a default, provisional player.
-		m.log.WarnContext(ctx, "ratings unavailable, using the default", "queue", q.Name(), "err", err)
+		// treated as a default, provisional player, and only the queue's
+		// own record of its matches counts for anti-teaming this round.
+		m.log.WarnContext(ctx, "ratings unavailable, using the default rating; anti-teaming counts only the queue's own matches", "queue", q.Name(),
+			"tickets", len(ids), "err", err)
 	}
 	for _, i := range idx {
 		e := &entries[i]
@@ -308,8 +346,81 @@ func (m *Matchmaker) rate(ctx context.Context, q queues.Queue, entries []store.E
 			r = Rating{Value: m.cfg.DefaultRating, Provisional: true}
 		}
 		e.Rating, e.Provisional, e.Rated = r.Value, r.Provisional, true
+		if q.Apart > 0 {
+			e.CoPlayers = LatestCoPlayers(r.Recent, len(r.Recent) >= recent, played[e.Player.ID], now, q.ApartGames)
+		}
 	}
 	return err == nil
+}
+
+// LatestCoPlayers returns the co-players of a player's latest n games:
+// the rated ones (rated, newest first, as the rating service reports them)
+// and the matches the queue formed for the player that the rating service
+// does not report (played): those still run, or have just ended and are
+// not rated yet, and count as ending now, so they are the latest. When the
+// rated list is full (as long as asked for: older rated games may exist), a
+// formed match older than the end of the oldest rated game listed is taken
+// for a rated game beyond the list (a player of short games plays more
+// than the list holds in the hour the queue remembers), not for a running
+// one. (Not when the list is shorter: a player who left a game early plays
+// the next one while it runs, so a running game is often older than the
+// end of a rated one.)
+func LatestCoPlayers(rated []Game, full bool, played []store.Played, now time.Time, n int) []store.CoPlayer {
+	var games []Game
+	// Newest first (played is oldest first): the sort below keeps this
+	// order among running games, which all end now.
+	for _, p := range slices.Backward(played) {
+		if full && len(rated) > 0 && p.FormedMs < rated[len(rated)-1].Ended.UnixMilli() {
+			continue
+		}
+		if !slices.ContainsFunc(rated, func(g Game) bool { return g.MatchID == p.MatchID }) {
+			games = append(games, Game{MatchID: p.MatchID, Ended: now, CoPlayers: p.CoPlayers})
+		}
+	}
+	games = append(games, rated...)
+	slices.SortStableFunc(games, func(a, b Game) int { return b.Ended.Compare(a.Ended) })
+	var out []store.CoPlayer
+	for _, g := range games[:min(n, len(games))] {
+		for _, id := range g.CoPlayers {
+			out = append(out, store.CoPlayer{PlayerID: id, FinishedMs: g.Ended.UnixMilli()})
+		}
+	}
+	return out
+}
+
+// Apart returns, for each entry, the indices of the other entries whose
+// player shared one of its latest games with it, that game having ended
+// less than apart before now: the pairs anti-teaming keeps out of one
+// group (grouping.Ticket.Avoid). The co-players come with each ticket's
+// rating, looked up once when the ticket is first rated, so a round makes
+// no call for them. A game reported to end in the future (clock skew)
+// counts as just ended. Bots are never kept apart.
+func Apart(entries []store.Entry, now time.Time, apart time.Duration) [][]int {
+	out := make([][]int, len(entries))
+	var byPlayer map[string]int
+	since := now.Add(-apart).UnixMilli()
+	for i, e := range entries {
+		if e.Player.Bot {
+			continue
+		}
+		for _, c := range e.CoPlayers {
+			if c.FinishedMs <= since {
+				continue
+			}
+			if byPlayer == nil {
+				byPlayer = make(map[string]int, len(entries))
+				for j, o := range entries {
+					if !o.Player.Bot {
+						byPlayer[o.Player.ID] = j
+					}
+				}
+			}
+			if j, ok := byPlayer[c.PlayerID]; ok && j != i && !slices.Contains(out[i], j) {
+				out[i] = append(out[i], j)
+			}
+		}
+	}
+	return out
 }
 
 // newFormation seats four entries at random. The seed is recorded in the

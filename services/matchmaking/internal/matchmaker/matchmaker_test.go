@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,18 +56,22 @@ type fakeRatings struct {
 	ratings map[string]Rating
 	calls   int
 	fail    bool
+	// recentAsked is the number of recent games the last call asked for.
+	recentAsked int
 }
 
-func (f *fakeRatings) BatchRatings(_ context.Context, _ string, ids []string) (map[string]Rating, error) {
+func (f *fakeRatings) BatchRatings(_ context.Context, _ string, ids []string, recentGames int) (map[string]Rating, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
+	f.recentAsked = recentGames
 	if f.fail {
 		return nil, errors.New("rating service down")
 	}
 	out := map[string]Rating{}
 	for _, id := range ids {
 		if r, ok := f.ratings[id]; ok {
+			r.Recent = r.Recent[:min(recentGames, len(r.Recent))]
 			out[id] = r
 		}
 	}
@@ -439,7 +445,7 @@ func TestSeat(t *testing.T) {
 	orders := map[[4]string]bool{}
 	for seed := range uint64(500) {
 		a, b := Seat(four, seed), Seat(four, seed)
-		if a != b {
+		if !slices.EqualFunc(a[:], b[:], func(x, y store.Entry) bool { return x.TicketID == y.TicketID }) {
 			t.Fatalf("seed %d seats differently twice", seed)
 		}
 		orders[[4]string{a[0].TicketID, a[1].TicketID, a[2].TicketID, a[3].TicketID}] = true
@@ -506,6 +512,187 @@ func TestKillDuringFormation(t *testing.T) {
 		}
 		if len(perMatch) != 3 || e.matches.count() != 3 || len(e.matches.dup) != 0 {
 			t.Errorf("%d matches reported, %d created, duplicates %v; want 3, 3, none", len(perMatch), e.matches.count(), e.matches.dup)
+		}
+	})
+}
+
+func TestApart(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_764_000_000_000)
+	ago := func(d time.Duration) int64 { return now.Add(-d).UnixMilli() }
+	entry := func(id string, bot bool, co ...store.CoPlayer) store.Entry {
+		return store.Entry{Player: store.Player{ID: id, Bot: bot}, CoPlayers: co}
+	}
+	with := func(id string, d time.Duration) store.CoPlayer {
+		return store.CoPlayer{PlayerID: id, FinishedMs: ago(d)}
+	}
+	tests := []struct {
+		name    string
+		entries []store.Entry
+		want    [][]int
+	}{
+		{"no co-players", []store.Entry{entry("a", false), entry("b", false)}, [][]int{nil, nil}},
+		{"a game that ended within the window", []store.Entry{entry("a", false, with("b", 9*time.Minute)), entry("b", false)}, [][]int{{1}, nil}},
+		{"a game that ended longer ago", []store.Entry{entry("a", false, with("b", 10*time.Minute)), entry("b", false)}, [][]int{nil, nil}},
+		{"a game reported to end in the future counts", []store.Entry{entry("a", false, with("b", -time.Minute)), entry("b", false)}, [][]int{{1}, nil}},
+		{"co-players not waiting are ignored", []store.Entry{entry("a", false, with("x", time.Minute), with("b", time.Minute)), entry("b", false)}, [][]int{{1}, nil}},
+		{"two games with the same player count once", []store.Entry{entry("a", false, with("b", time.Minute), with("b", 5*time.Minute)), entry("b", false)}, [][]int{{1}, nil}},
+		{"bots are never kept apart", []store.Entry{entry("a", false, with("bot", time.Minute)), entry("bot", true, with("a", time.Minute))}, [][]int{nil, nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := Apart(tt.entries, now, 10*time.Minute)
+			if !slices.EqualFunc(got, tt.want, slices.Equal) {
+				t.Errorf("Apart = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A formation round asks the rating service for twice the queue's number
+// of recent games and keeps players who just played together out of one
+// group: until the window has passed, unless one of them waited until
+// their rating window reached its cap, and not when the rating service is
+// down (matchmaking goes on without anti-teaming then).
+func TestRoundKeepsRecentCoPlayersApart(t *testing.T) {
+	t.Parallel()
+	q := queue5 // same name, so the env's store knows it
+	q.Apart, q.ApartGames = 10*time.Minute, 3
+	tests := []struct {
+		name     string
+		endedAgo time.Duration // the game a and b just played
+		aWaited  time.Duration
+		down     bool
+		together bool // a and b end up in one match
+	}{
+		{name: "just played together: kept apart", endedAgo: 5 * time.Minute, aWaited: 20 * time.Second},
+		{name: "after the window: grouped again", endedAgo: 11 * time.Minute, aWaited: 20 * time.Second, together: true},
+		// testConfig's window reaches its cap (400) after 70 s.
+		{name: "waited past the capped window: grouped again", endedAgo: 5 * time.Minute, aWaited: 71 * time.Second, together: true},
+		{name: "rating service down: grouped without anti-teaming", endedAgo: 5 * time.Minute, aWaited: 20 * time.Second, down: true, together: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			forEachRedis(t, func(t *testing.T, e *env) {
+				ctx := context.Background()
+				now := time.Now()
+				// a, b, c and d have waited longest; e came last and is
+				// left out unless a and b must be kept apart.
+				tks := map[string]store.Ticket{"a": e.enqueue(t, q, "a", 1500, now.Add(-tt.aWaited))}
+				for _, id := range []string{"b", "c", "d"} {
+					tks[id] = e.enqueue(t, q, id, 1500, now.Add(-20*time.Second))
+				}
+				tks["e"] = e.enqueue(t, q, "e", 1500, now.Add(-time.Second))
+				ended := now.Add(-tt.endedAgo)
+				e.ratings.ratings["a"] = Rating{Value: 1500, Recent: []Game{{MatchID: "earlier", Ended: ended, CoPlayers: []string{"b", "x"}}}}
+				e.ratings.fail = tt.down
+				m := e.matchmaker()
+				m.now = func() time.Time { return now }
+				res, err := m.Round(ctx, q)
+				if err != nil || res.Formed != 1 {
+					t.Fatalf("round = %+v, %v; want one match", res, err)
+				}
+				if !tt.down && e.ratings.recentAsked != 6 {
+					t.Errorf("the round asked for %d recent games, want 6 (twice the 3 that count)", e.ratings.recentAsked)
+				}
+				match := map[string]string{}
+				for id, tk := range tks {
+					got, err := e.store.Ticket(ctx, tk.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					match[id] = got.MatchID
+				}
+				if together := match["a"] != "" && match["a"] == match["b"]; together != tt.together {
+					t.Errorf("a and b in one match: %v, want %v (matches %v)", together, tt.together, match)
+				}
+			})
+		})
+	}
+}
+
+func TestLatestCoPlayers(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_764_000_000_000)
+	at := func(d time.Duration) time.Time { return now.Add(-d) }
+	rated := []Game{
+		{MatchID: "r3", Ended: at(time.Minute), CoPlayers: []string{"a", "b", "c"}},
+		{MatchID: "r2", Ended: at(20 * time.Minute), CoPlayers: []string{"d", "e", "f"}},
+		{MatchID: "r1", Ended: at(40 * time.Minute), CoPlayers: []string{"g", "h", "i"}},
+	}
+	played := func(id string, co ...string) store.Played {
+		return store.Played{MatchID: id, FormedMs: at(30 * time.Minute).UnixMilli(), CoPlayers: co}
+	}
+	old := store.Played{MatchID: "r0", FormedMs: at(50 * time.Minute).UnixMilli(), CoPlayers: []string{"x"}}
+	tests := []struct {
+		name   string
+		full   bool
+		played []store.Played
+		n      int
+		want   string
+	}{
+		{"rated only, the latest n", false, nil, 2, "[{a m1} {b m1} {c m1} {d m20} {e m20} {f m20}]"},
+		{"a formed match the rating service reports is the rated one", false, []store.Played{played("r2", "d", "e", "f")}, 2, "[{a m1} {b m1} {c m1} {d m20} {e m20} {f m20}]"},
+		{"a running match counts as just ended, the newest", false, []store.Played{played("run", "x", "y", "z")}, 2, "[{x m0} {y m0} {z m0} {a m1} {b m1} {c m1}]"},
+		{"a formed match older than a full rated list is not taken for a running one", true, []store.Played{old}, 1, "[{a m1} {b m1} {c m1}]"},
+		{"a formed match older than a short rated list still runs", false, []store.Played{old}, 1, "[{x m0}]"},
+		{"the newest running matches first", false, []store.Played{played("run1", "u"), played("run2", "v")}, 1, "[{v m0}]"},
+		{"all games when fewer than n", false, nil, 4, "[{a m1} {b m1} {c m1} {d m20} {e m20} {f m20} {g m40} {h m40} {i m40}]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, c := range LatestCoPlayers(rated, tt.full, tt.played, now, tt.n) {
+				got = append(got, fmt.Sprintf("{%s m%d}", c.PlayerID, now.Sub(time.UnixMilli(c.FinishedMs))/time.Minute))
+			}
+			if g := "[" + strings.Join(got, " ") + "]"; g != tt.want {
+				t.Errorf("LatestCoPlayers = %s, want %s", g, tt.want)
+			}
+		})
+	}
+}
+
+// Players of a match the queue formed and the rating service does not
+// report yet (it still runs: they left it early) are kept apart when they
+// queue again.
+func TestRoundKeepsPlayersOfARunningGameApart(t *testing.T) {
+	t.Parallel()
+	q := queue5
+	q.Apart, q.ApartGames = 10*time.Minute, 3
+	forEachRedis(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		now := time.Now()
+		m := e.matchmaker()
+		m.now = func() time.Time { return now }
+		for _, id := range []string{"a", "b", "c", "d"} {
+			e.enqueue(t, q, id, 1500, now.Add(-20*time.Second))
+		}
+		if res, err := m.Round(ctx, q); err != nil || res.Formed != 1 {
+			t.Fatalf("first round = %+v, %v; want one match", res, err)
+		}
+		// a and b left that game early and queue again with three others.
+		now = now.Add(3 * time.Minute)
+		tks := map[string]store.Ticket{}
+		for _, id := range []string{"a", "b", "c2", "d2"} {
+			tks[id] = e.enqueue(t, q, id, 1500, now.Add(-20*time.Second))
+		}
+		tks["e"] = e.enqueue(t, q, "e", 1500, now.Add(-time.Second))
+		if res, err := m.Round(ctx, q); err != nil || res.Formed != 1 {
+			t.Fatalf("second round = %+v, %v; want one match", res, err)
+		}
+		match := map[string]string{}
+		for id, tk := range tks {
+			got, err := e.store.Ticket(ctx, tk.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			match[id] = got.MatchID
+		}
+		if match["a"] != "" && match["a"] == match["b"] {
+			t.Errorf("a and b, still in a running game together, were grouped again: %v", match)
 		}
 	})
 }

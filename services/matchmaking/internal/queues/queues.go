@@ -7,11 +7,17 @@
 //
 // A queue's name is "<rule set>/<time control name>" ("fourkingdoms/5+5"),
 // the time control read and named by package timecontrol.
+//
+// Anti-teaming settings (docs/matchmaking.md): "apart=<duration>" keeps
+// players who played together in one of their latest "apart-games=<n>"
+// games out of the same group until that long after the game ended
+// (defaults [DefaultApart] and [DefaultApartGames]; apart=0 turns it off).
 package queues
 
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,12 +31,32 @@ type Queue struct {
 	// BotFillAfter is the wait after which bots fill a player's empty
 	// seats; zero means the queue never uses bots.
 	BotFillAfter time.Duration
+	// Apart is how long after a game its players are kept out of one
+	// group; zero turns anti-teaming off.
+	Apart time.Duration
+	// ApartGames is how many of a player's latest games count.
+	ApartGames int
 }
+
+// Anti-teaming defaults. Free-for-all invites collusion: two players who
+// keep meeting can agree to spare each other and gang up on the other two.
+// Ten minutes separates players who leave a game together (the usual case:
+// four players finish at once and queue again at once, with close ratings,
+// so the tightest new group would be the old one) without making anyone
+// wait once their window is fully open; three games cover a player who
+// plays short games in a row.
+const (
+	DefaultApart      = 10 * time.Minute
+	DefaultApartGames = 3
+	// MaxApartGames is the most games the rating service reports per player.
+	MaxApartGames = 10
+)
 
 // Name returns "<rule set>/<time control name>".
 func (q Queue) Name() string { return q.RuleSet + "/" + q.TimeControl.Name() }
 
-// Parse reads a queue spec: "<rule set> <time control>[ bots=<duration>]".
+// Parse reads a queue spec: "<rule set> <time control>[ bots=<duration>]
+// [ apart=<duration>][ apart-games=<n>]".
 func Parse(spec string) (Queue, error) {
 	fields := strings.Fields(spec)
 	if len(fields) < 2 {
@@ -49,6 +75,7 @@ func Parse(spec string) (Queue, error) {
 		return Queue{}, fmt.Errorf("queue %q: %w", spec, err)
 	}
 	q.TimeControl = tc
+	q.Apart, q.ApartGames = DefaultApart, DefaultApartGames
 	for _, opt := range rest {
 		k, v, _ := strings.Cut(opt, "=")
 		switch k {
@@ -58,6 +85,18 @@ func Parse(spec string) (Queue, error) {
 				return Queue{}, fmt.Errorf("queue %q: bots=%q: want a positive duration such as 30s", spec, v)
 			}
 			q.BotFillAfter = d
+		case "apart":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return Queue{}, fmt.Errorf("queue %q: apart=%q: want a duration such as 10m (0 turns anti-teaming off)", spec, v)
+			}
+			q.Apart = d
+		case "apart-games":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > MaxApartGames {
+				return Queue{}, fmt.Errorf("queue %q: apart-games=%q: want 1 to %d", spec, v, MaxApartGames)
+			}
+			q.ApartGames = n
 		default:
 			return Queue{}, fmt.Errorf("queue %q: unknown setting %q", spec, k)
 		}

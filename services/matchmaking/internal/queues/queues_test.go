@@ -9,16 +9,24 @@ import (
 
 func TestParse(t *testing.T) {
 	t.Parallel()
+	// Anti-teaming is on by default.
+	def := func(q Queue) Queue { q.Apart, q.ApartGames = DefaultApart, DefaultApartGames; return q }
 	tests := []struct {
 		spec    string
 		want    Queue
 		name    string
 		wantErr bool
 	}{
-		{spec: "fourkingdoms 5+5", want: Queue{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}}, name: "fourkingdoms/5+5"},
-		{spec: "fourkingdoms 1|15 d", want: Queue{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: time.Minute, Delay: 15 * time.Second}}, name: "fourkingdoms/1|15 d"},
-		{spec: " chesscom-ffa  1+0 bots=20s ", want: Queue{RuleSet: "chesscom-ffa", TimeControl: timecontrol.TimeControl{Initial: time.Minute}, BotFillAfter: 20 * time.Second}, name: "chesscom-ffa/1+0"},
-		{spec: "fourkingdoms 3|2 d bots=1m", want: Queue{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: 3 * time.Minute, Delay: 2 * time.Second}, BotFillAfter: time.Minute}, name: "fourkingdoms/3|2 d"},
+		{spec: "fourkingdoms 5+5", want: def(Queue{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}}), name: "fourkingdoms/5+5"},
+		{spec: "fourkingdoms 1|15 d", want: def(Queue{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: time.Minute, Delay: 15 * time.Second}}), name: "fourkingdoms/1|15 d"},
+		{spec: " chesscom-ffa  1+0 bots=20s ", want: def(Queue{RuleSet: "chesscom-ffa", TimeControl: timecontrol.TimeControl{Initial: time.Minute}, BotFillAfter: 20 * time.Second}), name: "chesscom-ffa/1+0"},
+		{spec: "fourkingdoms 3|2 d bots=1m", want: def(Queue{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: 3 * time.Minute, Delay: 2 * time.Second}, BotFillAfter: time.Minute}), name: "fourkingdoms/3|2 d"},
+		{spec: "fourkingdoms 5+5 apart=30m apart-games=5", want: Queue{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}, Apart: 30 * time.Minute, ApartGames: 5}, name: "fourkingdoms/5+5"},
+		{spec: "fourkingdoms 5+5 apart=0", want: Queue{RuleSet: "fourkingdoms", TimeControl: timecontrol.TimeControl{Initial: 5 * time.Minute, Increment: 5 * time.Second}, ApartGames: DefaultApartGames}, name: "fourkingdoms/5+5"},
+		{spec: "fourkingdoms 5+5 apart=-1m", wantErr: true},
+		{spec: "fourkingdoms 5+5 apart=soon", wantErr: true},
+		{spec: "fourkingdoms 5+5 apart-games=0", wantErr: true},
+		{spec: "fourkingdoms 5+5 apart-games=11", wantErr: true},
 		{spec: "fourkingdoms", wantErr: true},
 		{spec: "fourkingdoms 5", wantErr: true},
 		{spec: "fourkingdoms 0+5", wantErr: true},

@@ -22,17 +22,25 @@ type Ratings struct {
 
 // BatchRatings makes one BatchGetRatings call. Players the service does not
 // know come back with the pool's default rating and count as provisional.
-func (r Ratings) BatchRatings(ctx context.Context, ruleSet string, playerIDs []string) (map[string]matchmaker.Rating, error) {
-	resp, err := r.Client.BatchGetRatings(ctx, &ratingv1.BatchGetRatingsRequest{PlayerIds: playerIDs, RuleSet: ruleSet})
+// With recentGames > 0 the call also asks for each player's latest rated
+// matches (a rating service that predates the field answers without them:
+// no anti-teaming).
+func (r Ratings) BatchRatings(ctx context.Context, ruleSet string, playerIDs []string, recentGames int) (map[string]matchmaker.Rating, error) {
+	req := &ratingv1.BatchGetRatingsRequest{PlayerIds: playerIDs, RuleSet: ruleSet, RecentMatches: uint32(max(recentGames, 0))}
+	resp, err := r.Client.BatchGetRatings(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("batch get ratings: %w", err)
 	}
 	out := make(map[string]matchmaker.Rating, len(resp.GetRatings()))
 	for _, rt := range resp.GetRatings() {
-		out[rt.GetPlayerId()] = matchmaker.Rating{
+		mr := matchmaker.Rating{
 			Value:       float64(rt.GetDisplayRating()),
 			Provisional: rt.GetProvisional() || rt.GetIsDefault(),
 		}
+		for _, m := range rt.GetRecentMatches() {
+			mr.Recent = append(mr.Recent, matchmaker.Game{MatchID: m.GetMatchId(), Ended: m.GetFinishedAt().AsTime(), CoPlayers: m.GetCoPlayerIds()})
+		}
+		out[rt.GetPlayerId()] = mr
 	}
 	return out, nil
 }

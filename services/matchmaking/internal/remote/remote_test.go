@@ -3,10 +3,12 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
@@ -86,11 +88,18 @@ func TestCreateMatch(t *testing.T) {
 
 type ratingClient struct {
 	ratingv1.RatingServiceClient
+	got *ratingv1.BatchGetRatingsRequest
 }
 
-func (ratingClient) BatchGetRatings(_ context.Context, in *ratingv1.BatchGetRatingsRequest, _ ...grpc.CallOption) (*ratingv1.BatchGetRatingsResponse, error) {
+var finished = time.UnixMilli(1764000000123).UTC()
+
+func (c *ratingClient) BatchGetRatings(_ context.Context, in *ratingv1.BatchGetRatingsRequest, _ ...grpc.CallOption) (*ratingv1.BatchGetRatingsResponse, error) {
+	c.got = in
 	return &ratingv1.BatchGetRatingsResponse{Ratings: []*ratingv1.Rating{
-		{PlayerId: "known", DisplayRating: 1710},
+		{PlayerId: "known", DisplayRating: 1710, RecentMatches: []*ratingv1.RecentMatch{
+			{MatchId: "m2", FinishedAt: timestamppb.New(finished), CoPlayerIds: []string{"a", "b", "c"}},
+			{MatchId: "m1", FinishedAt: timestamppb.New(finished.Add(-time.Hour)), CoPlayerIds: []string{"a", "d", "e"}},
+		}},
 		{PlayerId: "new", DisplayRating: 1500, IsDefault: true},
 		{PlayerId: "settling", DisplayRating: 1420, Provisional: true},
 	}}, nil
@@ -98,16 +107,25 @@ func (ratingClient) BatchGetRatings(_ context.Context, in *ratingv1.BatchGetRati
 
 func TestBatchRatings(t *testing.T) {
 	t.Parallel()
-	got, err := Ratings{Client: ratingClient{}}.BatchRatings(context.Background(), "fourkingdoms", []string{"known", "new", "settling"})
+	c := &ratingClient{}
+	got, err := Ratings{Client: c}.BatchRatings(context.Background(), "fourkingdoms", []string{"known", "new", "settling"}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c.got.GetRecentMatches() != 3 || c.got.GetRuleSet() != "fourkingdoms" {
+		t.Errorf("request = %v, want 3 recent matches in fourkingdoms", c.got)
+	}
 	want := map[string]matchmaker.Rating{
-		"known": {Value: 1710}, "new": {Value: 1500, Provisional: true}, "settling": {Value: 1420, Provisional: true},
+		"known": {Value: 1710, Recent: []matchmaker.Game{
+			{MatchID: "m2", Ended: finished, CoPlayers: []string{"a", "b", "c"}},
+			{MatchID: "m1", Ended: finished.Add(-time.Hour), CoPlayers: []string{"a", "d", "e"}},
+		}},
+		"new": {Value: 1500, Provisional: true}, "settling": {Value: 1420, Provisional: true},
 	}
 	for id, w := range want {
-		if got[id] != w {
-			t.Errorf("%s = %+v, want %+v", id, got[id], w)
+		g := got[id]
+		if g.Value != w.Value || g.Provisional != w.Provisional || fmt.Sprint(g.Recent) != fmt.Sprint(w.Recent) {
+			t.Errorf("%s = %+v, want %+v", id, g, w)
 		}
 	}
 }

@@ -157,6 +157,7 @@ const (
 	completeKForming = iota
 	completeKWaits
 	completeKFormed
+	completeKPlayed
 	completeNKeys
 )
 
@@ -164,41 +165,48 @@ const (
 	completeARetention = iota
 	completeACounterTTL
 	completeAWaitsCap
+	completeAPlayedTTL
 	completeNArgs
 )
 
 var completeLayout = redisconn.Layout{
 	Name: "complete",
-	Keys: []string{completeKForming: "K_FORMING", completeKWaits: "K_WAITS", completeKFormed: "K_FORMED"},
+	Keys: []string{completeKForming: "K_FORMING", completeKWaits: "K_WAITS", completeKFormed: "K_FORMED", completeKPlayed: "K_PLAYED"},
 	Args: []string{
 		completeARetention:  "A_RETENTION",
 		completeACounterTTL: "A_COUNTER_TTL",
 		completeAWaitsCap:   "A_WAITS_CAP",
+		completeAPlayedTTL:  "A_PLAYED_TTL",
 	},
 	KeyTail: redisconn.Tail{Name: "K_GROUPS", Width: 5},
-	ArgTail: redisconn.Tail{Name: "A_GROUPS", Width: 10},
+	ArgTail: redisconn.Tail{Name: "A_GROUPS", Width: 18},
 }
 
 // completeArgs starts a run of completeScript with room for n groups: the
-// queue's formation deadlines, wait samples and formed counter, the
-// tickets' retention (ms), the counter's TTL (ms) and how many wait samples
-// to keep. Add each formation with completeGroup.
-func completeArgs(forming, waits, formed string, retentionMS, counterTTLMS int64, waitsCap, n int) ([]string, []any) {
+// queue's formation deadlines, wait samples, formed counter and record of
+// the matches formed in the current slot (Store.Played), the tickets'
+// retention (ms), the counter's TTL (ms), how many wait samples to keep and
+// the played record's TTL (ms). Add each formation with completeGroup.
+func completeArgs(forming, waits, formed, played string, retentionMS, counterTTLMS int64, waitsCap int, playedTTLMS int64, n int) ([]string, []any) {
 	k := make([]string, completeNKeys, completeNKeys+5*n)
 	k[completeKForming] = forming
 	k[completeKWaits] = waits
 	k[completeKFormed] = formed
-	a := make([]any, completeNArgs, completeNArgs+10*n)
+	k[completeKPlayed] = played
+	a := make([]any, completeNArgs, completeNArgs+18*n)
 	a[completeARetention] = retentionMS
 	a[completeACounterTTL] = counterTTLMS
 	a[completeAWaitsCap] = waitsCap
+	a[completeAPlayedTTL] = playedTTLMS
 	return k, a
 }
 
 // completeGroup appends one formation: keys the formation record and the
-// 4 tickets' keys, arguments the formation id, the match id, the 4 seats
-// and the 4 wait samples.
-func completeGroup(k []string, a []any, formation, id, match string, tickets [4]string, seats [4]int, waits [4]string) ([]string, []any) {
+// 4 tickets' keys, arguments the formation id, the match id, the 4 seats,
+// the 4 wait samples, and for each of the 4 players their id and the
+// record of this match to append to their played list ("" for a bot: not
+// recorded).
+func completeGroup(k []string, a []any, formation, id, match string, tickets [4]string, seats [4]int, waits [4]string, players, played [4]string) ([]string, []any) {
 	k = append(k, formation)
 	k = append(k, tickets[:]...)
 	a = append(a, id, match)
@@ -207,6 +215,9 @@ func completeGroup(k []string, a []any, formation, id, match string, tickets [4]
 	}
 	for _, w := range waits {
 		a = append(a, w)
+	}
+	for i := range players {
+		a = append(a, players[i], played[i])
 	}
 	return k, a
 }
@@ -235,12 +246,24 @@ while k <= #KEYS do
     redis.call('DEL', KEYS[k])
     redis.call('ZREM', KEYS[K_FORMING], ARGV[a])
     redis.call('INCR', KEYS[K_FORMED])
+    -- Each player's played list of the slot is a JSON array: append.
+    for i = 0, 3 do
+      local p, rec = ARGV[a + 10 + 2 * i], ARGV[a + 11 + 2 * i]
+      if rec ~= '' then
+        local v = redis.call('HGET', KEYS[K_PLAYED], p)
+        if v then v = string.sub(v, 1, -2) .. ',' .. rec .. ']' else v = '[' .. rec .. ']' end
+        redis.call('HSET', KEYS[K_PLAYED], p, v)
+      end
+    end
     out[g] = 1
   else
     out[g] = 0
   end
   k = k + 5
-  a = a + 10
+  a = a + 18
+end
+if redis.call('EXISTS', KEYS[K_PLAYED]) == 1 then
+  redis.call('PEXPIRE', KEYS[K_PLAYED], ARGV[A_PLAYED_TTL])
 end
 redis.call('PEXPIRE', KEYS[K_FORMED], ARGV[A_COUNTER_TTL])
 redis.call('LTRIM', KEYS[K_WAITS], 0, tonumber(ARGV[A_WAITS_CAP]) - 1)

@@ -117,6 +117,16 @@ type Entry struct {
 	Rated       bool    `json:"-"`
 	Rating      float64 `json:"-"`
 	Provisional bool    `json:"-"`
+	// CoPlayers are the players of the player's latest games, looked up
+	// with the rating and kept with it (anti-teaming).
+	CoPlayers []CoPlayer `json:"-"`
+}
+
+// CoPlayer is another player of one of a player's latest games.
+type CoPlayer struct {
+	PlayerID string `json:"p"`
+	// FinishedMs is when the game ended (Unix ms).
+	FinishedMs int64 `json:"f"`
 }
 
 // EnqueuedAt returns the enqueue time.
@@ -376,26 +386,39 @@ func (s *Store) Ticket(ctx context.Context, id string) (Ticket, error) {
 	t.EnqueuedAt = time.UnixMilli(enq)
 	t.Seat, _ = strconv.Atoi(h["seat"])
 	if r, err := rget.Result(); err == nil {
-		t.Rating, t.Provisional, t.Rated = parseRating(r)
+		t.Rating, t.Provisional, _, t.Rated = parseRating(r)
 	}
 	return t, nil
 }
 
-func formatRating(r float64, provisional bool) string {
-	v := strconv.FormatFloat(r, 'f', -1, 64)
+// A recorded rating is "<rating>|p" (provisional) or "<rating>|", followed
+// by "|<JSON list of co-players>" when the player has recent co-players.
+func formatRating(r float64, provisional bool, co []CoPlayer) string {
+	v := strconv.FormatFloat(r, 'f', -1, 64) + "|"
 	if provisional {
-		return v + "|p"
+		v += "p"
 	}
-	return v + "|"
+	if len(co) > 0 {
+		b, _ := json.Marshal(co) // strings and integers: cannot fail
+		v += "|" + string(b)
+	}
+	return v
 }
 
-func parseRating(v string) (float64, bool, bool) {
-	num, flag, _ := strings.Cut(v, "|")
+func parseRating(v string) (float64, bool, []CoPlayer, bool) {
+	num, rest, _ := strings.Cut(v, "|")
 	r, err := strconv.ParseFloat(num, 64)
 	if err != nil {
-		return 0, false, false
+		return 0, false, nil, false
 	}
-	return r, flag == "p", true
+	flag, list, _ := strings.Cut(rest, "|")
+	var co []CoPlayer
+	if list != "" && json.Unmarshal([]byte(list), &co) != nil {
+		// Unreadable co-players (never written so): the rating stands,
+		// the ticket is grouped without anti-teaming.
+		co = nil
+	}
+	return r, flag == "p", co, true
 }
 
 // Cancel ends a searching ticket of player. Cancelling a cancelled or
@@ -504,7 +527,7 @@ func (s *Store) Waiting(ctx context.Context, queue string) ([]Entry, error) {
 		}
 		e.TicketID = id
 		if v, ok := ratings[id]; ok {
-			e.Rating, e.Provisional, e.Rated = parseRating(v)
+			e.Rating, e.Provisional, e.CoPlayers, e.Rated = parseRating(v)
 		}
 		out = append(out, e)
 	}
@@ -517,7 +540,7 @@ func (s *Store) SetRatings(ctx context.Context, queue string, entries []Entry) e
 	for chunk := range slices.Chunk(entries, chunkSize) {
 		keys, args := rateArgs(s.waitingKey(queue), s.ratingsKey(queue), len(chunk))
 		for _, e := range chunk {
-			args = append(args, e.TicketID, formatRating(e.Rating, e.Provisional))
+			args = append(args, e.TicketID, formatRating(e.Rating, e.Provisional, e.CoPlayers))
 		}
 		if err := rateScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
 			return fmt.Errorf("record ratings: %w", err)
@@ -579,15 +602,21 @@ func (s *Store) Complete(ctx context.Context, queue string, outs []Outcome, now 
 	slot := now.UnixMilli() / StatsSlot.Milliseconds()
 	for chunk := range slices.Chunk(outs, chunkSize) {
 		keys, args := completeArgs(s.formingKey(queue), s.waitsKey(queue), s.formedKey(queue, slot),
-			s.set.Retention.Milliseconds(), (statsHorizon + 2*StatsSlot).Milliseconds(), s.set.WaitSamples, len(chunk))
+			s.playedKey(queue, now.UnixMilli()/playedSlot.Milliseconds()),
+			s.set.Retention.Milliseconds(), (statsHorizon + 2*StatsSlot).Milliseconds(), s.set.WaitSamples,
+			(PlayedFor + playedSlot).Milliseconds(), len(chunk))
 		for _, o := range chunk {
 			f := o.Formation
-			var waits [4]string
+			var waits, players, played [4]string
 			for i, e := range f.Entries {
 				waits[i] = strconv.FormatInt(now.UnixMilli(), 10) + ":" + strconv.FormatInt(now.UnixMilli()-e.EnqueuedMs, 10)
+				players[i] = e.Player.ID
+				if !e.Player.Bot {
+					played[i] = encodePlayed(f.Entries, i, o.MatchID, now)
+				}
 			}
 			keys, args = completeGroup(keys, args, s.formationKey(queue, f.ID), f.ID, o.MatchID,
-				s.ticketKeys(queue, f.TicketIDs), o.Seats, waits)
+				s.ticketKeys(queue, f.TicketIDs), o.Seats, waits, players, played)
 		}
 		res, err := completeScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 		if err != nil {
@@ -608,6 +637,81 @@ func (s *Store) Complete(ctx context.Context, queue string, outs []Outcome, now 
 	}
 	s.publish(ctx, queue, ended)
 	return done, nil
+}
+
+// Played is a match the queue formed for a player, as remembered for
+// anti-teaming while the rating service cannot know it yet (it still runs).
+type Played struct {
+	MatchID  string `json:"m"`
+	FormedMs int64  `json:"f"`
+	// CoPlayers are the other human players of the match.
+	CoPlayers []string `json:"c"`
+}
+
+const (
+	// PlayedFor is how long a queue remembers the matches it formed
+	// (Played): an hour covers a four-player game at the queues' time
+	// controls; a match the rating service has not reported finished
+	// counts as still running for that long at most.
+	PlayedFor = time.Hour
+	// playedSlot is the time span of one played-record hash.
+	playedSlot = 10 * time.Minute
+)
+
+func (s *Store) playedKey(q string, slot int64) string {
+	return s.tag(q) + ":played:" + strconv.FormatInt(slot, 10)
+}
+
+// encodePlayed is the played record of match for entry i of the four.
+func encodePlayed(four [4]Entry, i int, match string, now time.Time) string {
+	rec := Played{MatchID: match, FormedMs: now.UnixMilli(), CoPlayers: make([]string, 0, 3)}
+	for j, e := range four {
+		if j != i && !e.Player.Bot {
+			rec.CoPlayers = append(rec.CoPlayers, e.Player.ID)
+		}
+	}
+	b, _ := json.Marshal(rec) // strings and an integer: cannot fail
+	return string(b)
+}
+
+// Played returns, for each of players, the matches the queue formed for
+// them in the last PlayedFor (oldest first; players without any are
+// absent). One pipelined HMGET per 10-minute slot, all on the queue's
+// slot: one round trip.
+func (s *Store) Played(ctx context.Context, queue string, players []string, now time.Time) (map[string][]Played, error) {
+	out := map[string][]Played{}
+	if len(players) == 0 {
+		return out, nil
+	}
+	last := now.UnixMilli() / playedSlot.Milliseconds()
+	first := now.Add(-PlayedFor).UnixMilli() / playedSlot.Milliseconds()
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, 0, last-first+1)
+	for slot := first; slot <= last; slot++ {
+		cmds = append(cmds, pipe.HMGet(ctx, s.playedKey(queue, slot), players...))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("read played matches of queue %s: %w", queue, err)
+	}
+	since := now.Add(-PlayedFor).UnixMilli()
+	for _, c := range cmds {
+		for i, v := range c.Val() {
+			raw, ok := v.(string)
+			if !ok {
+				continue
+			}
+			var recs []Played
+			if err := json.Unmarshal([]byte(raw), &recs); err != nil {
+				return nil, fmt.Errorf("read played matches of %s in queue %s: %w", players[i], queue, err)
+			}
+			for _, r := range recs {
+				if r.FormedMs > since {
+					out[players[i]] = append(out[players[i]], r)
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // EventsChannel is the pub/sub channel announcing the queue's tickets that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -327,6 +328,39 @@ func TestSetRatings(t *testing.T) {
 	})
 }
 
+// The recent co-players looked up with a rating are kept with it, whatever
+// bytes the player ids hold, and a ticket without any reads back none.
+func TestSetRatingsKeepsCoPlayers(t *testing.T) {
+	t.Parallel()
+	forEachRedis(t, func(t *testing.T, s *Store, _ redis.UniversalClient) {
+		ctx := context.Background()
+		es := enqueueN(t, s, queueA, 2, time.Now())
+		co := []CoPlayer{{PlayerID: `g-b|c"\]`, FinishedMs: 1764000000123}, {PlayerID: "x", FinishedMs: 1}}
+		es[0].Rating, es[0].CoPlayers = 1500, co
+		es[1].Rating, es[1].Provisional = 1700, true
+		if err := s.SetRatings(ctx, queueA, es); err != nil {
+			t.Fatal(err)
+		}
+		waiting, err := s.Waiting(ctx, queueA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byID := map[string]Entry{}
+		for _, e := range waiting {
+			byID[e.TicketID] = e
+		}
+		if got := byID[es[0].TicketID]; !got.Rated || got.Rating != 1500 || got.Provisional || !slices.Equal(got.CoPlayers, co) {
+			t.Errorf("ticket with co-players reads back %+v, want rating 1500 and %v", got, co)
+		}
+		if got := byID[es[1].TicketID]; !got.Rated || got.Rating != 1700 || !got.Provisional || got.CoPlayers != nil {
+			t.Errorf("ticket without co-players reads back %+v", got)
+		}
+		if tk, _ := s.Ticket(ctx, es[0].TicketID); !tk.Rated || tk.Rating != 1500 {
+			t.Errorf("Ticket = %+v, want rated 1500", tk)
+		}
+	})
+}
+
 // TestClaimRace runs many overlapping claims at once: every ticket ends up
 // in at most one claimed formation.
 func TestClaimRace(t *testing.T) {
@@ -391,6 +425,65 @@ func TestEnqueueStalePointer(t *testing.T) {
 		}
 		if again, existing, _ := s.Enqueue(ctx, queueA, player("ghost"), now); !existing || again.ID != tk.ID {
 			t.Errorf("second Enqueue = %+v, existing %v; want %s", again, existing, tk.ID)
+		}
+	})
+}
+
+// Completing a formation remembers the match for each human player, with
+// the other humans, for PlayedFor; a player's second match appends.
+func TestPlayed(t *testing.T) {
+	t.Parallel()
+	forEachRedis(t, func(t *testing.T, s *Store, _ redis.UniversalClient) {
+		ctx := context.Background()
+		now := time.Now().Truncate(time.Millisecond)
+		es := enqueueN(t, s, queueA, 4, now)
+		es[2].Player.Bot = true
+		f1 := NewFormation(queueA, [4]Entry(es), 1, now)
+		complete := func(f *Formation, match string, at time.Time) {
+			t.Helper()
+			if ok, err := s.Claim(ctx, queueA, []*Formation{f}, at); err != nil || !ok[0] {
+				t.Fatalf("Claim = %v, %v", ok, err)
+			}
+			if done, err := s.Complete(ctx, queueA, []Outcome{{Formation: f, MatchID: match, Seats: [4]int{1, 2, 3, 4}}}, at); err != nil || !done[0] {
+				t.Fatalf("Complete = %v, %v", done, err)
+			}
+		}
+		complete(f1, "m1", now)
+		// p0 and p1 play again at once, with two newcomers.
+		more := enqueueN(t, s, queueA, 6, now.Add(time.Second))[4:]
+		es2 := []Entry{{TicketID: "", Player: es[0].Player}, {Player: es[1].Player}, more[0], more[1]}
+		for i := range 2 {
+			tk, _, err := s.Enqueue(ctx, queueA, es2[i].Player, now.Add(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			es2[i].TicketID, es2[i].EnqueuedMs = tk.ID, tk.EnqueuedAt.UnixMilli()
+		}
+		later := now.Add(time.Minute)
+		complete(NewFormation(queueA, [4]Entry(es2), 2, later), "m2", later)
+
+		got, err := s.Played(ctx, queueA, []string{"p0", "p2", "p3", "p4", "nobody"}, later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m1 := func(others ...string) Played {
+			return Played{MatchID: "m1", FormedMs: now.UnixMilli(), CoPlayers: others}
+		}
+		m2 := func(others ...string) Played {
+			return Played{MatchID: "m2", FormedMs: later.UnixMilli(), CoPlayers: others}
+		}
+		want := map[string][]Played{
+			"p0": {m1("p1", "p3"), m2("p1", "p4", "p5")},
+			"p3": {m1("p0", "p1")},
+			"p4": {m2("p0", "p1", "p5")},
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("Played = %v, want %v (the bot p2 not recorded)", got, want)
+		}
+		// An hour after m1 only m2 is remembered.
+		got, err = s.Played(ctx, queueA, []string{"p0"}, now.Add(PlayedFor))
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(map[string][]Played{"p0": {m2("p1", "p4", "p5")}}) {
+			t.Errorf("Played an hour later = %v, %v; want m2 only", got, err)
 		}
 	})
 }

@@ -83,13 +83,26 @@ func (s *Service) BatchGetRatings(ctx context.Context, req *ratingv1.BatchGetRat
 			return nil, s.toStatus(ctx, err)
 		}
 	}
+	if n := req.GetRecentMatches(); n > store.MaxRecent {
+		return nil, s.toStatus(ctx, invalid("recent_matches", fmt.Sprintf("give 0 to %d, not %d", store.MaxRecent, n)))
+	}
 	players, err := s.store.Players(ctx, req.GetRuleSet(), ids)
+	if err != nil {
+		return nil, s.toStatus(ctx, err)
+	}
+	recent, err := s.store.Recent(ctx, req.GetRuleSet(), players, int(req.GetRecentMatches()))
 	if err != nil {
 		return nil, s.toStatus(ctx, err)
 	}
 	resp := &ratingv1.BatchGetRatingsResponse{Ratings: make([]*ratingv1.Rating, len(players))}
 	for i, p := range players {
-		resp.Ratings[i] = s.rating(req.GetRuleSet(), p)
+		r := s.rating(req.GetRuleSet(), p)
+		for _, m := range recent[i] {
+			r.RecentMatches = append(r.RecentMatches, &ratingv1.RecentMatch{
+				MatchId: m.MatchID, FinishedAt: timestamppb.New(m.FinishedAt), CoPlayerIds: m.CoPlayers,
+			})
+		}
+		resp.Ratings[i] = r
 	}
 	return resp, nil
 }

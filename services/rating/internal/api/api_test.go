@@ -240,6 +240,10 @@ func TestBadRequests(t *testing.T) {
 			_, err := fx.client.BatchGetRatings(ctx, &ratingv1.BatchGetRatingsRequest{RuleSet: pool, PlayerIds: []string{"a", ""}})
 			return err
 		}, codes.InvalidArgument, "player_ids[1]"},
+		{"batch asking for too many recent matches", func() error {
+			_, err := fx.client.BatchGetRatings(ctx, &ratingv1.BatchGetRatingsRequest{RuleSet: pool, PlayerIds: []string{"a"}, RecentMatches: 11})
+			return err
+		}, codes.InvalidArgument, "recent_matches"},
 		{"leaderboard of unknown rule set", func() error {
 			_, err := fx.client.GetLeaderboard(ctx, &ratingv1.GetLeaderboardRequest{RuleSet: "checkers"})
 			return err
@@ -312,6 +316,36 @@ func TestBatchGetRatings(t *testing.T) {
 	}
 	if want := uint32(fx.policy.GamesToEstablish(fx.policy.New())); want == 0 || zed.GetGamesToEstablish() != want || a.GetGamesToEstablish() != 0 {
 		t.Errorf("games to establish = %d (zed), %d (a); want %d, 0", zed.GetGamesToEstablish(), a.GetGamesToEstablish(), want)
+	}
+}
+
+// BatchGetRatings returns each player's latest matches with the other
+// players only when asked, newest first, at most as many as asked.
+func TestBatchGetRatingsRecentMatches(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, standalone(t))
+	fx.seed(t)
+	recent := func(n uint32) []string {
+		t.Helper()
+		got, err := fx.client.BatchGetRatings(t.Context(), &ratingv1.BatchGetRatingsRequest{RuleSet: pool, PlayerIds: []string{"a", "zed"}, RecentMatches: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if z := got.GetRatings()[1].GetRecentMatches(); len(z) != 0 {
+			t.Errorf("recent matches of an unknown player = %v", z)
+		}
+		var out []string
+		for _, m := range got.GetRatings()[0].GetRecentMatches() {
+			out = append(out, fmt.Sprintf("%s@%s:%v", m.GetMatchId(), m.GetFinishedAt().AsTime().Format(time.TimeOnly), m.GetCoPlayerIds()))
+		}
+		return out
+	}
+	if got := recent(0); got != nil {
+		t.Errorf("recent matches not asked for = %v", got)
+	}
+	want := []string{"m3@12:00:00:[d c b]", "m2@11:00:00:[b c d]"}
+	if got := recent(2); !cmp.Equal(got, want) {
+		t.Errorf("2 recent matches = %v, want %v", got, want)
 	}
 }
 

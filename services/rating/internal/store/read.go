@@ -232,3 +232,123 @@ func (s *Store) History(ctx context.Context, pool, playerID, cursor string, limi
 	}
 	return out, next, nil
 }
+
+// RecentMatch is one of a player's latest rated matches and the other
+// three players of it.
+type RecentMatch struct {
+	MatchID    string
+	FinishedAt time.Time
+	CoPlayers  []string
+}
+
+// MaxRecent bounds the recent matches Recent returns per player.
+const MaxRecent = 10
+
+// Recent returns, for each of players (as Players returned them), up to n
+// of their latest rated matches in pool, newest first, with the other
+// players of each match. It follows each player's chain of history records
+// from their standing, all players at once: one pipeline per step of the
+// chains, so at most n round trips for a whole batch (one cluster slot: a
+// pool's keys share it). The chain ends at a player's first game or at a record already deleted
+// by the history retention.
+func (s *Store) Recent(ctx context.Context, pool string, players []Player, n int) ([][]RecentMatch, error) {
+	if n < 0 || n > MaxRecent {
+		return nil, fmt.Errorf("recent matches %d: want 0 to %d", n, MaxRecent)
+	}
+	out := make([][]RecentMatch, len(players))
+	if n == 0 {
+		return out, nil
+	}
+	k := newKeys(s.prefix, pool)
+	refs := make([]string, len(players))
+	for i, p := range players {
+		refs[i] = p.last
+	}
+	for range n {
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.StringCmd, len(players))
+		for i, ref := range refs {
+			if ref == "" {
+				continue
+			}
+			day, match, err := parseRecordRef(ref)
+			if err != nil {
+				return nil, fmt.Errorf("recent matches of %s in pool %s: bad reference %q: %w", players[i].ID, pool, ref, err)
+			}
+			cmds[i] = pipe.HGet(ctx, k.history(day), match)
+		}
+		if pipe.Len() == 0 {
+			break
+		}
+		_, _ = pipe.Exec(ctx) // errors are read per command below
+		for i, c := range cmds {
+			if c == nil {
+				continue
+			}
+			raw, err := c.Result()
+			if errors.Is(err, redis.Nil) {
+				refs[i] = "" // past the history retention: the chain ends here
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("recent matches of %s in pool %s: %w", players[i].ID, pool, err)
+			}
+			m, prev, err := decodeRecent(raw, players[i].ID)
+			if err != nil {
+				return nil, fmt.Errorf("recent matches of %s in pool %s: record %s: %w", players[i].ID, pool, refs[i], err)
+			}
+			out[i] = append(out[i], m)
+			refs[i] = prev
+		}
+	}
+	return out, nil
+}
+
+// decodeRecent reads a match's history record (see appendRecordPart) from
+// player's point of view: the match, the other players, and the reference
+// of the player's previous record.
+func decodeRecent(rec, player string) (RecentMatch, string, error) {
+	var m RecentMatch
+	var prev string
+	found := false
+	for rest := rec; rest != ""; {
+		var id, p, entry string
+		var ok bool
+		if id, rest, ok = cutRecordPart(rest); !ok {
+			return m, "", errors.New("corrupt history record")
+		}
+		if p, rest, ok = cutRecordPart(rest); !ok {
+			return m, "", errors.New("corrupt history record")
+		}
+		if entry, rest, ok = cutRecordPart(rest); !ok {
+			return m, "", errors.New("corrupt history record")
+		}
+		if id != player {
+			m.CoPlayers = append(m.CoPlayers, id)
+			continue
+		}
+		e, err := decodeHistory(entry)
+		if err != nil {
+			return m, "", err
+		}
+		m.MatchID, m.FinishedAt, prev, found = e.MatchID, e.FinishedAt, p, true
+	}
+	if !found {
+		return m, "", fmt.Errorf("no entry of player %s", player)
+	}
+	return m, prev, nil
+}
+
+// cutRecordPart reads the length-prefixed string "<len>:<bytes>" at the
+// start of s and returns it and the rest.
+func cutRecordPart(s string) (part, rest string, ok bool) {
+	i := strings.IndexByte(s, ':')
+	if i <= 0 {
+		return "", "", false
+	}
+	n, err := strconv.Atoi(s[:i])
+	if err != nil || n < 0 || n > len(s)-i-1 {
+		return "", "", false
+	}
+	return s[i+1 : i+1+n], s[i+1+n:], true
+}

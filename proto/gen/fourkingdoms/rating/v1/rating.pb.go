@@ -121,8 +121,14 @@ type Rating struct {
 	// opponent is as uncertain as the player (as in a new pool: an
 	// overestimate against established opponents). 0 when not provisional.
 	GamesToEstablish uint32 `protobuf:"varint,11,opt,name=games_to_establish,json=gamesToEstablish,proto3" json:"games_to_establish,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Only in answers to BatchGetRatings requests that set recent_matches:
+	// the player's latest rated matches in the pool, newest first, at most
+	// as many as asked (fewer when the player has played fewer, or when older
+	// ones are past the history retention). The matchmaker uses them to keep
+	// players who just played together apart (anti-teaming).
+	RecentMatches []*RecentMatch `protobuf:"bytes,12,rep,name=recent_matches,json=recentMatches,proto3" json:"recent_matches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Rating) Reset() {
@@ -232,6 +238,78 @@ func (x *Rating) GetGamesToEstablish() uint32 {
 	return 0
 }
 
+func (x *Rating) GetRecentMatches() []*RecentMatch {
+	if x != nil {
+		return x.RecentMatches
+	}
+	return nil
+}
+
+// RecentMatch is one of a player's latest rated matches and who else
+// played in it.
+type RecentMatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The match.
+	MatchId string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	// When the match ended.
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// The other three players of the match.
+	CoPlayerIds   []string `protobuf:"bytes,3,rep,name=co_player_ids,json=coPlayerIds,proto3" json:"co_player_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecentMatch) Reset() {
+	*x = RecentMatch{}
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecentMatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecentMatch) ProtoMessage() {}
+
+func (x *RecentMatch) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecentMatch.ProtoReflect.Descriptor instead.
+func (*RecentMatch) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RecentMatch) GetMatchId() string {
+	if x != nil {
+		return x.MatchId
+	}
+	return ""
+}
+
+func (x *RecentMatch) GetFinishedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return nil
+}
+
+func (x *RecentMatch) GetCoPlayerIds() []string {
+	if x != nil {
+		return x.CoPlayerIds
+	}
+	return nil
+}
+
 // GetRatingRequest names a player and a pool.
 type GetRatingRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -245,7 +323,7 @@ type GetRatingRequest struct {
 
 func (x *GetRatingRequest) Reset() {
 	*x = GetRatingRequest{}
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[1]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -257,7 +335,7 @@ func (x *GetRatingRequest) String() string {
 func (*GetRatingRequest) ProtoMessage() {}
 
 func (x *GetRatingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[1]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -270,7 +348,7 @@ func (x *GetRatingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRatingRequest.ProtoReflect.Descriptor instead.
 func (*GetRatingRequest) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{1}
+	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GetRatingRequest) GetPlayerId() string {
@@ -298,7 +376,7 @@ type GetRatingResponse struct {
 
 func (x *GetRatingResponse) Reset() {
 	*x = GetRatingResponse{}
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[2]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -310,7 +388,7 @@ func (x *GetRatingResponse) String() string {
 func (*GetRatingResponse) ProtoMessage() {}
 
 func (x *GetRatingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[2]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -323,7 +401,7 @@ func (x *GetRatingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRatingResponse.ProtoReflect.Descriptor instead.
 func (*GetRatingResponse) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{2}
+	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetRatingResponse) GetRating() *Rating {
@@ -340,14 +418,18 @@ type BatchGetRatingsRequest struct {
 	// at once). Duplicates are answered twice.
 	PlayerIds []string `protobuf:"bytes,1,rep,name=player_ids,json=playerIds,proto3" json:"player_ids,omitempty"`
 	// The pool (rule set name). Required.
-	RuleSet       string `protobuf:"bytes,2,opt,name=rule_set,json=ruleSet,proto3" json:"rule_set,omitempty"`
+	RuleSet string `protobuf:"bytes,2,opt,name=rule_set,json=ruleSet,proto3" json:"rule_set,omitempty"`
+	// How many of each player's latest rated matches to return in
+	// Rating.recent_matches, 0 to 10; 0 (the default) returns none.
+	// INVALID_ARGUMENT above 10.
+	RecentMatches uint32 `protobuf:"varint,3,opt,name=recent_matches,json=recentMatches,proto3" json:"recent_matches,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BatchGetRatingsRequest) Reset() {
 	*x = BatchGetRatingsRequest{}
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[3]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -359,7 +441,7 @@ func (x *BatchGetRatingsRequest) String() string {
 func (*BatchGetRatingsRequest) ProtoMessage() {}
 
 func (x *BatchGetRatingsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[3]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -372,7 +454,7 @@ func (x *BatchGetRatingsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchGetRatingsRequest.ProtoReflect.Descriptor instead.
 func (*BatchGetRatingsRequest) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{3}
+	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BatchGetRatingsRequest) GetPlayerIds() []string {
@@ -389,6 +471,13 @@ func (x *BatchGetRatingsRequest) GetRuleSet() string {
 	return ""
 }
 
+func (x *BatchGetRatingsRequest) GetRecentMatches() uint32 {
+	if x != nil {
+		return x.RecentMatches
+	}
+	return 0
+}
+
 // BatchGetRatingsResponse holds one rating per requested player.
 type BatchGetRatingsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -400,7 +489,7 @@ type BatchGetRatingsResponse struct {
 
 func (x *BatchGetRatingsResponse) Reset() {
 	*x = BatchGetRatingsResponse{}
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[4]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -412,7 +501,7 @@ func (x *BatchGetRatingsResponse) String() string {
 func (*BatchGetRatingsResponse) ProtoMessage() {}
 
 func (x *BatchGetRatingsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[4]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -425,7 +514,7 @@ func (x *BatchGetRatingsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchGetRatingsResponse.ProtoReflect.Descriptor instead.
 func (*BatchGetRatingsResponse) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{4}
+	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *BatchGetRatingsResponse) GetRatings() []*Rating {
@@ -453,7 +542,7 @@ type GetLeaderboardRequest struct {
 
 func (x *GetLeaderboardRequest) Reset() {
 	*x = GetLeaderboardRequest{}
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[5]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -465,7 +554,7 @@ func (x *GetLeaderboardRequest) String() string {
 func (*GetLeaderboardRequest) ProtoMessage() {}
 
 func (x *GetLeaderboardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[5]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -478,7 +567,7 @@ func (x *GetLeaderboardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaderboardRequest.ProtoReflect.Descriptor instead.
 func (*GetLeaderboardRequest) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{5}
+	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetLeaderboardRequest) GetRuleSet() string {
@@ -526,7 +615,7 @@ type GetLeaderboardResponse struct {
 
 func (x *GetLeaderboardResponse) Reset() {
 	*x = GetLeaderboardResponse{}
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[6]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -538,7 +627,7 @@ func (x *GetLeaderboardResponse) String() string {
 func (*GetLeaderboardResponse) ProtoMessage() {}
 
 func (x *GetLeaderboardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[6]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -551,7 +640,7 @@ func (x *GetLeaderboardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaderboardResponse.ProtoReflect.Descriptor instead.
 func (*GetLeaderboardResponse) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{6}
+	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetLeaderboardResponse) GetEntries() []*LeaderboardEntry {
@@ -610,7 +699,7 @@ type LeaderboardEntry struct {
 
 func (x *LeaderboardEntry) Reset() {
 	*x = LeaderboardEntry{}
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[7]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +711,7 @@ func (x *LeaderboardEntry) String() string {
 func (*LeaderboardEntry) ProtoMessage() {}
 
 func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[7]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +724,7 @@ func (x *LeaderboardEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaderboardEntry.ProtoReflect.Descriptor instead.
 func (*LeaderboardEntry) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{7}
+	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *LeaderboardEntry) GetRank() uint32 {
@@ -711,7 +800,7 @@ type GetRatingHistoryRequest struct {
 
 func (x *GetRatingHistoryRequest) Reset() {
 	*x = GetRatingHistoryRequest{}
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[8]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -723,7 +812,7 @@ func (x *GetRatingHistoryRequest) String() string {
 func (*GetRatingHistoryRequest) ProtoMessage() {}
 
 func (x *GetRatingHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[8]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -736,7 +825,7 @@ func (x *GetRatingHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRatingHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetRatingHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{8}
+	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetRatingHistoryRequest) GetPlayerId() string {
@@ -780,7 +869,7 @@ type GetRatingHistoryResponse struct {
 
 func (x *GetRatingHistoryResponse) Reset() {
 	*x = GetRatingHistoryResponse{}
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[9]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -792,7 +881,7 @@ func (x *GetRatingHistoryResponse) String() string {
 func (*GetRatingHistoryResponse) ProtoMessage() {}
 
 func (x *GetRatingHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[9]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -805,7 +894,7 @@ func (x *GetRatingHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRatingHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetRatingHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{9}
+	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetRatingHistoryResponse) GetEntries() []*RatingHistoryEntry {
@@ -847,7 +936,7 @@ type RatingHistoryEntry struct {
 
 func (x *RatingHistoryEntry) Reset() {
 	*x = RatingHistoryEntry{}
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[10]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -859,7 +948,7 @@ func (x *RatingHistoryEntry) String() string {
 func (*RatingHistoryEntry) ProtoMessage() {}
 
 func (x *RatingHistoryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[10]
+	mi := &file_fourkingdoms_rating_v1_rating_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -872,7 +961,7 @@ func (x *RatingHistoryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RatingHistoryEntry.ProtoReflect.Descriptor instead.
 func (*RatingHistoryEntry) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{10}
+	return file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RatingHistoryEntry) GetMatchId() string {
@@ -935,7 +1024,7 @@ var File_fourkingdoms_rating_v1_rating_proto protoreflect.FileDescriptor
 
 const file_fourkingdoms_rating_v1_rating_proto_rawDesc = "" +
 	"\n" +
-	"#fourkingdoms/rating/v1/rating.proto\x12\x16fourkingdoms.rating.v1\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfd\x02\n" +
+	"#fourkingdoms/rating/v1/rating.proto\x12\x16fourkingdoms.rating.v1\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc9\x03\n" +
 	"\x06Rating\x12\x1b\n" +
 	"\tplayer_id\x18\x01 \x01(\tR\bplayerId\x12\x19\n" +
 	"\brule_set\x18\x02 \x01(\tR\aruleSet\x12\x0e\n" +
@@ -950,16 +1039,23 @@ const file_fourkingdoms_rating_v1_rating_proto_rawDesc = "" +
 	"is_default\x18\t \x01(\bR\tisDefault\x12!\n" +
 	"\fdisplay_name\x18\n" +
 	" \x01(\tR\vdisplayName\x12,\n" +
-	"\x12games_to_establish\x18\v \x01(\rR\x10gamesToEstablish\"J\n" +
+	"\x12games_to_establish\x18\v \x01(\rR\x10gamesToEstablish\x12J\n" +
+	"\x0erecent_matches\x18\f \x03(\v2#.fourkingdoms.rating.v1.RecentMatchR\rrecentMatches\"\x89\x01\n" +
+	"\vRecentMatch\x12\x19\n" +
+	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12;\n" +
+	"\vfinished_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"finishedAt\x12\"\n" +
+	"\rco_player_ids\x18\x03 \x03(\tR\vcoPlayerIds\"J\n" +
 	"\x10GetRatingRequest\x12\x1b\n" +
 	"\tplayer_id\x18\x01 \x01(\tR\bplayerId\x12\x19\n" +
 	"\brule_set\x18\x02 \x01(\tR\aruleSet\"K\n" +
 	"\x11GetRatingResponse\x126\n" +
-	"\x06rating\x18\x01 \x01(\v2\x1e.fourkingdoms.rating.v1.RatingR\x06rating\"R\n" +
+	"\x06rating\x18\x01 \x01(\v2\x1e.fourkingdoms.rating.v1.RatingR\x06rating\"y\n" +
 	"\x16BatchGetRatingsRequest\x12\x1d\n" +
 	"\n" +
 	"player_ids\x18\x01 \x03(\tR\tplayerIds\x12\x19\n" +
-	"\brule_set\x18\x02 \x01(\tR\aruleSet\"S\n" +
+	"\brule_set\x18\x02 \x01(\tR\aruleSet\x12%\n" +
+	"\x0erecent_matches\x18\x03 \x01(\rR\rrecentMatches\"S\n" +
 	"\x17BatchGetRatingsResponse\x128\n" +
 	"\aratings\x18\x01 \x03(\v2\x1e.fourkingdoms.rating.v1.RatingR\aratings\"\xb4\x01\n" +
 	"\x15GetLeaderboardRequest\x12\x19\n" +
@@ -1026,46 +1122,49 @@ func file_fourkingdoms_rating_v1_rating_proto_rawDescGZIP() []byte {
 }
 
 var file_fourkingdoms_rating_v1_rating_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_fourkingdoms_rating_v1_rating_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_fourkingdoms_rating_v1_rating_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_fourkingdoms_rating_v1_rating_proto_goTypes = []any{
 	(LeaderboardSection)(0),          // 0: fourkingdoms.rating.v1.LeaderboardSection
 	(*Rating)(nil),                   // 1: fourkingdoms.rating.v1.Rating
-	(*GetRatingRequest)(nil),         // 2: fourkingdoms.rating.v1.GetRatingRequest
-	(*GetRatingResponse)(nil),        // 3: fourkingdoms.rating.v1.GetRatingResponse
-	(*BatchGetRatingsRequest)(nil),   // 4: fourkingdoms.rating.v1.BatchGetRatingsRequest
-	(*BatchGetRatingsResponse)(nil),  // 5: fourkingdoms.rating.v1.BatchGetRatingsResponse
-	(*GetLeaderboardRequest)(nil),    // 6: fourkingdoms.rating.v1.GetLeaderboardRequest
-	(*GetLeaderboardResponse)(nil),   // 7: fourkingdoms.rating.v1.GetLeaderboardResponse
-	(*LeaderboardEntry)(nil),         // 8: fourkingdoms.rating.v1.LeaderboardEntry
-	(*GetRatingHistoryRequest)(nil),  // 9: fourkingdoms.rating.v1.GetRatingHistoryRequest
-	(*GetRatingHistoryResponse)(nil), // 10: fourkingdoms.rating.v1.GetRatingHistoryResponse
-	(*RatingHistoryEntry)(nil),       // 11: fourkingdoms.rating.v1.RatingHistoryEntry
-	(*timestamppb.Timestamp)(nil),    // 12: google.protobuf.Timestamp
-	(*v1.Player)(nil),                // 13: fourkingdoms.game.v1.Player
+	(*RecentMatch)(nil),              // 2: fourkingdoms.rating.v1.RecentMatch
+	(*GetRatingRequest)(nil),         // 3: fourkingdoms.rating.v1.GetRatingRequest
+	(*GetRatingResponse)(nil),        // 4: fourkingdoms.rating.v1.GetRatingResponse
+	(*BatchGetRatingsRequest)(nil),   // 5: fourkingdoms.rating.v1.BatchGetRatingsRequest
+	(*BatchGetRatingsResponse)(nil),  // 6: fourkingdoms.rating.v1.BatchGetRatingsResponse
+	(*GetLeaderboardRequest)(nil),    // 7: fourkingdoms.rating.v1.GetLeaderboardRequest
+	(*GetLeaderboardResponse)(nil),   // 8: fourkingdoms.rating.v1.GetLeaderboardResponse
+	(*LeaderboardEntry)(nil),         // 9: fourkingdoms.rating.v1.LeaderboardEntry
+	(*GetRatingHistoryRequest)(nil),  // 10: fourkingdoms.rating.v1.GetRatingHistoryRequest
+	(*GetRatingHistoryResponse)(nil), // 11: fourkingdoms.rating.v1.GetRatingHistoryResponse
+	(*RatingHistoryEntry)(nil),       // 12: fourkingdoms.rating.v1.RatingHistoryEntry
+	(*timestamppb.Timestamp)(nil),    // 13: google.protobuf.Timestamp
+	(*v1.Player)(nil),                // 14: fourkingdoms.game.v1.Player
 }
 var file_fourkingdoms_rating_v1_rating_proto_depIdxs = []int32{
-	12, // 0: fourkingdoms.rating.v1.Rating.updated_at:type_name -> google.protobuf.Timestamp
-	1,  // 1: fourkingdoms.rating.v1.GetRatingResponse.rating:type_name -> fourkingdoms.rating.v1.Rating
-	1,  // 2: fourkingdoms.rating.v1.BatchGetRatingsResponse.ratings:type_name -> fourkingdoms.rating.v1.Rating
-	0,  // 3: fourkingdoms.rating.v1.GetLeaderboardRequest.section:type_name -> fourkingdoms.rating.v1.LeaderboardSection
-	8,  // 4: fourkingdoms.rating.v1.GetLeaderboardResponse.entries:type_name -> fourkingdoms.rating.v1.LeaderboardEntry
-	0,  // 5: fourkingdoms.rating.v1.GetLeaderboardResponse.section:type_name -> fourkingdoms.rating.v1.LeaderboardSection
-	13, // 6: fourkingdoms.rating.v1.LeaderboardEntry.player:type_name -> fourkingdoms.game.v1.Player
-	11, // 7: fourkingdoms.rating.v1.GetRatingHistoryResponse.entries:type_name -> fourkingdoms.rating.v1.RatingHistoryEntry
-	12, // 8: fourkingdoms.rating.v1.RatingHistoryEntry.finished_at:type_name -> google.protobuf.Timestamp
-	2,  // 9: fourkingdoms.rating.v1.RatingService.GetRating:input_type -> fourkingdoms.rating.v1.GetRatingRequest
-	4,  // 10: fourkingdoms.rating.v1.RatingService.BatchGetRatings:input_type -> fourkingdoms.rating.v1.BatchGetRatingsRequest
-	6,  // 11: fourkingdoms.rating.v1.RatingService.GetLeaderboard:input_type -> fourkingdoms.rating.v1.GetLeaderboardRequest
-	9,  // 12: fourkingdoms.rating.v1.RatingService.GetRatingHistory:input_type -> fourkingdoms.rating.v1.GetRatingHistoryRequest
-	3,  // 13: fourkingdoms.rating.v1.RatingService.GetRating:output_type -> fourkingdoms.rating.v1.GetRatingResponse
-	5,  // 14: fourkingdoms.rating.v1.RatingService.BatchGetRatings:output_type -> fourkingdoms.rating.v1.BatchGetRatingsResponse
-	7,  // 15: fourkingdoms.rating.v1.RatingService.GetLeaderboard:output_type -> fourkingdoms.rating.v1.GetLeaderboardResponse
-	10, // 16: fourkingdoms.rating.v1.RatingService.GetRatingHistory:output_type -> fourkingdoms.rating.v1.GetRatingHistoryResponse
-	13, // [13:17] is the sub-list for method output_type
-	9,  // [9:13] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	13, // 0: fourkingdoms.rating.v1.Rating.updated_at:type_name -> google.protobuf.Timestamp
+	2,  // 1: fourkingdoms.rating.v1.Rating.recent_matches:type_name -> fourkingdoms.rating.v1.RecentMatch
+	13, // 2: fourkingdoms.rating.v1.RecentMatch.finished_at:type_name -> google.protobuf.Timestamp
+	1,  // 3: fourkingdoms.rating.v1.GetRatingResponse.rating:type_name -> fourkingdoms.rating.v1.Rating
+	1,  // 4: fourkingdoms.rating.v1.BatchGetRatingsResponse.ratings:type_name -> fourkingdoms.rating.v1.Rating
+	0,  // 5: fourkingdoms.rating.v1.GetLeaderboardRequest.section:type_name -> fourkingdoms.rating.v1.LeaderboardSection
+	9,  // 6: fourkingdoms.rating.v1.GetLeaderboardResponse.entries:type_name -> fourkingdoms.rating.v1.LeaderboardEntry
+	0,  // 7: fourkingdoms.rating.v1.GetLeaderboardResponse.section:type_name -> fourkingdoms.rating.v1.LeaderboardSection
+	14, // 8: fourkingdoms.rating.v1.LeaderboardEntry.player:type_name -> fourkingdoms.game.v1.Player
+	12, // 9: fourkingdoms.rating.v1.GetRatingHistoryResponse.entries:type_name -> fourkingdoms.rating.v1.RatingHistoryEntry
+	13, // 10: fourkingdoms.rating.v1.RatingHistoryEntry.finished_at:type_name -> google.protobuf.Timestamp
+	3,  // 11: fourkingdoms.rating.v1.RatingService.GetRating:input_type -> fourkingdoms.rating.v1.GetRatingRequest
+	5,  // 12: fourkingdoms.rating.v1.RatingService.BatchGetRatings:input_type -> fourkingdoms.rating.v1.BatchGetRatingsRequest
+	7,  // 13: fourkingdoms.rating.v1.RatingService.GetLeaderboard:input_type -> fourkingdoms.rating.v1.GetLeaderboardRequest
+	10, // 14: fourkingdoms.rating.v1.RatingService.GetRatingHistory:input_type -> fourkingdoms.rating.v1.GetRatingHistoryRequest
+	4,  // 15: fourkingdoms.rating.v1.RatingService.GetRating:output_type -> fourkingdoms.rating.v1.GetRatingResponse
+	6,  // 16: fourkingdoms.rating.v1.RatingService.BatchGetRatings:output_type -> fourkingdoms.rating.v1.BatchGetRatingsResponse
+	8,  // 17: fourkingdoms.rating.v1.RatingService.GetLeaderboard:output_type -> fourkingdoms.rating.v1.GetLeaderboardResponse
+	11, // 18: fourkingdoms.rating.v1.RatingService.GetRatingHistory:output_type -> fourkingdoms.rating.v1.GetRatingHistoryResponse
+	15, // [15:19] is the sub-list for method output_type
+	11, // [11:15] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_rating_v1_rating_proto_init() }
@@ -1079,7 +1178,7 @@ func file_fourkingdoms_rating_v1_rating_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fourkingdoms_rating_v1_rating_proto_rawDesc), len(file_fourkingdoms_rating_v1_rating_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

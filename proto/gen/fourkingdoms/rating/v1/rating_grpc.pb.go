@@ -55,8 +55,8 @@ type RatingServiceClient interface {
 	// request order. Unknown players get the default rating with is_default
 	// set.
 	//
-	// Errors: INVALID_ARGUMENT (more than 1000 ids, or an empty id); NOT_FOUND
-	// (unknown rule set).
+	// Errors: INVALID_ARGUMENT (more than 1000 ids, an empty id, or
+	// recent_matches above 10); NOT_FOUND (unknown rule set).
 	BatchGetRatings(ctx context.Context, in *BatchGetRatingsRequest, opts ...grpc.CallOption) (*BatchGetRatingsResponse, error)
 	// GetLeaderboard lists a pool's players by display rating, highest first,
 	// one section at a time: the ranked players (the default), or with
@@ -147,8 +147,8 @@ type RatingServiceServer interface {
 	// request order. Unknown players get the default rating with is_default
 	// set.
 	//
-	// Errors: INVALID_ARGUMENT (more than 1000 ids, or an empty id); NOT_FOUND
-	// (unknown rule set).
+	// Errors: INVALID_ARGUMENT (more than 1000 ids, an empty id, or
+	// recent_matches above 10); NOT_FOUND (unknown rule set).
 	BatchGetRatings(context.Context, *BatchGetRatingsRequest) (*BatchGetRatingsResponse, error)
 	// GetLeaderboard lists a pool's players by display rating, highest first,
 	// one section at a time: the ranked players (the default), or with

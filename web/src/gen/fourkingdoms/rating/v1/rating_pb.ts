@@ -20,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fourkingdoms/rating/v1/rating.proto.
  */
 export const file_fourkingdoms_rating_v1_rating: GenFile = /*@__PURE__*/
-  fileDesc("CiNmb3Vya2luZ2RvbXMvcmF0aW5nL3YxL3JhdGluZy5wcm90bxIWZm91cmtpbmdkb21zLnJhdGluZy52MSKBAgoGUmF0aW5nEhEKCXBsYXllcl9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRIKCgJtdRgDIAEoARINCgVzaWdtYRgEIAEoARIWCg5kaXNwbGF5X3JhdGluZxgFIAEoBRIUCgxnYW1lc19wbGF5ZWQYBiABKA0SEwoLcHJvdmlzaW9uYWwYByABKAgSLgoKdXBkYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKaXNfZGVmYXVsdBgJIAEoCBIUCgxkaXNwbGF5X25hbWUYCiABKAkSGgoSZ2FtZXNfdG9fZXN0YWJsaXNoGAsgASgNIjcKEEdldFJhdGluZ1JlcXVlc3QSEQoJcGxheWVyX2lkGAEgASgJEhAKCHJ1bGVfc2V0GAIgASgJIkMKEUdldFJhdGluZ1Jlc3BvbnNlEi4KBnJhdGluZxgBIAEoCzIeLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuUmF0aW5nIj4KFkJhdGNoR2V0UmF0aW5nc1JlcXVlc3QSEgoKcGxheWVyX2lkcxgBIAMoCRIQCghydWxlX3NldBgCIAEoCSJKChdCYXRjaEdldFJhdGluZ3NSZXNwb25zZRIvCgdyYXRpbmdzGAEgAygLMh4uZm91cmtpbmdkb21zLnJhdGluZy52MS5SYXRpbmcijQEKFUdldExlYWRlcmJvYXJkUmVxdWVzdBIQCghydWxlX3NldBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRI7CgdzZWN0aW9uGAQgASgOMiouZm91cmtpbmdkb21zLnJhdGluZy52MS5MZWFkZXJib2FyZFNlY3Rpb24ivwEKFkdldExlYWRlcmJvYXJkUmVzcG9uc2USOQoHZW50cmllcxgBIAMoCzIoLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuTGVhZGVyYm9hcmRFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSOwoHc2VjdGlvbhgDIAEoDjIqLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuTGVhZGVyYm9hcmRTZWN0aW9uEhQKDHNlY3Rpb25fc2l6ZRgEIAEoDSLIAQoQTGVhZGVyYm9hcmRFbnRyeRIMCgRyYW5rGAEgASgNEiwKBnBsYXllchgCIAEoCzIcLmZvdXJraW5nZG9tcy5nYW1lLnYxLlBsYXllchIWCg5kaXNwbGF5X3JhdGluZxgDIAEoBRIKCgJtdRgEIAEoARINCgVzaWdtYRgFIAEoARIUCgxnYW1lc19wbGF5ZWQYBiABKA0SEwoLcHJvdmlzaW9uYWwYByABKAgSGgoSZ2FtZXNfdG9fZXN0YWJsaXNoGAggASgNImUKF0dldFJhdGluZ0hpc3RvcnlSZXF1ZXN0EhEKCXBsYXllcl9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJwChhHZXRSYXRpbmdIaXN0b3J5UmVzcG9uc2USOwoHZW50cmllcxgBIAMoCzIqLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuUmF0aW5nSGlzdG9yeUVudHJ5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLJAQoSUmF0aW5nSGlzdG9yeUVudHJ5EhAKCG1hdGNoX2lkGAEgASgJEi8KC2ZpbmlzaGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRyYW5rGAMgASgNEhUKDXJhdGluZ19iZWZvcmUYBCABKAUSFAoMcmF0aW5nX2FmdGVyGAUgASgFEg4KBmNoYW5nZRgGIAEoBRIQCghtdV9hZnRlchgHIAEoARITCgtzaWdtYV9hZnRlchgIIAEoASp+ChJMZWFkZXJib2FyZFNlY3Rpb24SIwofTEVBREVSQk9BUkRfU0VDVElPTl9VTlNQRUNJRklFRBAAEh4KGkxFQURFUkJPQVJEX1NFQ1RJT05fUkFOS0VEEAESIwofTEVBREVSQk9BUkRfU0VDVElPTl9QUk9WSVNJT05BTBACMs0DCg1SYXRpbmdTZXJ2aWNlEmAKCUdldFJhdGluZxIoLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuR2V0UmF0aW5nUmVxdWVzdBopLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuR2V0UmF0aW5nUmVzcG9uc2UScgoPQmF0Y2hHZXRSYXRpbmdzEi4uZm91cmtpbmdkb21zLnJhdGluZy52MS5CYXRjaEdldFJhdGluZ3NSZXF1ZXN0Gi8uZm91cmtpbmdkb21zLnJhdGluZy52MS5CYXRjaEdldFJhdGluZ3NSZXNwb25zZRJvCg5HZXRMZWFkZXJib2FyZBItLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuR2V0TGVhZGVyYm9hcmRSZXF1ZXN0Gi4uZm91cmtpbmdkb21zLnJhdGluZy52MS5HZXRMZWFkZXJib2FyZFJlc3BvbnNlEnUKEEdldFJhdGluZ0hpc3RvcnkSLy5mb3Vya2luZ2RvbXMucmF0aW5nLnYxLkdldFJhdGluZ0hpc3RvcnlSZXF1ZXN0GjAuZm91cmtpbmdkb21zLnJhdGluZy52MS5HZXRSYXRpbmdIaXN0b3J5UmVzcG9uc2ViBnByb3RvMw", [file_fourkingdoms_game_v1_game, file_google_protobuf_timestamp]);
+  fileDesc("CiNmb3Vya2luZ2RvbXMvcmF0aW5nL3YxL3JhdGluZy5wcm90bxIWZm91cmtpbmdkb21zLnJhdGluZy52MSK+AgoGUmF0aW5nEhEKCXBsYXllcl9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRIKCgJtdRgDIAEoARINCgVzaWdtYRgEIAEoARIWCg5kaXNwbGF5X3JhdGluZxgFIAEoBRIUCgxnYW1lc19wbGF5ZWQYBiABKA0SEwoLcHJvdmlzaW9uYWwYByABKAgSLgoKdXBkYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKaXNfZGVmYXVsdBgJIAEoCBIUCgxkaXNwbGF5X25hbWUYCiABKAkSGgoSZ2FtZXNfdG9fZXN0YWJsaXNoGAsgASgNEjsKDnJlY2VudF9tYXRjaGVzGAwgAygLMiMuZm91cmtpbmdkb21zLnJhdGluZy52MS5SZWNlbnRNYXRjaCJnCgtSZWNlbnRNYXRjaBIQCghtYXRjaF9pZBgBIAEoCRIvCgtmaW5pc2hlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNY29fcGxheWVyX2lkcxgDIAMoCSI3ChBHZXRSYXRpbmdSZXF1ZXN0EhEKCXBsYXllcl9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCSJDChFHZXRSYXRpbmdSZXNwb25zZRIuCgZyYXRpbmcYASABKAsyHi5mb3Vya2luZ2RvbXMucmF0aW5nLnYxLlJhdGluZyJWChZCYXRjaEdldFJhdGluZ3NSZXF1ZXN0EhIKCnBsYXllcl9pZHMYASADKAkSEAoIcnVsZV9zZXQYAiABKAkSFgoOcmVjZW50X21hdGNoZXMYAyABKA0iSgoXQmF0Y2hHZXRSYXRpbmdzUmVzcG9uc2USLwoHcmF0aW5ncxgBIAMoCzIeLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuUmF0aW5nIo0BChVHZXRMZWFkZXJib2FyZFJlcXVlc3QSEAoIcnVsZV9zZXQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSOwoHc2VjdGlvbhgEIAEoDjIqLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuTGVhZGVyYm9hcmRTZWN0aW9uIr8BChZHZXRMZWFkZXJib2FyZFJlc3BvbnNlEjkKB2VudHJpZXMYASADKAsyKC5mb3Vya2luZ2RvbXMucmF0aW5nLnYxLkxlYWRlcmJvYXJkRW50cnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEjsKB3NlY3Rpb24YAyABKA4yKi5mb3Vya2luZ2RvbXMucmF0aW5nLnYxLkxlYWRlcmJvYXJkU2VjdGlvbhIUCgxzZWN0aW9uX3NpemUYBCABKA0iyAEKEExlYWRlcmJvYXJkRW50cnkSDAoEcmFuaxgBIAEoDRIsCgZwbGF5ZXIYAiABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5QbGF5ZXISFgoOZGlzcGxheV9yYXRpbmcYAyABKAUSCgoCbXUYBCABKAESDQoFc2lnbWEYBSABKAESFAoMZ2FtZXNfcGxheWVkGAYgASgNEhMKC3Byb3Zpc2lvbmFsGAcgASgIEhoKEmdhbWVzX3RvX2VzdGFibGlzaBgIIAEoDSJlChdHZXRSYXRpbmdIaXN0b3J5UmVxdWVzdBIRCglwbGF5ZXJfaWQYASABKAkSEAoIcnVsZV9zZXQYAiABKAkSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkicAoYR2V0UmF0aW5nSGlzdG9yeVJlc3BvbnNlEjsKB2VudHJpZXMYASADKAsyKi5mb3Vya2luZ2RvbXMucmF0aW5nLnYxLlJhdGluZ0hpc3RvcnlFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiyQEKElJhdGluZ0hpc3RvcnlFbnRyeRIQCghtYXRjaF9pZBgBIAEoCRIvCgtmaW5pc2hlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEcmFuaxgDIAEoDRIVCg1yYXRpbmdfYmVmb3JlGAQgASgFEhQKDHJhdGluZ19hZnRlchgFIAEoBRIOCgZjaGFuZ2UYBiABKAUSEAoIbXVfYWZ0ZXIYByABKAESEwoLc2lnbWFfYWZ0ZXIYCCABKAEqfgoSTGVhZGVyYm9hcmRTZWN0aW9uEiMKH0xFQURFUkJPQVJEX1NFQ1RJT05fVU5TUEVDSUZJRUQQABIeChpMRUFERVJCT0FSRF9TRUNUSU9OX1JBTktFRBABEiMKH0xFQURFUkJPQVJEX1NFQ1RJT05fUFJPVklTSU9OQUwQAjLNAwoNUmF0aW5nU2VydmljZRJgCglHZXRSYXRpbmcSKC5mb3Vya2luZ2RvbXMucmF0aW5nLnYxLkdldFJhdGluZ1JlcXVlc3QaKS5mb3Vya2luZ2RvbXMucmF0aW5nLnYxLkdldFJhdGluZ1Jlc3BvbnNlEnIKD0JhdGNoR2V0UmF0aW5ncxIuLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuQmF0Y2hHZXRSYXRpbmdzUmVxdWVzdBovLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuQmF0Y2hHZXRSYXRpbmdzUmVzcG9uc2USbwoOR2V0TGVhZGVyYm9hcmQSLS5mb3Vya2luZ2RvbXMucmF0aW5nLnYxLkdldExlYWRlcmJvYXJkUmVxdWVzdBouLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuR2V0TGVhZGVyYm9hcmRSZXNwb25zZRJ1ChBHZXRSYXRpbmdIaXN0b3J5Ei8uZm91cmtpbmdkb21zLnJhdGluZy52MS5HZXRSYXRpbmdIaXN0b3J5UmVxdWVzdBowLmZvdXJraW5nZG9tcy5yYXRpbmcudjEuR2V0UmF0aW5nSGlzdG9yeVJlc3BvbnNlYgZwcm90bzM", [file_fourkingdoms_game_v1_game, file_google_protobuf_timestamp]);
 
 /**
  * Rating is a player's skill estimate in one pool. The model keeps a mean
@@ -115,6 +115,17 @@ export type Rating = Message<"fourkingdoms.rating.v1.Rating"> & {
    * @generated from field: uint32 games_to_establish = 11;
    */
   gamesToEstablish: number;
+
+  /**
+   * Only in answers to BatchGetRatings requests that set recent_matches:
+   * the player's latest rated matches in the pool, newest first, at most
+   * as many as asked (fewer when the player has played fewer, or when older
+   * ones are past the history retention). The matchmaker uses them to keep
+   * players who just played together apart (anti-teaming).
+   *
+   * @generated from field: repeated fourkingdoms.rating.v1.RecentMatch recent_matches = 12;
+   */
+  recentMatches: RecentMatch[];
 };
 
 /**
@@ -123,6 +134,42 @@ export type Rating = Message<"fourkingdoms.rating.v1.Rating"> & {
  */
 export const RatingSchema: GenMessage<Rating> = /*@__PURE__*/
   messageDesc(file_fourkingdoms_rating_v1_rating, 0);
+
+/**
+ * RecentMatch is one of a player's latest rated matches and who else
+ * played in it.
+ *
+ * @generated from message fourkingdoms.rating.v1.RecentMatch
+ */
+export type RecentMatch = Message<"fourkingdoms.rating.v1.RecentMatch"> & {
+  /**
+   * The match.
+   *
+   * @generated from field: string match_id = 1;
+   */
+  matchId: string;
+
+  /**
+   * When the match ended.
+   *
+   * @generated from field: google.protobuf.Timestamp finished_at = 2;
+   */
+  finishedAt?: Timestamp | undefined;
+
+  /**
+   * The other three players of the match.
+   *
+   * @generated from field: repeated string co_player_ids = 3;
+   */
+  coPlayerIds: string[];
+};
+
+/**
+ * Describes the message fourkingdoms.rating.v1.RecentMatch.
+ * Use `create(RecentMatchSchema)` to create a new message.
+ */
+export const RecentMatchSchema: GenMessage<RecentMatch> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_rating_v1_rating, 1);
 
 /**
  * GetRatingRequest names a player and a pool.
@@ -150,7 +197,7 @@ export type GetRatingRequest = Message<"fourkingdoms.rating.v1.GetRatingRequest"
  * Use `create(GetRatingRequestSchema)` to create a new message.
  */
 export const GetRatingRequestSchema: GenMessage<GetRatingRequest> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_rating_v1_rating, 1);
+  messageDesc(file_fourkingdoms_rating_v1_rating, 2);
 
 /**
  * GetRatingResponse holds one rating.
@@ -171,7 +218,7 @@ export type GetRatingResponse = Message<"fourkingdoms.rating.v1.GetRatingRespons
  * Use `create(GetRatingResponseSchema)` to create a new message.
  */
 export const GetRatingResponseSchema: GenMessage<GetRatingResponse> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_rating_v1_rating, 2);
+  messageDesc(file_fourkingdoms_rating_v1_rating, 3);
 
 /**
  * BatchGetRatingsRequest names players in one pool.
@@ -193,6 +240,15 @@ export type BatchGetRatingsRequest = Message<"fourkingdoms.rating.v1.BatchGetRat
    * @generated from field: string rule_set = 2;
    */
   ruleSet: string;
+
+  /**
+   * How many of each player's latest rated matches to return in
+   * Rating.recent_matches, 0 to 10; 0 (the default) returns none.
+   * INVALID_ARGUMENT above 10.
+   *
+   * @generated from field: uint32 recent_matches = 3;
+   */
+  recentMatches: number;
 };
 
 /**
@@ -200,7 +256,7 @@ export type BatchGetRatingsRequest = Message<"fourkingdoms.rating.v1.BatchGetRat
  * Use `create(BatchGetRatingsRequestSchema)` to create a new message.
  */
 export const BatchGetRatingsRequestSchema: GenMessage<BatchGetRatingsRequest> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_rating_v1_rating, 3);
+  messageDesc(file_fourkingdoms_rating_v1_rating, 4);
 
 /**
  * BatchGetRatingsResponse holds one rating per requested player.
@@ -221,7 +277,7 @@ export type BatchGetRatingsResponse = Message<"fourkingdoms.rating.v1.BatchGetRa
  * Use `create(BatchGetRatingsResponseSchema)` to create a new message.
  */
 export const BatchGetRatingsResponseSchema: GenMessage<BatchGetRatingsResponse> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_rating_v1_rating, 4);
+  messageDesc(file_fourkingdoms_rating_v1_rating, 5);
 
 /**
  * GetLeaderboardRequest selects a page of a pool's leaderboard.
@@ -264,7 +320,7 @@ export type GetLeaderboardRequest = Message<"fourkingdoms.rating.v1.GetLeaderboa
  * Use `create(GetLeaderboardRequestSchema)` to create a new message.
  */
 export const GetLeaderboardRequestSchema: GenMessage<GetLeaderboardRequest> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_rating_v1_rating, 5);
+  messageDesc(file_fourkingdoms_rating_v1_rating, 6);
 
 /**
  * GetLeaderboardResponse is one page of a leaderboard section.
@@ -306,7 +362,7 @@ export type GetLeaderboardResponse = Message<"fourkingdoms.rating.v1.GetLeaderbo
  * Use `create(GetLeaderboardResponseSchema)` to create a new message.
  */
 export const GetLeaderboardResponseSchema: GenMessage<GetLeaderboardResponse> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_rating_v1_rating, 6);
+  messageDesc(file_fourkingdoms_rating_v1_rating, 7);
 
 /**
  * LeaderboardEntry is one ranked player.
@@ -379,7 +435,7 @@ export type LeaderboardEntry = Message<"fourkingdoms.rating.v1.LeaderboardEntry"
  * Use `create(LeaderboardEntrySchema)` to create a new message.
  */
 export const LeaderboardEntrySchema: GenMessage<LeaderboardEntry> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_rating_v1_rating, 7);
+  messageDesc(file_fourkingdoms_rating_v1_rating, 8);
 
 /**
  * GetRatingHistoryRequest selects a page of a player's history.
@@ -421,7 +477,7 @@ export type GetRatingHistoryRequest = Message<"fourkingdoms.rating.v1.GetRatingH
  * Use `create(GetRatingHistoryRequestSchema)` to create a new message.
  */
 export const GetRatingHistoryRequestSchema: GenMessage<GetRatingHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_rating_v1_rating, 8);
+  messageDesc(file_fourkingdoms_rating_v1_rating, 9);
 
 /**
  * GetRatingHistoryResponse is one page of a rating history.
@@ -449,7 +505,7 @@ export type GetRatingHistoryResponse = Message<"fourkingdoms.rating.v1.GetRating
  * Use `create(GetRatingHistoryResponseSchema)` to create a new message.
  */
 export const GetRatingHistoryResponseSchema: GenMessage<GetRatingHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_rating_v1_rating, 9);
+  messageDesc(file_fourkingdoms_rating_v1_rating, 10);
 
 /**
  * RatingHistoryEntry is the rating change from one match.
@@ -519,7 +575,7 @@ export type RatingHistoryEntry = Message<"fourkingdoms.rating.v1.RatingHistoryEn
  * Use `create(RatingHistoryEntrySchema)` to create a new message.
  */
 export const RatingHistoryEntrySchema: GenMessage<RatingHistoryEntry> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_rating_v1_rating, 10);
+  messageDesc(file_fourkingdoms_rating_v1_rating, 11);
 
 /**
  * LeaderboardSection is a part of a pool's leaderboard. Every human player
@@ -591,8 +647,8 @@ export const RatingService: GenService<{
    * request order. Unknown players get the default rating with is_default
    * set.
    *
-   * Errors: INVALID_ARGUMENT (more than 1000 ids, or an empty id); NOT_FOUND
-   * (unknown rule set).
+   * Errors: INVALID_ARGUMENT (more than 1000 ids, an empty id, or
+   * recent_matches above 10); NOT_FOUND (unknown rule set).
    *
    * @generated from rpc fourkingdoms.rating.v1.RatingService.BatchGetRatings
    */
