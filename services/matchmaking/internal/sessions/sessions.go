@@ -210,3 +210,11 @@ func (s *Store) Revoke(ctx context.Context, refresh string) (bool, error) {
 	}
 	return n == 1, nil
 }
+
+// Validate reports whether refresh has the form of a refresh token this
+// package issues (an error wrapping ErrMalformed if not), without asking
+// Redis whether its session exists.
+func Validate(refresh string) error {
+	_, err := parseToken(refresh)
+	return err
+}
