@@ -68,17 +68,23 @@ function route(): void {
   else unmount = queueScreen();
 }
 
-// A session the server refuses (expired early, key rotated) is replaced
-// by a new guest session, with a message saying so.
+// A session the server refuses (expired early, key rotated) is renewed
+// for the same player with its refresh token; when that fails too it is
+// replaced by a new guest session, with a message saying so.
 async function guard<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
   } catch (err) {
     if (sessionReasons.has(reason(err))) {
-      api.signOut();
-      await api.signIn("");
-      setMessage(`${describe(err)} You are signed in as a new guest now.`);
-      route();
+      try {
+        await api.refresh();
+        route();
+      } catch {
+        api.signOut();
+        await api.signIn("");
+        setMessage(`${describe(err)} You are signed in as a new guest now.`);
+        route();
+      }
     }
     throw err;
   }
@@ -310,4 +316,6 @@ function leaderboardScreen(): () => void {
   return () => {};
 }
 
-route();
+// A kept session whose token expired (or soon will) is renewed first, so
+// a returning guest is the same player.
+void api.resume().finally(route);
