@@ -37,6 +37,7 @@ const (
 	AuthService_GuestLogin_FullMethodName     = "/fourkingdoms.auth.v1.AuthService/GuestLogin"
 	AuthService_RefreshSession_FullMethodName = "/fourkingdoms.auth.v1.AuthService/RefreshSession"
 	AuthService_RevokeSession_FullMethodName  = "/fourkingdoms.auth.v1.AuthService/RevokeSession"
+	AuthService_SetDisplayName_FullMethodName = "/fourkingdoms.auth.v1.AuthService/SetDisplayName"
 )
 
 // AuthServiceClient is the client API for AuthService service.
@@ -79,6 +80,18 @@ type AuthServiceClient interface {
 	// Errors: INVALID_ARGUMENT (empty or malformed refresh_token),
 	// UNAVAILABLE, INTERNAL.
 	RevokeSession(ctx context.Context, in *RevokeSessionRequest, opts ...grpc.CallOption) (*RevokeSessionResponse, error)
+	// SetDisplayName renames a guest: it works as RefreshSession (the
+	// refresh token is rotated, and the answer's tokens are the ones to
+	// keep) and gives the player the new display name from then on. Tokens
+	// issued before keep the old name until they expire; matches already
+	// created keep the names they were created with. Accounts of an OpenID
+	// Connect provider take their name from the provider's tokens.
+	// No authorization metadata is needed: the refresh token is the proof.
+	//
+	// Errors: INVALID_ARGUMENT (display_name empty, over 32 characters, with
+	// control or invisible characters, or a bot's name: "Bot ..."; or a
+	// malformed refresh_token), and those of RefreshSession.
+	SetDisplayName(ctx context.Context, in *SetDisplayNameRequest, opts ...grpc.CallOption) (*SetDisplayNameResponse, error)
 }
 
 type authServiceClient struct {
@@ -113,6 +126,16 @@ func (c *authServiceClient) RevokeSession(ctx context.Context, in *RevokeSession
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RevokeSessionResponse)
 	err := c.cc.Invoke(ctx, AuthService_RevokeSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *authServiceClient) SetDisplayName(ctx context.Context, in *SetDisplayNameRequest, opts ...grpc.CallOption) (*SetDisplayNameResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetDisplayNameResponse)
+	err := c.cc.Invoke(ctx, AuthService_SetDisplayName_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -159,6 +182,18 @@ type AuthServiceServer interface {
 	// Errors: INVALID_ARGUMENT (empty or malformed refresh_token),
 	// UNAVAILABLE, INTERNAL.
 	RevokeSession(context.Context, *RevokeSessionRequest) (*RevokeSessionResponse, error)
+	// SetDisplayName renames a guest: it works as RefreshSession (the
+	// refresh token is rotated, and the answer's tokens are the ones to
+	// keep) and gives the player the new display name from then on. Tokens
+	// issued before keep the old name until they expire; matches already
+	// created keep the names they were created with. Accounts of an OpenID
+	// Connect provider take their name from the provider's tokens.
+	// No authorization metadata is needed: the refresh token is the proof.
+	//
+	// Errors: INVALID_ARGUMENT (display_name empty, over 32 characters, with
+	// control or invisible characters, or a bot's name: "Bot ..."; or a
+	// malformed refresh_token), and those of RefreshSession.
+	SetDisplayName(context.Context, *SetDisplayNameRequest) (*SetDisplayNameResponse, error)
 	mustEmbedUnimplementedAuthServiceServer()
 }
 
@@ -177,6 +212,9 @@ func (UnimplementedAuthServiceServer) RefreshSession(context.Context, *RefreshSe
 }
 func (UnimplementedAuthServiceServer) RevokeSession(context.Context, *RevokeSessionRequest) (*RevokeSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RevokeSession not implemented")
+}
+func (UnimplementedAuthServiceServer) SetDisplayName(context.Context, *SetDisplayNameRequest) (*SetDisplayNameResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetDisplayName not implemented")
 }
 func (UnimplementedAuthServiceServer) mustEmbedUnimplementedAuthServiceServer() {}
 func (UnimplementedAuthServiceServer) testEmbeddedByValue()                     {}
@@ -253,6 +291,24 @@ func _AuthService_RevokeSession_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AuthService_SetDisplayName_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetDisplayNameRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AuthServiceServer).SetDisplayName(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AuthService_SetDisplayName_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AuthServiceServer).SetDisplayName(ctx, req.(*SetDisplayNameRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AuthService_ServiceDesc is the grpc.ServiceDesc for AuthService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -271,6 +327,10 @@ var AuthService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RevokeSession",
 			Handler:    _AuthService_RevokeSession_Handler,
+		},
+		{
+			MethodName: "SetDisplayName",
+			Handler:    _AuthService_SetDisplayName_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
