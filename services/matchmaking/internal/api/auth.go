@@ -40,13 +40,14 @@ func PublicAuthMethods() []string {
 		authv1.AuthService_GuestLogin_FullMethodName,
 		authv1.AuthService_RefreshSession_FullMethodName,
 		authv1.AuthService_RevokeSession_FullMethodName,
+		authv1.AuthService_SetDisplayName_FullMethodName,
 	}
 }
 
 // Sessions keeps the refresh tokens (sessions.Store).
 type Sessions interface {
 	Create(ctx context.Context, sess sessions.Session, now time.Time) (string, time.Time, error)
-	Rotate(ctx context.Context, refresh string, now time.Time) (sessions.Session, string, time.Time, error)
+	Rotate(ctx context.Context, refresh string, now time.Time, rename string) (sessions.Session, string, time.Time, error)
 	Revoke(ctx context.Context, refresh string) (bool, error)
 }
 
@@ -119,7 +120,7 @@ func (a *Auth) sign(playerID, name string, now time.Time) (string, time.Time, er
 // token for the session's player and the session's next refresh token.
 func (a *Auth) RefreshSession(ctx context.Context, req *authv1.RefreshSessionRequest) (*authv1.RefreshSessionResponse, error) {
 	now := a.now()
-	sess, refresh, refreshExp, err := a.sessions.Rotate(ctx, req.GetRefreshToken(), now)
+	sess, refresh, refreshExp, err := a.sessions.Rotate(ctx, req.GetRefreshToken(), now, "")
 	if err != nil {
 		return nil, a.sessionStatus(ctx, err)
 	}
@@ -135,6 +136,49 @@ func (a *Auth) RefreshSession(ctx context.Context, req *authv1.RefreshSessionReq
 		RefreshToken:     refresh,
 		RefreshExpiresAt: timestamppb.New(refreshExp),
 	}, nil
+}
+
+// SetDisplayName implements AuthService.SetDisplayName: RefreshSession
+// that also renames the session's player.
+func (a *Auth) SetDisplayName(ctx context.Context, req *authv1.SetDisplayNameRequest) (*authv1.SetDisplayNameResponse, error) {
+	name := strings.TrimSpace(req.GetDisplayName())
+	err := checkDisplayName(name)
+	switch {
+	case err != nil:
+	case name == "":
+		err = errors.New("must not be empty")
+	case impersonatesBot(name):
+		err = fmt.Errorf("names starting with %q are reserved for the bots", "Bot ")
+	}
+	if err != nil {
+		return nil, rpcerr.Auth.Invalid(reasonInvalid, rpcerr.Field(nil, "display_name", err.Error()), "display_name")
+	}
+	now := a.now()
+	sess, refresh, refreshExp, err := a.sessions.Rotate(ctx, req.GetRefreshToken(), now, name)
+	if err != nil {
+		return nil, a.sessionStatus(ctx, err)
+	}
+	token, exp, err := a.sign(sess.PlayerID, sess.DisplayName, now)
+	if err != nil {
+		return nil, err
+	}
+	return &authv1.SetDisplayNameResponse{
+		PlayerId:         sess.PlayerID,
+		DisplayName:      sess.DisplayName,
+		Token:            token,
+		ExpiresAt:        timestamppb.New(exp),
+		RefreshToken:     refresh,
+		RefreshExpiresAt: timestamppb.New(refreshExp),
+	}, nil
+}
+
+// impersonatesBot reports whether name reads as one of the bots' names
+// ("Bot Greedy 4", cmd/internal/botpool): players must be able to tell a
+// bot from a person at the table. GuestLogin does not check it, since
+// cmd/bots signs its bots in as guests with exactly those names.
+func impersonatesBot(name string) bool {
+	f := strings.Fields(name)
+	return len(f) > 0 && (strings.EqualFold(f[0], "bot") || strings.HasPrefix(strings.ToLower(f[0]), "bot-"))
 }
 
 // RevokeSession implements AuthService.RevokeSession.

@@ -161,7 +161,7 @@ func (rejectAll) Create(context.Context, sessions.Session, time.Time) (string, t
 	return "", time.Time{}, sessions.ErrInvalid
 }
 
-func (rejectAll) Rotate(_ context.Context, refresh string, _ time.Time) (sessions.Session, string, time.Time, error) {
+func (rejectAll) Rotate(_ context.Context, refresh string, _ time.Time, _ string) (sessions.Session, string, time.Time, error) {
 	if err := sessions.Validate(refresh); err != nil {
 		return sessions.Session{}, "", time.Time{}, err
 	}
@@ -169,3 +169,50 @@ func (rejectAll) Rotate(_ context.Context, refresh string, _ time.Time) (session
 }
 
 func (rejectAll) Revoke(context.Context, string) (bool, error) { return false, nil }
+
+// TestSetDisplayName renames a guest: the answer's token carries the new
+// name, later refreshes keep it, the old refresh token is rotated away,
+// and bad names change nothing.
+func TestSetDisplayName(t *testing.T) {
+	t.Parallel()
+	forEachRedis(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		login := h.guest(t, "Before")
+		for _, tt := range []struct{ name, why string }{
+			{"", "empty"},
+			{"   ", "empty"},
+			{strings.Repeat("x", 33), "at most 32"},
+			{"tab\there", "control"},
+			{"Bot Greedy 4", "reserved for the bots"},
+			{"bot-greedy-4", "reserved for the bots"},
+			{" BOT  x", "reserved for the bots"},
+		} {
+			_, err := h.auth.SetDisplayName(ctx, &authv1.SetDisplayNameRequest{RefreshToken: login.GetRefreshToken(), DisplayName: tt.name})
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tt.why) {
+				t.Errorf("SetDisplayName(%q) = %v, want INVALID_ARGUMENT saying %q", tt.name, err, tt.why)
+				continue
+			}
+			checkRefusal(t, err, "fourkingdoms.auth.v1/INVALID_ARGUMENT", "display_name")
+		}
+		// None of the refusals rotated the token.
+		renamed, err := h.auth.SetDisplayName(ctx, &authv1.SetDisplayNameRequest{RefreshToken: login.GetRefreshToken(), DisplayName: " Botanist "})
+		if err != nil {
+			t.Fatalf("SetDisplayName: %v", err)
+		}
+		if renamed.GetPlayerId() != login.GetPlayerId() || renamed.GetDisplayName() != "Botanist" || renamed.GetRefreshToken() == login.GetRefreshToken() {
+			t.Fatalf("SetDisplayName = %v", renamed)
+		}
+		if id, err := h.keys.Verify(renamed.GetToken(), time.Now()); err != nil || id.DisplayName != "Botanist" || id.Subject != login.GetPlayerId() {
+			t.Fatalf("renamed token identity = %+v, %v", id, err)
+		}
+		back, err := h.auth.RefreshSession(ctx, &authv1.RefreshSessionRequest{RefreshToken: renamed.GetRefreshToken()})
+		if err != nil || back.GetDisplayName() != "Botanist" {
+			t.Fatalf("refresh after the rename = %v, %v; want the new name", back, err)
+		}
+		_, err = h.auth.SetDisplayName(ctx, &authv1.SetDisplayNameRequest{RefreshToken: "", DisplayName: "Fine"})
+		if status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("SetDisplayName without a refresh token: %v, want INVALID_ARGUMENT", err)
+		}
+		checkRefusal(t, err, "fourkingdoms.auth.v1/INVALID_ARGUMENT", "refresh_token")
+	})
+}

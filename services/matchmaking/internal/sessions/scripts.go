@@ -60,30 +60,31 @@ const (
 	rotateATTL
 	rotateAGrace
 	rotateAKeep
+	rotateAName
 	rotateNArgs
 )
 
 var rotateLayout = redisconn.Layout{
 	Name: "session-rotate",
 	Keys: keyNames,
-	Args: []string{rotateAHash: "A_HASH", rotateANew: "A_NEW", rotateANow: "A_NOW", rotateATTL: "A_TTL", rotateAGrace: "A_GRACE", rotateAKeep: "A_KEEP"},
+	Args: []string{rotateAHash: "A_HASH", rotateANew: "A_NEW", rotateANow: "A_NOW", rotateATTL: "A_TTL", rotateAGrace: "A_GRACE", rotateAKeep: "A_KEEP", rotateAName: "A_NAME"},
 }
 
 // rotateArgs lays out a run of rotateScript: the session's keys, the
 // hash of the secret presented, the hash of its successor, the time (unix
-// ms), the session's new TTL (ms), the race grace (ms) and how many
-// rotated hashes to remember.
-func rotateArgs(session, used, hash, next string, nowMS, ttlMS, graceMS int64, keep int) ([]string, []any) {
+// ms), the session's new TTL (ms), the race grace (ms), how many rotated
+// hashes to remember, and the player's new display name ("": unchanged).
+func rotateArgs(session, used, hash, next string, nowMS, ttlMS, graceMS int64, keep int, name string) ([]string, []any) {
 	k := make([]string, nKeys)
 	k[kSession], k[kUsed] = session, used
 	a := make([]any, rotateNArgs)
 	a[rotateAHash], a[rotateANew], a[rotateANow] = hash, next, nowMS
-	a[rotateATTL], a[rotateAGrace], a[rotateAKeep] = ttlMS, graceMS, keep
+	a[rotateATTL], a[rotateAGrace], a[rotateAKeep], a[rotateAName] = ttlMS, graceMS, keep, name
 	return k, a
 }
 
-// rotateScript replaces the session's current secret by its successor
-// and answers {"ok", player, name}; a secret rotated less than the grace
+// rotateScript replaces the session's current secret by its successor,
+// renames the player if a name is given, and answers {"ok", player, name}; a secret rotated less than the grace
 // ago answers {"raced"} and changes nothing; any other rotated secret
 // deletes the session and answers {"reused"}; anything else {"invalid"}.
 var rotateScript = rotateLayout.Script(rotateLua)
@@ -99,6 +100,10 @@ if s[3] == ARGV[A_HASH] then
 	redis.call('LTRIM', KEYS[K_USED], 0, tonumber(ARGV[A_KEEP]) - 1)
 	redis.call('PEXPIRE', KEYS[K_SESSION], ARGV[A_TTL])
 	redis.call('PEXPIRE', KEYS[K_USED], ARGV[A_TTL])
+	if ARGV[A_NAME] ~= '' then
+		redis.call('HSET', KEYS[K_SESSION], 'n', ARGV[A_NAME])
+		return {'ok', s[1], ARGV[A_NAME]}
+	end
 	return {'ok', s[1], s[2]}
 end
 if s[4] == ARGV[A_HASH] and tonumber(ARGV[A_NOW]) - tonumber(s[5]) < tonumber(ARGV[A_GRACE]) then

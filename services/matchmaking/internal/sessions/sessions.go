@@ -167,16 +167,17 @@ func (s *Store) Create(ctx context.Context, sess Session, now time.Time) (string
 }
 
 // Rotate trades refresh for its successor at now: it returns the session,
-// the new token and its expiry. Errors wrap ErrMalformed, ErrInvalid,
+// the new token and its expiry. A non-empty rename becomes the player's
+// display name in the same step. Errors wrap ErrMalformed, ErrInvalid,
 // ErrReused, ErrRaced or a Redis error.
-func (s *Store) Rotate(ctx context.Context, refresh string, now time.Time) (Session, string, time.Time, error) {
+func (s *Store) Rotate(ctx context.Context, refresh string, now time.Time, rename string) (Session, string, time.Time, error) {
 	t, err := parseToken(refresh)
 	if err != nil {
 		return Session{}, "", time.Time{}, err
 	}
 	next := newToken(t.id)
 	session, used := s.keys(t.id)
-	k, a := rotateArgs(session, used, t.hash(), next.hash(), now.UnixMilli(), s.set.TTL.Milliseconds(), s.set.RaceGrace.Milliseconds(), s.set.KeepRotated)
+	k, a := rotateArgs(session, used, t.hash(), next.hash(), now.UnixMilli(), s.set.TTL.Milliseconds(), s.set.RaceGrace.Milliseconds(), s.set.KeepRotated, rename)
 	reply, err := rotateScript.Run(ctx, s.rdb, k, a...).StringSlice()
 	if err != nil {
 		return Session{}, "", time.Time{}, fmt.Errorf("rotate session: %w", err)

@@ -38,7 +38,7 @@ func TestScriptLayouts(t *testing.T) {
 		var cases []scripttest.Case
 		k, a := createArgs(session, "g-p", "Guest", h1, 60000)
 		cases = append(cases, scripttest.Case{Name: "create", Layout: createLayout, Body: createLua, Script: createScript, Keys: k, Args: a})
-		k, a = rotateArgs(session, used, h1, h2, 1000, 60000, 10000, 5)
+		k, a = rotateArgs(session, used, h1, h2, 1000, 60000, 10000, 5, "")
 		cases = append(cases, scripttest.Case{Name: "rotate", Layout: rotateLayout, Body: rotateLua, Script: rotateScript, Keys: k, Args: a})
 		k, a = revokeArgs(session, used, h2)
 		cases = append(cases, scripttest.Case{Name: "revoke", Layout: revokeLayout, Body: revokeLua, Script: revokeScript, Keys: k, Args: a})
@@ -69,7 +69,7 @@ func TestRotation(t *testing.T) {
 		now := t0
 		for i := range 3 {
 			now = now.Add(time.Hour)
-			got, next, exp, err := st.Rotate(ctx, tok, now)
+			got, next, exp, err := st.Rotate(ctx, tok, now, "")
 			if err != nil {
 				t.Fatalf("rotation %d: %v", i, err)
 			}
@@ -101,6 +101,25 @@ func TestRotation(t *testing.T) {
 	})
 }
 
+// TestRename renames the player in the rotation: the answer and every
+// later refresh carry the new name.
+func TestRename(t *testing.T) {
+	forEachKind(t, func(t *testing.T, _ redis.UniversalClient, st *Store) {
+		ctx := t.Context()
+		tok, _, err := st.Create(ctx, Session{PlayerID: "g-p", DisplayName: "Old"}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, tok, _, err := st.Rotate(ctx, tok, t0, "New Name")
+		if err != nil || got != (Session{PlayerID: "g-p", DisplayName: "New Name"}) {
+			t.Fatalf("rename = %+v, %v", got, err)
+		}
+		if got, _, _, err = st.Rotate(ctx, tok, t0.Add(time.Minute), ""); err != nil || got.DisplayName != "New Name" {
+			t.Fatalf("refresh after the rename = %+v, %v; want the new name", got, err)
+		}
+	})
+}
+
 // TestReuseRevokesTheSession presents a rotated token after the grace:
 // the session ends, so the newest token stops working too.
 func TestReuseRevokesTheSession(t *testing.T) {
@@ -110,20 +129,20 @@ func TestReuseRevokesTheSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, second, _, err := st.Rotate(ctx, first, t0)
+		_, second, _, err := st.Rotate(ctx, first, t0, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, third, _, err := st.Rotate(ctx, second, t0.Add(time.Minute))
+		_, third, _, err := st.Rotate(ctx, second, t0.Add(time.Minute), "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The oldest token, long after its rotation (and not the last one
 		// rotated, so no grace either way).
-		if _, _, _, err := st.Rotate(ctx, first, t0.Add(2*time.Minute)); !errors.Is(err, ErrReused) {
+		if _, _, _, err := st.Rotate(ctx, first, t0.Add(2*time.Minute), ""); !errors.Is(err, ErrReused) {
 			t.Fatalf("reused token: %v, want %v", err, ErrReused)
 		}
-		if _, _, _, err := st.Rotate(ctx, third, t0.Add(2*time.Minute)); !errors.Is(err, ErrInvalid) {
+		if _, _, _, err := st.Rotate(ctx, third, t0.Add(2*time.Minute), ""); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("newest token after a reuse: %v, want %v (the session is revoked)", err, ErrInvalid)
 		}
 	})
@@ -145,7 +164,7 @@ func TestConcurrentRefresh(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Go(func() {
-				_, next, _, err := st.Rotate(ctx, tok, t0.Add(time.Second))
+				_, next, _, err := st.Rotate(ctx, tok, t0.Add(time.Second), "")
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -163,7 +182,7 @@ func TestConcurrentRefresh(t *testing.T) {
 			t.Fatalf("%d winners, %d raced; want 1 and 7", len(winners), raced)
 		}
 		// After the grace the same token is a reuse.
-		if _, _, _, err := st.Rotate(ctx, winners[0], t0.Add(2*time.Second)); err != nil {
+		if _, _, _, err := st.Rotate(ctx, winners[0], t0.Add(2*time.Second), ""); err != nil {
 			t.Fatalf("winner's token: %v", err)
 		}
 	})
@@ -183,7 +202,7 @@ func TestRevoke(t *testing.T) {
 		if ok, err := st.Revoke(ctx, tok); !ok || err != nil {
 			t.Fatalf("revoke = %v, %v", ok, err)
 		}
-		if _, _, _, err := st.Rotate(ctx, tok, t0); !errors.Is(err, ErrInvalid) {
+		if _, _, _, err := st.Rotate(ctx, tok, t0, ""); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("refresh after revoke: %v, want %v", err, ErrInvalid)
 		}
 		if ok, err := st.Revoke(ctx, tok); ok || err != nil {
@@ -202,7 +221,7 @@ func TestKeepRotatedIsBounded(t *testing.T) {
 		}
 		oldest := tok
 		for i := range 4 {
-			if _, tok, _, err = st.Rotate(ctx, tok, t0.Add(time.Duration(i)*time.Minute)); err != nil {
+			if _, tok, _, err = st.Rotate(ctx, tok, t0.Add(time.Duration(i)*time.Minute), ""); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -211,10 +230,10 @@ func TestKeepRotatedIsBounded(t *testing.T) {
 			t.Fatalf("rotated hashes kept: %d, want 2", n)
 		}
 		// Forgotten: merely invalid, and the session lives on.
-		if _, _, _, err := st.Rotate(ctx, oldest, t0.Add(time.Hour)); !errors.Is(err, ErrInvalid) {
+		if _, _, _, err := st.Rotate(ctx, oldest, t0.Add(time.Hour), ""); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("forgotten rotated token: %v, want %v", err, ErrInvalid)
 		}
-		if _, _, _, err := st.Rotate(ctx, tok, t0.Add(time.Hour)); err != nil {
+		if _, _, _, err := st.Rotate(ctx, tok, t0.Add(time.Hour), ""); err != nil {
 			t.Fatalf("current token after a forgotten one: %v", err)
 		}
 	})
