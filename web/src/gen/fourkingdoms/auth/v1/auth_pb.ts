@@ -27,7 +27,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fourkingdoms/auth/v1/auth.proto.
  */
 export const file_fourkingdoms_auth_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("Ch9mb3Vya2luZ2RvbXMvYXV0aC92MS9hdXRoLnByb3RvEhRmb3Vya2luZ2RvbXMuYXV0aC52MSIpChFHdWVzdExvZ2luUmVxdWVzdBIUCgxkaXNwbGF5X25hbWUYASABKAkiywEKEkd1ZXN0TG9naW5SZXNwb25zZRIRCglwbGF5ZXJfaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEg0KBXRva2VuGAMgASgJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXJlZnJlc2hfdG9rZW4YBSABKAkSNgoScmVmcmVzaF9leHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIuChVSZWZyZXNoU2Vzc2lvblJlcXVlc3QSFQoNcmVmcmVzaF90b2tlbhgBIAEoCSLPAQoWUmVmcmVzaFNlc3Npb25SZXNwb25zZRIRCglwbGF5ZXJfaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEg0KBXRva2VuGAMgASgJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXJlZnJlc2hfdG9rZW4YBSABKAkSNgoScmVmcmVzaF9leHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCItChRSZXZva2VTZXNzaW9uUmVxdWVzdBIVCg1yZWZyZXNoX3Rva2VuGAEgASgJIhcKFVJldm9rZVNlc3Npb25SZXNwb25zZTLFAgoLQXV0aFNlcnZpY2USXwoKR3Vlc3RMb2dpbhInLmZvdXJraW5nZG9tcy5hdXRoLnYxLkd1ZXN0TG9naW5SZXF1ZXN0GiguZm91cmtpbmdkb21zLmF1dGgudjEuR3Vlc3RMb2dpblJlc3BvbnNlEmsKDlJlZnJlc2hTZXNzaW9uEisuZm91cmtpbmdkb21zLmF1dGgudjEuUmVmcmVzaFNlc3Npb25SZXF1ZXN0GiwuZm91cmtpbmdkb21zLmF1dGgudjEuUmVmcmVzaFNlc3Npb25SZXNwb25zZRJoCg1SZXZva2VTZXNzaW9uEiouZm91cmtpbmdkb21zLmF1dGgudjEuUmV2b2tlU2Vzc2lvblJlcXVlc3QaKy5mb3Vya2luZ2RvbXMuYXV0aC52MS5SZXZva2VTZXNzaW9uUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("Ch9mb3Vya2luZ2RvbXMvYXV0aC92MS9hdXRoLnByb3RvEhRmb3Vya2luZ2RvbXMuYXV0aC52MSIpChFHdWVzdExvZ2luUmVxdWVzdBIUCgxkaXNwbGF5X25hbWUYASABKAkiywEKEkd1ZXN0TG9naW5SZXNwb25zZRIRCglwbGF5ZXJfaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEg0KBXRva2VuGAMgASgJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXJlZnJlc2hfdG9rZW4YBSABKAkSNgoScmVmcmVzaF9leHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIuChVSZWZyZXNoU2Vzc2lvblJlcXVlc3QSFQoNcmVmcmVzaF90b2tlbhgBIAEoCSLPAQoWUmVmcmVzaFNlc3Npb25SZXNwb25zZRIRCglwbGF5ZXJfaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEg0KBXRva2VuGAMgASgJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXJlZnJlc2hfdG9rZW4YBSABKAkSNgoScmVmcmVzaF9leHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCItChRSZXZva2VTZXNzaW9uUmVxdWVzdBIVCg1yZWZyZXNoX3Rva2VuGAEgASgJIhcKFVJldm9rZVNlc3Npb25SZXNwb25zZSJEChVTZXREaXNwbGF5TmFtZVJlcXVlc3QSFQoNcmVmcmVzaF90b2tlbhgBIAEoCRIUCgxkaXNwbGF5X25hbWUYAiABKAkizwEKFlNldERpc3BsYXlOYW1lUmVzcG9uc2USEQoJcGxheWVyX2lkGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRINCgV0b2tlbhgDIAEoCRIuCgpleHBpcmVzX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZWZyZXNoX3Rva2VuGAUgASgJEjYKEnJlZnJlc2hfZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAysgMKC0F1dGhTZXJ2aWNlEl8KCkd1ZXN0TG9naW4SJy5mb3Vya2luZ2RvbXMuYXV0aC52MS5HdWVzdExvZ2luUmVxdWVzdBooLmZvdXJraW5nZG9tcy5hdXRoLnYxLkd1ZXN0TG9naW5SZXNwb25zZRJrCg5SZWZyZXNoU2Vzc2lvbhIrLmZvdXJraW5nZG9tcy5hdXRoLnYxLlJlZnJlc2hTZXNzaW9uUmVxdWVzdBosLmZvdXJraW5nZG9tcy5hdXRoLnYxLlJlZnJlc2hTZXNzaW9uUmVzcG9uc2USaAoNUmV2b2tlU2Vzc2lvbhIqLmZvdXJraW5nZG9tcy5hdXRoLnYxLlJldm9rZVNlc3Npb25SZXF1ZXN0GisuZm91cmtpbmdkb21zLmF1dGgudjEuUmV2b2tlU2Vzc2lvblJlc3BvbnNlEmsKDlNldERpc3BsYXlOYW1lEisuZm91cmtpbmdkb21zLmF1dGgudjEuU2V0RGlzcGxheU5hbWVSZXF1ZXN0GiwuZm91cmtpbmdkb21zLmF1dGgudjEuU2V0RGlzcGxheU5hbWVSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * GuestLoginRequest asks for a guest identity.
@@ -223,6 +223,91 @@ export const RevokeSessionResponseSchema: GenMessage<RevokeSessionResponse> = /*
   messageDesc(file_fourkingdoms_auth_v1_auth, 5);
 
 /**
+ * SetDisplayNameRequest names the session and its new name.
+ *
+ * @generated from message fourkingdoms.auth.v1.SetDisplayNameRequest
+ */
+export type SetDisplayNameRequest = Message<"fourkingdoms.auth.v1.SetDisplayNameRequest"> & {
+  /**
+   * The session's current refresh token.
+   *
+   * @generated from field: string refresh_token = 1;
+   */
+  refreshToken: string;
+
+  /**
+   * The new display name, 1 to 32 characters (surrounding spaces are
+   * trimmed).
+   *
+   * @generated from field: string display_name = 2;
+   */
+  displayName: string;
+};
+
+/**
+ * Describes the message fourkingdoms.auth.v1.SetDisplayNameRequest.
+ * Use `create(SetDisplayNameRequestSchema)` to create a new message.
+ */
+export const SetDisplayNameRequestSchema: GenMessage<SetDisplayNameRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_auth_v1_auth, 6);
+
+/**
+ * SetDisplayNameResponse is the renamed session's new tokens.
+ *
+ * @generated from message fourkingdoms.auth.v1.SetDisplayNameResponse
+ */
+export type SetDisplayNameResponse = Message<"fourkingdoms.auth.v1.SetDisplayNameResponse"> & {
+  /**
+   * The player (unchanged).
+   *
+   * @generated from field: string player_id = 1;
+   */
+  playerId: string;
+
+  /**
+   * The display name now in use.
+   *
+   * @generated from field: string display_name = 2;
+   */
+  displayName: string;
+
+  /**
+   * A new player token carrying the new name.
+   *
+   * @generated from field: string token = 3;
+   */
+  token: string;
+
+  /**
+   * When the player token expires.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 4;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * The new refresh token; the one sent no longer works.
+   *
+   * @generated from field: string refresh_token = 5;
+   */
+  refreshToken: string;
+
+  /**
+   * When the new refresh token expires if it is not used.
+   *
+   * @generated from field: google.protobuf.Timestamp refresh_expires_at = 6;
+   */
+  refreshExpiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.auth.v1.SetDisplayNameResponse.
+ * Use `create(SetDisplayNameResponseSchema)` to create a new message.
+ */
+export const SetDisplayNameResponseSchema: GenMessage<SetDisplayNameResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_auth_v1_auth, 7);
+
+/**
  * AuthService signs players in.
  *
  * Players with an account at the deployment's OpenID Connect provider
@@ -285,6 +370,26 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof RevokeSessionRequestSchema;
     output: typeof RevokeSessionResponseSchema;
+  },
+  /**
+   * SetDisplayName renames a guest: it works as RefreshSession (the
+   * refresh token is rotated, and the answer's tokens are the ones to
+   * keep) and gives the player the new display name from then on. Tokens
+   * issued before keep the old name until they expire; matches already
+   * created keep the names they were created with. Accounts of an OpenID
+   * Connect provider take their name from the provider's tokens.
+   * No authorization metadata is needed: the refresh token is the proof.
+   *
+   * Errors: INVALID_ARGUMENT (display_name empty, over 32 characters, with
+   * control or invisible characters, or a bot's name: "Bot ..."; or a
+   * malformed refresh_token), and those of RefreshSession.
+   *
+   * @generated from rpc fourkingdoms.auth.v1.AuthService.SetDisplayName
+   */
+  setDisplayName: {
+    methodKind: "unary";
+    input: typeof SetDisplayNameRequestSchema;
+    output: typeof SetDisplayNameResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_fourkingdoms_auth_v1_auth, 0);
