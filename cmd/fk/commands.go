@@ -55,6 +55,45 @@ func (a *app) login(ctx context.Context, args []string) error {
 	return nil
 }
 
+// rename changes the guest's display name (AuthService.SetDisplayName),
+// which also rotates the session's tokens; the new ones are saved.
+func (a *app) rename(ctx context.Context, args []string) error {
+	fs := a.flags("rename")
+	operands, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(operands) != 1 {
+		return errors.New("fk rename: give the new name as one argument (quote it if it has spaces)")
+	}
+	s, err := loadSession(a.Home)
+	if err != nil {
+		return err
+	}
+	if !s.refreshable(time.Now()) {
+		return errors.New("this session has no refresh token (signed in by an older fk): run `fk login --name NAME` instead")
+	}
+	c, err := client.Dial(a.Endpoints)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	resp, err := c.Auth.SetDisplayName(ctx, &authv1.SetDisplayNameRequest{RefreshToken: s.RefreshToken, DisplayName: operands[0]})
+	if err != nil {
+		return fmt.Errorf("rename: %w", err)
+	}
+	s = session{
+		PlayerID: resp.GetPlayerId(), DisplayName: resp.GetDisplayName(),
+		Token: resp.GetToken(), ExpiresAt: resp.GetExpiresAt().AsTime(),
+		RefreshToken: resp.GetRefreshToken(), RefreshExpiresAt: resp.GetRefreshExpiresAt().AsTime(),
+	}
+	if err := saveSession(a.Home, s); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "you are %s (%s) from your next match on\n", s.DisplayName, s.PlayerID)
+	return nil
+}
+
 // logout ends the session on the server (its refresh token stops
 // working) and deletes the session file.
 func (a *app) logout(ctx context.Context, args []string) error {

@@ -7,6 +7,7 @@
 //
 //	fk [global flags] login [--name NAME]
 //	fk [global flags] logout
+//	fk [global flags] rename NAME
 //	fk [global flags] play [--queue NAME] [--fixed] [--auto random|greedy] [--json]
 //	fk [global flags] watch MATCH
 //	fk [global flags] export MATCH
@@ -95,6 +96,7 @@ commands:
   login [--name NAME]                           sign in as a new guest (the session is kept in --home;
                                                 an expired token is renewed for the same player)
   logout                                        end the session (its refresh token stops working)
+  rename NAME                                   change your display name (from your next match on)
   play [--queue NAME] [--fixed] [--auto LEVEL] [--json]
                                                 find a match and play it (LEVEL random|greedy lets a bot brain play;
                                                 the board turns to your seat unless --fixed)
@@ -171,6 +173,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return a.leaderboard(ctx, rest)
 	case "logout":
 		return a.logout(ctx, rest)
+	case "rename":
+		return a.rename(ctx, rest)
 	case "help":
 		fs.Usage()
 		return nil

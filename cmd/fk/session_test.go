@@ -54,6 +54,19 @@ func (f *fakeServices) RevokeSession(_ context.Context, req *authv1.RevokeSessio
 	return &authv1.RevokeSessionResponse{}, nil
 }
 
+func (f *fakeServices) SetDisplayName(_ context.Context, req *authv1.SetDisplayNameRequest) (*authv1.SetDisplayNameResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refreshed = append(f.refreshed, req.GetRefreshToken())
+	if req.GetDisplayName() == "Bot X" {
+		return nil, status.Error(codes.InvalidArgument, "display_name: names starting with \"Bot \" are reserved for the bots")
+	}
+	return &authv1.SetDisplayNameResponse{
+		PlayerId: "g-same", DisplayName: req.GetDisplayName(), Token: "token-2", ExpiresAt: timestamppb.New(time.Now().Add(time.Hour)),
+		RefreshToken: "refresh-2", RefreshExpiresAt: timestamppb.New(time.Now().Add(90 * 24 * time.Hour)),
+	}, nil
+}
+
 func (f *fakeServices) GetRating(ctx context.Context, _ *ratingv1.GetRatingRequest) (*ratingv1.GetRatingResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -173,5 +186,29 @@ func TestLogout(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "signed out Same") {
 		t.Errorf("output %q", out.String())
+	}
+}
+
+func TestRename(t *testing.T) {
+	t.Parallel()
+	f := &fakeServices{}
+	env, home := startFake(t, f, expiredSession())
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"rename", "New Name"}, env, strings.NewReader(""), &out); err != nil {
+		t.Fatalf("fk rename: %v", err)
+	}
+	s, err := loadSession(home)
+	if err != nil || s.DisplayName != "New Name" || s.Token != "token-2" || s.RefreshToken != "refresh-2" {
+		t.Fatalf("session after rename = %+v, %v", s, err)
+	}
+	if len(f.refreshed) != 1 || f.refreshed[0] != "refresh-1" {
+		t.Errorf("SetDisplayName sent %q, want refresh-1", f.refreshed)
+	}
+	err = run(t.Context(), []string{"rename", "Bot X"}, env, strings.NewReader(""), &out)
+	if err == nil || !strings.Contains(explain(err), "reserved for the bots") {
+		t.Fatalf("fk rename to a bot's name: %v", err)
+	}
+	if s2, _ := loadSession(home); s2 != s {
+		t.Errorf("a refused rename changed the session to %+v", s2)
 	}
 }
