@@ -69,8 +69,10 @@ function route(): void {
 }
 
 // A session the server refuses (expired early, key rotated) is renewed
-// for the same player with its refresh token; when that fails too it is
-// replaced by a new guest session, with a message saying so.
+// for the same player with its refresh token; only when the server
+// refuses that too (or there is none) is it replaced by a new guest
+// session, with a message saying so. A refresh that fails for want of a
+// network keeps the session for the next try.
 async function guard<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
@@ -79,7 +81,9 @@ async function guard<T>(p: Promise<T>): Promise<T> {
       try {
         await api.refresh();
         route();
-      } catch {
+      } catch (e2) {
+        const lost = !(e2 instanceof ConnectError) || e2.code === Code.Unauthenticated || e2.code === Code.InvalidArgument;
+        if (!lost) throw err;
         api.signOut();
         await api.signIn("");
         setMessage(`${describe(err)} You are signed in as a new guest now.`);
