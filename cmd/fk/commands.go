@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -16,6 +17,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/brain"
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
@@ -41,11 +43,86 @@ func (a *app) login(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	s := session{PlayerID: resp.GetPlayerId(), DisplayName: resp.GetDisplayName(), Token: resp.GetToken(), ExpiresAt: resp.GetExpiresAt().AsTime()}
+	s := session{
+		PlayerID: resp.GetPlayerId(), DisplayName: resp.GetDisplayName(),
+		Token: resp.GetToken(), ExpiresAt: resp.GetExpiresAt().AsTime(),
+		RefreshToken: resp.GetRefreshToken(), RefreshExpiresAt: resp.GetRefreshExpiresAt().AsTime(),
+	}
 	if err := saveSession(a.Home, s); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "signed in as %s (%s); token kept in %s\n", s.DisplayName, s.PlayerID, sessionPath(a.Home))
+	fmt.Fprintf(a.stdout, "signed in as %s (%s); session kept in %s\n", s.DisplayName, s.PlayerID, sessionPath(a.Home))
+	return nil
+}
+
+// rename changes the guest's display name (AuthService.SetDisplayName),
+// which also rotates the session's tokens; the new ones are saved.
+func (a *app) rename(ctx context.Context, args []string) error {
+	fs := a.flags("rename")
+	operands, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(operands) != 1 {
+		return errors.New("fk rename: give the new name as one argument (quote it if it has spaces)")
+	}
+	s, err := loadSession(a.Home)
+	if err != nil {
+		return err
+	}
+	if !s.refreshable(time.Now()) {
+		return errors.New("this session has no refresh token (signed in by an older fk): run `fk login --name NAME` instead")
+	}
+	c, err := client.Dial(a.Endpoints)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	resp, err := c.Auth.SetDisplayName(ctx, &authv1.SetDisplayNameRequest{RefreshToken: s.RefreshToken, DisplayName: operands[0]})
+	if err != nil {
+		return fmt.Errorf("rename: %w", err)
+	}
+	s = session{
+		PlayerID: resp.GetPlayerId(), DisplayName: resp.GetDisplayName(),
+		Token: resp.GetToken(), ExpiresAt: resp.GetExpiresAt().AsTime(),
+		RefreshToken: resp.GetRefreshToken(), RefreshExpiresAt: resp.GetRefreshExpiresAt().AsTime(),
+	}
+	if err := saveSession(a.Home, s); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "you are %s (%s) from your next match on\n", s.DisplayName, s.PlayerID)
+	return nil
+}
+
+// logout ends the session on the server (its refresh token stops
+// working) and deletes the session file.
+func (a *app) logout(ctx context.Context, args []string) error {
+	fs := a.flags("logout")
+	operands, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(operands) > 0 {
+		return fmt.Errorf("fk logout: unexpected argument %q", operands[0])
+	}
+	s, err := loadSession(a.Home)
+	if err != nil {
+		return err
+	}
+	if s.RefreshToken != "" {
+		c, err := client.Dial(a.Endpoints)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if _, err := c.Auth.RevokeSession(ctx, &authv1.RevokeSessionRequest{RefreshToken: s.RefreshToken}); err != nil {
+			return fmt.Errorf("sign out: %w", err)
+		}
+	}
+	if err := os.Remove(sessionPath(a.Home)); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "signed out %s (%s)\n", s.DisplayName, s.PlayerID)
 	return nil
 }
 
@@ -83,7 +160,7 @@ func (a *app) play(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	c, s, err := a.dial()
+	c, s, err := a.dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -195,7 +272,7 @@ func (a *app) watch(ctx context.Context, args []string) error {
 	if len(operands) != 1 {
 		return errors.New("usage: fk watch MATCH")
 	}
-	c, _, err := a.dial()
+	c, _, err := a.dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -233,7 +310,7 @@ func (a *app) export(ctx context.Context, args []string) error {
 	if len(operands) != 1 {
 		return errors.New("usage: fk export MATCH")
 	}
-	c, _, err := a.dial()
+	c, _, err := a.dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -253,7 +330,7 @@ func (a *app) rating(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	c, s, err := a.dial()
+	c, s, err := a.dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -308,7 +385,7 @@ func (a *app) leaderboard(ctx context.Context, args []string) error {
 	if len(operands) > 0 {
 		return fmt.Errorf("fk leaderboard: unexpected argument %q", operands[0])
 	}
-	c, _, err := a.dial()
+	c, _, err := a.dial(ctx)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@
 // Usage:
 //
 //	fk [global flags] login [--name NAME]
+//	fk [global flags] logout
+//	fk [global flags] rename NAME
 //	fk [global flags] play [--queue NAME] [--fixed] [--auto random|greedy] [--json]
 //	fk [global flags] watch MATCH
 //	fk [global flags] export MATCH
@@ -13,7 +15,8 @@
 //	fk [global flags] leaderboard [--rule-set NAME] [--size N] [--provisional]
 //
 // Global flags (and their environment variables): --home (FK_HOME, where the
-// session token is kept), --matchmaking, --match, --rating (FK_MATCHMAKING_ADDR,
+// session tokens are kept; an expired player token is renewed with the
+// refresh token there, so the player stays the same), --matchmaking, --match, --rating (FK_MATCHMAKING_ADDR,
 // FK_MATCH_ADDR, FK_RATING_ADDR; the defaults are those of `make run`),
 // --plain (also NO_COLOR) for a board without colours. Global flags may
 // also follow the command ("fk play --plain"). Leaving with "quit" or
@@ -31,6 +34,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -89,7 +93,10 @@ func dedupe(msg string) string {
 const usage = `usage: fk [global flags] COMMAND [flags]
 
 commands:
-  login [--name NAME]                           sign in as a new guest (the token is kept in --home)
+  login [--name NAME]                           sign in as a new guest (the session is kept in --home;
+                                                an expired token is renewed for the same player)
+  logout                                        end the session (its refresh token stops working)
+  rename NAME                                   change your display name (from your next match on)
   play [--queue NAME] [--fixed] [--auto LEVEL] [--json]
                                                 find a match and play it (LEVEL random|greedy lets a bot brain play;
                                                 the board turns to your seat unless --fixed)
@@ -164,6 +171,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return a.rating(ctx, rest)
 	case "leaderboard":
 		return a.leaderboard(ctx, rest)
+	case "logout":
+		return a.logout(ctx, rest)
+	case "rename":
+		return a.rename(ctx, rest)
 	case "help":
 		fs.Usage()
 		return nil
@@ -206,8 +217,10 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// dial connects with the stored session's token.
-func (a *app) dial() (*client.Client, session, error) {
+// dial connects with the stored session's token. A token that has
+// expired (or is about to) is renewed first with the session's refresh
+// token, and the session file rewritten, so the player stays the same.
+func (a *app) dial(ctx context.Context) (*client.Client, session, error) {
 	s, err := loadSession(a.Home)
 	if err != nil {
 		return nil, session{}, err
@@ -217,5 +230,41 @@ func (a *app) dial() (*client.Client, session, error) {
 		return nil, session{}, err
 	}
 	c.SetToken(s.Token)
+	if !s.stale(time.Now()) || !s.refreshable(time.Now()) {
+		return c, s, nil
+	}
+	if s, err = a.refresh(ctx, c, s); err != nil {
+		c.Close()
+		return nil, session{}, err
+	}
 	return c, s, nil
+}
+
+// refresh renews s's player token and saves the result.
+func (a *app) refresh(ctx context.Context, c *client.Client, s session) (session, error) {
+	resp, err := c.Refresh(ctx, s.RefreshToken)
+	switch status.Code(errors.Unwrap(err)) {
+	case codes.OK:
+	case codes.Aborted:
+		// Another fk renewed this session a moment ago and saved it:
+		// use what it saved.
+		if saved, lerr := loadSession(a.Home); lerr == nil && !saved.stale(time.Now()) {
+			c.SetToken(saved.Token)
+			return saved, nil
+		}
+		return session{}, err
+	case codes.Unauthenticated, codes.InvalidArgument:
+		return session{}, fmt.Errorf("the session ended (%s): run `fk login` again", status.Convert(errors.Unwrap(err)).Message())
+	default:
+		return session{}, err
+	}
+	s = session{
+		PlayerID: resp.GetPlayerId(), DisplayName: resp.GetDisplayName(),
+		Token: resp.GetToken(), ExpiresAt: resp.GetExpiresAt().AsTime(),
+		RefreshToken: resp.GetRefreshToken(), RefreshExpiresAt: resp.GetRefreshExpiresAt().AsTime(),
+	}
+	if err := saveSession(a.Home, s); err != nil {
+		return session{}, fmt.Errorf("save the renewed session: %w", err)
+	}
+	return s, nil
 }

@@ -43,34 +43,46 @@ func TokenFromMetadata(ctx context.Context) (string, error) {
 	return tok, nil
 }
 
-// Authenticate verifies the bearer token of an incoming call at time now.
-// Its error is a gRPC UNAUTHENTICATED status whose message tells a client
-// developer what to fix, with an ErrorInfo of domain fourkingdoms.auth.v1
-// and reason MISSING_TOKEN, TOKEN_EXPIRED, UNKNOWN_KEY, MALFORMED_TOKEN or
-// INVALID_TOKEN.
+// Authenticate verifies the bearer token of an incoming call at time now
+// against ks alone; see [Verifier.Authenticate].
 func (ks *KeySet) Authenticate(ctx context.Context, now time.Time) (Identity, error) {
+	return (&Verifier{Keys: ks}).Authenticate(ctx, now)
+}
+
+// Authenticate verifies the bearer token of an incoming call at time now.
+// Its error is a gRPC status whose message tells a client developer what
+// to fix, with an ErrorInfo of domain fourkingdoms.auth.v1: UNAUTHENTICATED
+// with reason MISSING_TOKEN, TOKEN_EXPIRED, UNKNOWN_KEY, MALFORMED_TOKEN or
+// INVALID_TOKEN, or UNAVAILABLE with KEYS_UNAVAILABLE when the token names
+// a provider's key that cannot be fetched now (retry later).
+func (v *Verifier) Authenticate(ctx context.Context, now time.Time) (Identity, error) {
 	tok, err := TokenFromMetadata(ctx)
 	if err == nil {
 		var id Identity
-		id, err = ks.Verify(tok, now)
+		id, err = v.Verify(ctx, tok, now)
 		if err == nil {
 			return id, nil
 		}
 	}
+	code := codes.Unauthenticated
 	var msg, reason string
 	switch {
 	case errors.Is(err, ErrMissingToken):
 		msg, reason = "missing token: send metadata \"authorization: Bearer <token>\" (guests get one from fourkingdoms.auth.v1.AuthService/GuestLogin)", ReasonMissingToken
 	case errors.Is(err, ErrExpiredToken):
-		msg, reason = "token expired: obtain a new token and retry", "TOKEN_EXPIRED"
+		msg, reason = "token expired: obtain a new token (RefreshSession, or your identity provider) and retry", "TOKEN_EXPIRED"
 	case errors.Is(err, ErrUnknownKey):
 		msg, reason = "token signed with an unknown key (kid): it was issued by another deployment or with a retired key; obtain a new token", "UNKNOWN_KEY"
+	case errors.Is(err, ErrKeysUnavailable):
+		code, msg, reason = codes.Unavailable, err.Error()+": retry later", ReasonKeysUnavailable
 	case errors.Is(err, ErrMalformedToken):
 		msg, reason = err.Error(), "MALFORMED_TOKEN" // already starts with "malformed token: "
+	case errors.Is(err, ErrInvalidToken):
+		msg, reason = err.Error(), "INVALID_TOKEN" // already starts with "invalid token: "
 	default:
 		msg, reason = "invalid token: "+err.Error(), "INVALID_TOKEN"
 	}
-	return Identity{}, rpcerr.Auth.Error(codes.Unauthenticated, reason, msg, nil)
+	return Identity{}, rpcerr.Auth.Error(code, reason, msg, nil)
 }
 
 // BearerToken returns per-RPC credentials sending a fixed token, for clients

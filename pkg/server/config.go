@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
 	"github.com/fourkingdoms/fourkingdoms/pkg/servicetls"
 )
@@ -28,6 +29,11 @@ type Config struct {
 	// private key; the service that mints tokens (matchmaking, see
 	// [Options.MintsTokens]) needs the private signing key (docs/security.md).
 	AuthKeysFile string
+	// OIDC, when its issuer is set, makes the service accept the access
+	// tokens of an external OpenID Connect provider besides its own
+	// (pkg/auth.OIDC; docs/operations.md, "Accounts from an OpenID Connect
+	// provider").
+	OIDC auth.OIDCConfig
 	// TLS secures the gRPC port (and the calls this service makes to the
 	// others): on by default, plaintext only with INTERNAL_PLAINTEXT=true.
 	TLS servicetls.Config
@@ -87,6 +93,7 @@ func DefaultConfig(serviceName string) Config {
 		RateLimitCallers:   100_000,
 		MaxRecvMsgSize:     1 << 20,
 		MaxSendMsgSize:     4 << 20,
+		OIDC:               auth.DefaultOIDCConfig(),
 		ShutdownDrainDelay: 0,
 		ShutdownTimeout:    20 * time.Second,
 		TraceSampleRatio:   0.05,
@@ -106,6 +113,11 @@ func (c *Config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.String(&c.AdminAddr, "admin-addr", "ADMIN_ADDR", "listen address for /metrics, /healthz, /readyz, pprof")
 	b.String(&c.LogLevel, "log-level", "LOG_LEVEL", "log level: debug, info, warn, error")
 	b.String(&c.AuthKeysFile, "auth-keys-file", "AUTH_KEYS_FILE", "path of the JSON token key set (public keys only, except for the service that mints tokens)")
+	b.String(&c.OIDC.Issuer, "oidc-issuer", "OIDC_ISSUER", "issuer (iss) of the OpenID Connect provider whose access tokens are accepted (empty: none)")
+	b.String(&c.OIDC.Audience, "oidc-audience", "OIDC_AUDIENCE", "audience (aud) the provider's access tokens must name")
+	b.String(&c.OIDC.JWKSURL, "oidc-jwks-url", "OIDC_JWKS_URL", "URL of the provider's JSON Web Key Set (https)")
+	b.Duration(&c.OIDC.RefreshInterval, "oidc-jwks-refresh", "OIDC_JWKS_REFRESH", "how often the provider's keys are fetched again")
+	b.Duration(&c.OIDC.MinRefreshInterval, "oidc-jwks-min-refresh", "OIDC_JWKS_MIN_REFRESH", "least time between two fetches of the provider's keys")
 	b.Float64(&c.RateLimitRPS, "rate-limit-rps", "RATE_LIMIT_RPS", "calls per second per caller (0 disables)")
 	b.Int(&c.RateLimitBurst, "rate-limit-burst", "RATE_LIMIT_BURST", "burst size per caller")
 	b.Int(&c.RateLimitCallers, "rate-limit-callers", "RATE_LIMIT_CALLERS", "max callers tracked by the rate limiter")
@@ -146,6 +158,9 @@ func (c Config) Validate() error {
 	check(c.ShutdownTimeout > 0, "shutdown timeout must be positive, got %v", c.ShutdownTimeout)
 	check(c.HealthCheckInterval > 0, "health check interval must be positive, got %v", c.HealthCheckInterval)
 	check(c.HealthCheckTimeout > 0, "health check timeout must be positive, got %v", c.HealthCheckTimeout)
+	if err := c.OIDC.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := validateOrigins(c.CORSAllowedOrigins); err != nil {
 		errs = append(errs, err)
 	}

@@ -55,7 +55,7 @@ type callInfoKey struct{}
 
 type interceptors struct {
 	log     *slog.Logger
-	keys    *auth.KeySet
+	tokens  *auth.Verifier
 	public  map[string]bool
 	limiter *limiter // nil: no rate limiting
 	now     func() time.Time
@@ -81,7 +81,7 @@ func (ic *interceptors) recovered(ctx context.Context, method string, p any) err
 // handler sees.
 func (ic *interceptors) admit(ctx context.Context, method string) (context.Context, error) {
 	now := ic.now()
-	id, err := ic.keys.Authenticate(ctx, now)
+	id, err := ic.tokens.Authenticate(ctx, now)
 	switch {
 	case err == nil:
 		ctx = auth.NewContext(ctx, id)

@@ -111,9 +111,18 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts Options) (*Serv
 	if err := s.registerHealthMetrics(tel.meter.Meter("github.com/fourkingdoms/fourkingdoms/pkg/server")); err != nil {
 		return nil, errors.Join(err, tel.shutdown(ctx))
 	}
+	tokens := &auth.Verifier{Keys: keys}
+	if cfg.OIDC.Enabled() {
+		// Its refresher starts with the workers, in Serve; until then a
+		// token of the provider fetches the keys itself.
+		if tokens.OIDC, err = auth.NewOIDC(cfg.OIDC, nil, log); err != nil {
+			return nil, errors.Join(err, tel.shutdown(ctx))
+		}
+		s.Go("oidc-keys", tokens.OIDC.Run)
+	}
 	ic := &interceptors{
 		log:       log,
-		keys:      keys,
+		tokens:    tokens,
 		public:    make(map[string]bool),
 		now:       time.Now,
 		watchStop: s.watchStop,

@@ -856,3 +856,36 @@ func TestShuttingDownRefusal(t *testing.T) {
 		t.Errorf("errShuttingDown = %v, ErrorInfo %v", errShuttingDown, info)
 	}
 }
+
+// TestOIDCTokensAccepted configures an OpenID Connect provider: its
+// tokens reach the handler as the derived player id, the deployment's own
+// tokens still work, and a token for another audience is refused.
+func TestOIDCTokensAccepted(t *testing.T) {
+	t.Parallel()
+	idp := authtest.NewProvider(t)
+	h := start(t, func(c *Config) { c.OIDC = idp.Config() })
+	call := func(tok string) (*testpb.SimpleResponse, error) {
+		cc, err := grpc.NewClient(h.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithPerRPCCredentials(auth.BearerToken(tok, true)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		return unary(t.Context(), cc, "x")
+	}
+	resp, err := call(idp.Token(t, "acct-42", "alice", time.Hour))
+	if err != nil {
+		t.Fatalf("provider token: %v", err)
+	}
+	if want := auth.OIDCPlayerID(idp.Issuer, "acct-42"); resp.GetUsername() != want {
+		t.Errorf("handler saw subject %q, want %q", resp.GetUsername(), want)
+	}
+	if resp, err := call(h.token(t, "g-guest")); err != nil || resp.GetUsername() != "g-guest" {
+		t.Errorf("own token with a provider configured: %v, %v", resp.GetUsername(), err)
+	}
+	idp.Audience = "another-app" // the server keeps the audience it was started with
+	_, err = call(idp.Token(t, "acct-42", "alice", time.Hour))
+	if status.Code(err) != codes.Unauthenticated || !strings.Contains(status.Convert(err).Message(), "audience") {
+		t.Errorf("token for another audience: %v, want UNAUTHENTICATED naming the audience", err)
+	}
+}

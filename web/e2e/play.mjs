@@ -12,7 +12,10 @@
 //    third move is clicked, and again before its fourth;
 //  - at the end the two move lists must be equal and gap-free, the move of
 //    the drop must be in them once, and the summary must show the ranking
-//    and a rating change.
+//    and a rating change;
+//  - a new context with the player's kept session, its token expired, is
+//    the same player again (the page renews the token with the refresh
+//    token).
 // It writes screenshots to ARTIFACTS and prints one JSON line (prefixed
 // "RESULT ") that the Go test checks against GetRating, plus the measured
 // first load time and move round trips.
@@ -263,6 +266,29 @@ try {
   // tested less than it claims, so it fails rather than pass quietly.
   if (!dropped || !droppedBefore) fail(`the player left the game after ${myMoves} moves, before both network drops (moves 3 and 4): run again`);
   if (ranking.length !== 4) fail(`ranking ${ranking}`);
+  // A browser restart a day later: a new context holding the player's
+  // kept session, its token expired. The page renews it with the refresh
+  // token: the same player, no "new guest" message, a new token kept.
+  const kept = JSON.parse(await player.evaluate(() => localStorage.getItem("fk.session")));
+  if (!kept?.refreshToken) fail(`the kept session has no refresh token: ${JSON.stringify(kept && Object.keys(kept))}`);
+  const backCtx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const back = await backCtx.newPage();
+  await watchErrors(back, "returning");
+  await back.addInitScript((s) => {
+    if (sessionStorage.getItem("seeded")) return;
+    sessionStorage.setItem("seeded", "1");
+    localStorage.setItem("fk.session", s);
+  }, JSON.stringify({ ...kept, expiresAt: Date.now() - 60_000 }));
+  await back.goto(base + "/rating");
+  await back.waitForSelector("[data-player]");
+  const backId = await back.getAttribute("[data-player]", "data-player");
+  const backFlash = (await back.textContent(".flash")) ?? "";
+  const renewed = JSON.parse(await back.evaluate(() => localStorage.getItem("fk.session")));
+  if (backId !== playerId || /new guest/.test(backFlash) || renewed.token === kept.token || renewed.refreshToken === kept.refreshToken) {
+    fail(`a returning guest: signed in as ${backId} (was ${playerId}), message ${JSON.stringify(backFlash)}, token renewed: ${renewed.token !== kept.token}`);
+  }
+  await backCtx.close();
+
   const stats = await player.evaluate(() => window.__fk ?? { moveRttMs: [], moveRetries: 0 });
   if (droppedBefore && stats.moveRetries < 1) fail("the move made offline was not sent again");
   const rtts = [...stats.moveRttMs].sort((a, b) => a - b);

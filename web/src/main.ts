@@ -68,17 +68,27 @@ function route(): void {
   else unmount = queueScreen();
 }
 
-// A session the server refuses (expired early, key rotated) is replaced
-// by a new guest session, with a message saying so.
+// A session the server refuses (expired early, key rotated) is renewed
+// for the same player with its refresh token; only when the server
+// refuses that too (or there is none) is it replaced by a new guest
+// session, with a message saying so. A refresh that fails for want of a
+// network keeps the session for the next try.
 async function guard<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
   } catch (err) {
     if (sessionReasons.has(reason(err))) {
-      api.signOut();
-      await api.signIn("");
-      setMessage(`${describe(err)} You are signed in as a new guest now.`);
-      route();
+      try {
+        await api.refresh();
+        route();
+      } catch (e2) {
+        const lost = !(e2 instanceof ConnectError) || e2.code === Code.Unauthenticated || e2.code === Code.InvalidArgument;
+        if (!lost) throw err;
+        api.signOut();
+        await api.signIn("");
+        setMessage(`${describe(err)} You are signed in as a new guest now.`);
+        route();
+      }
     }
     throw err;
   }
@@ -310,4 +320,6 @@ function leaderboardScreen(): () => void {
   return () => {};
 }
 
-route();
+// A kept session whose token expired (or soon will) is renewed first, so
+// a returning guest is the same player.
+void api.resume().finally(route);

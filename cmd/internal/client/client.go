@@ -132,6 +132,19 @@ func (c *Client) Login(ctx context.Context, displayName string) (*authv1.GuestLo
 	return resp, nil
 }
 
+// Refresh trades a guest's refresh token for a new player token of the
+// same player (and the next refresh token), uses the new token from now on
+// and returns the session's new state. The refresh token sent stops
+// working: keep the returned one.
+func (c *Client) Refresh(ctx context.Context, refreshToken string) (*authv1.RefreshSessionResponse, error) {
+	resp, err := c.Auth.RefreshSession(ctx, &authv1.RefreshSessionRequest{RefreshToken: refreshToken})
+	if err != nil {
+		return nil, fmt.Errorf("refresh session: %w", err)
+	}
+	c.SetToken(resp.GetToken())
+	return resp, nil
+}
+
 // tokenCreds sends the current token, if any. The connections are on
 // loopback or behind a TLS-terminating proxy, so it does not require
 // transport security.

@@ -13,6 +13,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/sessions"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
 
@@ -73,6 +74,10 @@ type config struct {
 	StatsWindow time.Duration
 	// GuestTokenTTL is the lifetime of guest tokens.
 	GuestTokenTTL time.Duration
+	// GuestSessionTTL is how long a guest's refresh token stays usable
+	// after its last use (RefreshSession); after it the guest player
+	// cannot be recovered.
+	GuestSessionTTL time.Duration
 	// ServiceTokenTTL is the lifetime of the service token sent to the
 	// match and rating services (re-minted before it expires).
 	ServiceTokenTTL time.Duration
@@ -103,6 +108,7 @@ func defaultConfig() config {
 		SearchingEvery:          5 * time.Second,
 		StatsWindow:             5 * time.Minute,
 		GuestTokenTTL:           24 * time.Hour,
+		GuestSessionTTL:         sessions.DefaultSettings().TTL,
 		ServiceTokenTTL:         time.Hour,
 	}
 	// Each service has its own default ports, so the three run side by
@@ -136,6 +142,7 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.SearchingEvery, "searching-every", "MM_SEARCHING_EVERY", "how often WatchTicket repeats a searching update")
 	b.Duration(&c.StatsWindow, "stats-window", "MM_STATS_WINDOW", "GetQueueStats window (at most 15m)")
 	b.Duration(&c.GuestTokenTTL, "guest-token-ttl", "GUEST_TOKEN_TTL", "lifetime of guest tokens")
+	b.Duration(&c.GuestSessionTTL, "guest-session-ttl", "GUEST_SESSION_TTL", "how long a guest's refresh token works after its last use")
 	b.Duration(&c.ServiceTokenTTL, "service-token-ttl", "SERVICE_TOKEN_TTL", "lifetime of the service token for internal calls")
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }
@@ -171,6 +178,7 @@ func (c config) Validate() error {
 	check(c.SearchingEvery > 0, "searching interval must be positive, got %v", c.SearchingEvery)
 	check(c.StatsWindow >= store.StatsSlot && c.StatsWindow <= 15*time.Minute, "stats window must be between %v and 15m, got %v", store.StatsSlot, c.StatsWindow)
 	check(c.GuestTokenTTL > 0, "guest token TTL must be positive, got %v", c.GuestTokenTTL)
+	check(c.GuestSessionTTL >= c.GuestTokenTTL, "guest session TTL (%v) must be >= the guest token TTL (%v): a session must outlive its tokens", c.GuestSessionTTL, c.GuestTokenTTL)
 	check(c.ServiceTokenTTL >= 3*time.Second, "service token TTL must be >= 3s, got %v", c.ServiceTokenTTL)
 	return errors.Join(errs...)
 }
@@ -203,6 +211,13 @@ func (c config) matchmakerConfig() matchmaker.Config {
 		Interval: c.Interval, TicketTTL: c.TicketTTL, Window: c.window(), DefaultRating: c.DefaultRating,
 		RatingBatch: c.RatingBatch, CreateTimeout: c.CreateTimeout, Concurrency: c.Concurrency,
 	}
+}
+
+// sessionSettings returns the guest session store's settings.
+func (c config) sessionSettings() sessions.Settings {
+	s := sessions.DefaultSettings()
+	s.TTL = c.GuestSessionTTL
+	return s
 }
 
 // apiSettings returns the API settings; ratings looks up unrated tickets.

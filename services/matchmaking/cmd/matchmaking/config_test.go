@@ -43,6 +43,12 @@ func TestBind(t *testing.T) {
 		{name: "window max below initial", env: map[string]string{"MM_WINDOW_MAX": "10"}, wantErr: "window max"},
 		{name: "rating batch above the rating service's limit", env: map[string]string{"MM_RATING_BATCH": "1001"}, wantErr: "rating batch"},
 		{name: "stats window too long", env: map[string]string{"MM_STATS_WINDOW": "1h"}, wantErr: "stats window"},
+		{name: "guest session TTL", env: map[string]string{"GUEST_SESSION_TTL": "720h"},
+			check: func(c config) bool { return c.sessionSettings().TTL == 720*time.Hour }},
+		{name: "guest session shorter than its tokens", env: map[string]string{"GUEST_SESSION_TTL": "1h"}, wantErr: "guest session TTL"},
+		{name: "provider settings", env: map[string]string{"OIDC_ISSUER": "https://idp", "OIDC_AUDIENCE": "api", "OIDC_JWKS_URL": "https://idp/jwks"},
+			check: func(c config) bool { return c.Server.OIDC.Enabled() && c.Server.OIDC.Audience == "api" }},
+		{name: "provider without audience", env: map[string]string{"OIDC_ISSUER": "https://idp", "OIDC_JWKS_URL": "https://idp/jwks"}, wantErr: "audience is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/api"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/remote"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/sessions"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
 
@@ -71,7 +72,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}()
 	// Matchmaking is the one service that mints tokens: guest logins and
 	// its own calls to the match and rating services.
-	opts := server.Options{PublicMethods: []string{authv1.AuthService_GuestLogin_FullMethodName}, MintsTokens: true, Listening: listening}
+	opts := server.Options{PublicMethods: api.PublicAuthMethods(), MintsTokens: true, Listening: listening}
 	return server.Run(ctx, cfg.Server, log, opts, func(s *server.Server) error {
 		creds, err := auth.ServiceCredentials(s.Keys(), cfg.Server.ServiceName, cfg.ServiceTokenTTL, cfg.Server.TLS.Plaintext, time.Now)
 		if err != nil {
@@ -106,7 +107,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		mm := matchmaker.New(cfg.matchmakerConfig(), st, ratings,
 			remote.Matches{Client: matchv1.NewMatchServiceClient(matchConn)},
 			s.MeterProvider().Meter("github.com/fourkingdoms/fourkingdoms/services/matchmaking"), log)
-		guests, err := api.NewAuth(s.Keys(), cfg.GuestTokenTTL)
+		guests, err := api.NewAuth(s.Keys(), cfg.GuestTokenTTL, sessions.New(rdb, cfg.KeyPrefix, cfg.sessionSettings()), log)
 		if err != nil {
 			return err
 		}

@@ -31,6 +31,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/sessions"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
 
@@ -72,11 +73,11 @@ func newHarness(t *testing.T, kind redistest.Kind, set Settings) *harness {
 	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile, cfg.RateLimitRPS = "127.0.0.1:0", "127.0.0.1:0", keyFile, 0
 	cfg.TLS.Plaintext = true
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := server.New(t.Context(), cfg, log, server.Options{PublicMethods: []string{authv1.AuthService_GuestLogin_FullMethodName}, MintsTokens: true})
+	srv, err := server.New(t.Context(), cfg, log, server.Options{PublicMethods: PublicAuthMethods(), MintsTokens: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	guests, err := NewAuth(srv.Keys(), time.Hour)
+	guests, err := NewAuth(srv.Keys(), time.Hour, sessions.New(rdb, prefix, sessions.DefaultSettings()), log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 	"unicode"
@@ -17,27 +19,57 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/sessions"
 )
 
 // MaxDisplayName is the longest display name accepted, in characters.
-const MaxDisplayName = 32
+const MaxDisplayName = auth.MaxDisplayName
 
-// Auth implements authv1.AuthServiceServer: guest logins.
+// The ErrorInfo reasons (domain fourkingdoms.auth.v1) of the session RPCs.
+const (
+	ReasonRefreshInvalid = "REFRESH_TOKEN_INVALID"
+	ReasonRefreshReused  = "REFRESH_TOKEN_REUSED"
+	ReasonRefreshRaced   = "REFRESH_TOKEN_RACED"
+)
+
+// PublicAuthMethods are the AuthService methods callable without a
+// token (server.Options.PublicMethods): signing in, and the session RPCs,
+// whose refresh token is the proof (the player token may have expired).
+func PublicAuthMethods() []string {
+	return []string{
+		authv1.AuthService_GuestLogin_FullMethodName,
+		authv1.AuthService_RefreshSession_FullMethodName,
+		authv1.AuthService_RevokeSession_FullMethodName,
+		authv1.AuthService_SetDisplayName_FullMethodName,
+	}
+}
+
+// Sessions keeps the refresh tokens (sessions.Store).
+type Sessions interface {
+	Create(ctx context.Context, sess sessions.Session, now time.Time) (string, time.Time, error)
+	Rotate(ctx context.Context, refresh string, now time.Time, rename string) (sessions.Session, string, time.Time, error)
+	Revoke(ctx context.Context, refresh string) (bool, error)
+}
+
+// Auth implements authv1.AuthServiceServer: guest logins and their
+// sessions.
 type Auth struct {
 	authv1.UnimplementedAuthServiceServer
 
-	keys *auth.KeySet
-	ttl  time.Duration
-	now  func() time.Time
+	keys     *auth.KeySet
+	ttl      time.Duration
+	sessions Sessions
+	log      *slog.Logger
+	now      func() time.Time
 }
 
 // NewAuth returns the auth API signing tokens valid for ttl with keys,
-// which must hold a private key.
-func NewAuth(keys *auth.KeySet, ttl time.Duration) (*Auth, error) {
+// which must hold a private key, and keeping refresh tokens in sessions.
+func NewAuth(keys *auth.KeySet, ttl time.Duration, sessions Sessions, log *slog.Logger) (*Auth, error) {
 	if !keys.CanSign() {
 		return nil, fmt.Errorf("guest login: %w", auth.ErrCannotSign)
 	}
-	return &Auth{keys: keys, ttl: ttl, now: time.Now}, nil
+	return &Auth{keys: keys, ttl: ttl, sessions: sessions, log: log, now: time.Now}, nil
 }
 
 var guestEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
@@ -56,16 +88,124 @@ func (a *Auth) GuestLogin(ctx context.Context, req *authv1.GuestLoginRequest) (*
 	if name == "" {
 		name = "Guest-" + suffix[:4]
 	}
-	token, exp, err := a.keys.Sign(auth.Identity{Subject: playerID, Role: auth.RolePlayer, DisplayName: name}, a.now(), a.ttl)
+	now := a.now()
+	token, exp, err := a.sign(playerID, name, now)
 	if err != nil {
-		return nil, rpcerr.Auth.Error(codes.Internal, redisconn.ReasonInternal, "internal error: cannot sign tokens", nil)
+		return nil, err
+	}
+	refresh, refreshExp, err := a.sessions.Create(ctx, sessions.Session{PlayerID: playerID, DisplayName: name}, now)
+	if err != nil {
+		return nil, redisconn.Status(ctx, a.log, err, rpcerr.Auth, "session storage", "player", playerID)
 	}
 	return &authv1.GuestLoginResponse{
-		PlayerId:    playerID,
-		DisplayName: name,
-		Token:       token,
-		ExpiresAt:   timestamppb.New(exp),
+		PlayerId:         playerID,
+		DisplayName:      name,
+		Token:            token,
+		ExpiresAt:        timestamppb.New(exp),
+		RefreshToken:     refresh,
+		RefreshExpiresAt: timestamppb.New(refreshExp),
 	}, nil
+}
+
+func (a *Auth) sign(playerID, name string, now time.Time) (string, time.Time, error) {
+	token, exp, err := a.keys.Sign(auth.Identity{Subject: playerID, Role: auth.RolePlayer, DisplayName: name}, now, a.ttl)
+	if err != nil {
+		a.log.Error("cannot sign tokens", "err", err)
+		return "", time.Time{}, rpcerr.Auth.Error(codes.Internal, redisconn.ReasonInternal, "internal error: cannot sign tokens", nil)
+	}
+	return token, exp, nil
+}
+
+// RefreshSession implements AuthService.RefreshSession: a new player
+// token for the session's player and the session's next refresh token.
+func (a *Auth) RefreshSession(ctx context.Context, req *authv1.RefreshSessionRequest) (*authv1.RefreshSessionResponse, error) {
+	now := a.now()
+	sess, refresh, refreshExp, err := a.sessions.Rotate(ctx, req.GetRefreshToken(), now, "")
+	if err != nil {
+		return nil, a.sessionStatus(ctx, err)
+	}
+	token, exp, err := a.sign(sess.PlayerID, sess.DisplayName, now)
+	if err != nil {
+		return nil, err
+	}
+	return &authv1.RefreshSessionResponse{
+		PlayerId:         sess.PlayerID,
+		DisplayName:      sess.DisplayName,
+		Token:            token,
+		ExpiresAt:        timestamppb.New(exp),
+		RefreshToken:     refresh,
+		RefreshExpiresAt: timestamppb.New(refreshExp),
+	}, nil
+}
+
+// SetDisplayName implements AuthService.SetDisplayName: RefreshSession
+// that also renames the session's player.
+func (a *Auth) SetDisplayName(ctx context.Context, req *authv1.SetDisplayNameRequest) (*authv1.SetDisplayNameResponse, error) {
+	name := strings.TrimSpace(req.GetDisplayName())
+	err := checkDisplayName(name)
+	switch {
+	case err != nil:
+	case name == "":
+		err = errors.New("must not be empty")
+	case impersonatesBot(name):
+		err = fmt.Errorf("names starting with %q are reserved for the bots", "Bot ")
+	}
+	if err != nil {
+		return nil, rpcerr.Auth.Invalid(reasonInvalid, rpcerr.Field(nil, "display_name", err.Error()), "display_name")
+	}
+	now := a.now()
+	sess, refresh, refreshExp, err := a.sessions.Rotate(ctx, req.GetRefreshToken(), now, name)
+	if err != nil {
+		return nil, a.sessionStatus(ctx, err)
+	}
+	token, exp, err := a.sign(sess.PlayerID, sess.DisplayName, now)
+	if err != nil {
+		return nil, err
+	}
+	return &authv1.SetDisplayNameResponse{
+		PlayerId:         sess.PlayerID,
+		DisplayName:      sess.DisplayName,
+		Token:            token,
+		ExpiresAt:        timestamppb.New(exp),
+		RefreshToken:     refresh,
+		RefreshExpiresAt: timestamppb.New(refreshExp),
+	}, nil
+}
+
+// impersonatesBot reports whether name reads as one of the bots' names
+// ("Bot Greedy 4", cmd/internal/botpool): players must be able to tell a
+// bot from a person at the table. GuestLogin does not check it, since
+// cmd/bots signs its bots in as guests with exactly those names.
+func impersonatesBot(name string) bool {
+	f := strings.Fields(name)
+	return len(f) > 0 && (strings.EqualFold(f[0], "bot") || strings.HasPrefix(strings.ToLower(f[0]), "bot-"))
+}
+
+// RevokeSession implements AuthService.RevokeSession.
+func (a *Auth) RevokeSession(ctx context.Context, req *authv1.RevokeSessionRequest) (*authv1.RevokeSessionResponse, error) {
+	if _, err := a.sessions.Revoke(ctx, req.GetRefreshToken()); err != nil {
+		return nil, a.sessionStatus(ctx, err)
+	}
+	return &authv1.RevokeSessionResponse{}, nil
+}
+
+// sessionStatus is the error table of the session RPCs.
+func (a *Auth) sessionStatus(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, sessions.ErrMalformed):
+		desc := err.Error() + ": send the refresh_token of the last GuestLogin or RefreshSession as it is"
+		return rpcerr.Auth.Invalid(reasonInvalid, rpcerr.Field(nil, "refresh_token", desc), "refresh_token")
+	case errors.Is(err, sessions.ErrInvalid):
+		return rpcerr.Auth.Error(codes.Unauthenticated, ReasonRefreshInvalid,
+			"refresh token unknown, expired or revoked: sign in again (GuestLogin makes a new player)", nil)
+	case errors.Is(err, sessions.ErrReused):
+		return rpcerr.Auth.Error(codes.Unauthenticated, ReasonRefreshReused,
+			"refresh token already used once: a copy of it may be in other hands, so the session is revoked; sign in again", nil)
+	case errors.Is(err, sessions.ErrRaced):
+		return rpcerr.Auth.Error(codes.Aborted, ReasonRefreshRaced,
+			"refresh token rotated a moment ago by another request of this session: use the newest refresh token", nil)
+	}
+	return redisconn.Status(ctx, a.log, err, rpcerr.Auth, "session storage")
 }
 
 func checkDisplayName(name string) error {

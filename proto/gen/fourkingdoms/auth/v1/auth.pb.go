@@ -93,10 +93,16 @@ type GuestLoginResponse struct {
 	DisplayName string `protobuf:"bytes,2,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
 	// The signed token (JWT) to send as "authorization: Bearer <token>".
 	Token string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
-	// When the token expires; sign in again after that.
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// When the token expires; call RefreshSession before or after that.
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The refresh token: an opaque secret for RefreshSession. Keep it
+	// private (a file readable only by the player, the browser's storage).
+	RefreshToken string `protobuf:"bytes,5,opt,name=refresh_token,json=refreshToken,proto3" json:"refresh_token,omitempty"`
+	// When the refresh token expires if it is not used; each
+	// RefreshSession gives a new one with a new expiry.
+	RefreshExpiresAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=refresh_expires_at,json=refreshExpiresAt,proto3" json:"refresh_expires_at,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *GuestLoginResponse) Reset() {
@@ -157,22 +163,432 @@ func (x *GuestLoginResponse) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *GuestLoginResponse) GetRefreshToken() string {
+	if x != nil {
+		return x.RefreshToken
+	}
+	return ""
+}
+
+func (x *GuestLoginResponse) GetRefreshExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RefreshExpiresAt
+	}
+	return nil
+}
+
+// RefreshSessionRequest carries the refresh token to trade.
+type RefreshSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The refresh token of GuestLogin or of the last RefreshSession.
+	RefreshToken  string `protobuf:"bytes,1,opt,name=refresh_token,json=refreshToken,proto3" json:"refresh_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefreshSessionRequest) Reset() {
+	*x = RefreshSessionRequest{}
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefreshSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefreshSessionRequest) ProtoMessage() {}
+
+func (x *RefreshSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefreshSessionRequest.ProtoReflect.Descriptor instead.
+func (*RefreshSessionRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_auth_v1_auth_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RefreshSessionRequest) GetRefreshToken() string {
+	if x != nil {
+		return x.RefreshToken
+	}
+	return ""
+}
+
+// RefreshSessionResponse is the session's new tokens.
+type RefreshSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The player (the same as at GuestLogin).
+	PlayerId string `protobuf:"bytes,1,opt,name=player_id,json=playerId,proto3" json:"player_id,omitempty"`
+	// The display name in use.
+	DisplayName string `protobuf:"bytes,2,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	// The new player token.
+	Token string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	// When the player token expires.
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The new refresh token; the one sent no longer works.
+	RefreshToken string `protobuf:"bytes,5,opt,name=refresh_token,json=refreshToken,proto3" json:"refresh_token,omitempty"`
+	// When the new refresh token expires if it is not used.
+	RefreshExpiresAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=refresh_expires_at,json=refreshExpiresAt,proto3" json:"refresh_expires_at,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *RefreshSessionResponse) Reset() {
+	*x = RefreshSessionResponse{}
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefreshSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefreshSessionResponse) ProtoMessage() {}
+
+func (x *RefreshSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefreshSessionResponse.ProtoReflect.Descriptor instead.
+func (*RefreshSessionResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_auth_v1_auth_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RefreshSessionResponse) GetPlayerId() string {
+	if x != nil {
+		return x.PlayerId
+	}
+	return ""
+}
+
+func (x *RefreshSessionResponse) GetDisplayName() string {
+	if x != nil {
+		return x.DisplayName
+	}
+	return ""
+}
+
+func (x *RefreshSessionResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *RefreshSessionResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *RefreshSessionResponse) GetRefreshToken() string {
+	if x != nil {
+		return x.RefreshToken
+	}
+	return ""
+}
+
+func (x *RefreshSessionResponse) GetRefreshExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RefreshExpiresAt
+	}
+	return nil
+}
+
+// RevokeSessionRequest names the session to end by one of its tokens.
+type RevokeSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's current refresh token.
+	RefreshToken  string `protobuf:"bytes,1,opt,name=refresh_token,json=refreshToken,proto3" json:"refresh_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeSessionRequest) Reset() {
+	*x = RevokeSessionRequest{}
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeSessionRequest) ProtoMessage() {}
+
+func (x *RevokeSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeSessionRequest.ProtoReflect.Descriptor instead.
+func (*RevokeSessionRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_auth_v1_auth_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RevokeSessionRequest) GetRefreshToken() string {
+	if x != nil {
+		return x.RefreshToken
+	}
+	return ""
+}
+
+// RevokeSessionResponse is empty.
+type RevokeSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeSessionResponse) Reset() {
+	*x = RevokeSessionResponse{}
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeSessionResponse) ProtoMessage() {}
+
+func (x *RevokeSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeSessionResponse.ProtoReflect.Descriptor instead.
+func (*RevokeSessionResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_auth_v1_auth_proto_rawDescGZIP(), []int{5}
+}
+
+// SetDisplayNameRequest names the session and its new name.
+type SetDisplayNameRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session's current refresh token.
+	RefreshToken string `protobuf:"bytes,1,opt,name=refresh_token,json=refreshToken,proto3" json:"refresh_token,omitempty"`
+	// The new display name, 1 to 32 characters (surrounding spaces are
+	// trimmed).
+	DisplayName   string `protobuf:"bytes,2,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetDisplayNameRequest) Reset() {
+	*x = SetDisplayNameRequest{}
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetDisplayNameRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetDisplayNameRequest) ProtoMessage() {}
+
+func (x *SetDisplayNameRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetDisplayNameRequest.ProtoReflect.Descriptor instead.
+func (*SetDisplayNameRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_auth_v1_auth_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SetDisplayNameRequest) GetRefreshToken() string {
+	if x != nil {
+		return x.RefreshToken
+	}
+	return ""
+}
+
+func (x *SetDisplayNameRequest) GetDisplayName() string {
+	if x != nil {
+		return x.DisplayName
+	}
+	return ""
+}
+
+// SetDisplayNameResponse is the renamed session's new tokens.
+type SetDisplayNameResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The player (unchanged).
+	PlayerId string `protobuf:"bytes,1,opt,name=player_id,json=playerId,proto3" json:"player_id,omitempty"`
+	// The display name now in use.
+	DisplayName string `protobuf:"bytes,2,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	// A new player token carrying the new name.
+	Token string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	// When the player token expires.
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The new refresh token; the one sent no longer works.
+	RefreshToken string `protobuf:"bytes,5,opt,name=refresh_token,json=refreshToken,proto3" json:"refresh_token,omitempty"`
+	// When the new refresh token expires if it is not used.
+	RefreshExpiresAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=refresh_expires_at,json=refreshExpiresAt,proto3" json:"refresh_expires_at,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SetDisplayNameResponse) Reset() {
+	*x = SetDisplayNameResponse{}
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetDisplayNameResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetDisplayNameResponse) ProtoMessage() {}
+
+func (x *SetDisplayNameResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetDisplayNameResponse.ProtoReflect.Descriptor instead.
+func (*SetDisplayNameResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_auth_v1_auth_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SetDisplayNameResponse) GetPlayerId() string {
+	if x != nil {
+		return x.PlayerId
+	}
+	return ""
+}
+
+func (x *SetDisplayNameResponse) GetDisplayName() string {
+	if x != nil {
+		return x.DisplayName
+	}
+	return ""
+}
+
+func (x *SetDisplayNameResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *SetDisplayNameResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *SetDisplayNameResponse) GetRefreshToken() string {
+	if x != nil {
+		return x.RefreshToken
+	}
+	return ""
+}
+
+func (x *SetDisplayNameResponse) GetRefreshExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RefreshExpiresAt
+	}
+	return nil
+}
+
 var File_fourkingdoms_auth_v1_auth_proto protoreflect.FileDescriptor
 
 const file_fourkingdoms_auth_v1_auth_proto_rawDesc = "" +
 	"\n" +
 	"\x1ffourkingdoms/auth/v1/auth.proto\x12\x14fourkingdoms.auth.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"6\n" +
 	"\x11GuestLoginRequest\x12!\n" +
-	"\fdisplay_name\x18\x01 \x01(\tR\vdisplayName\"\xa5\x01\n" +
+	"\fdisplay_name\x18\x01 \x01(\tR\vdisplayName\"\x94\x02\n" +
 	"\x12GuestLoginResponse\x12\x1b\n" +
 	"\tplayer_id\x18\x01 \x01(\tR\bplayerId\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12\x14\n" +
 	"\x05token\x18\x03 \x01(\tR\x05token\x129\n" +
 	"\n" +
-	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt2n\n" +
+	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12#\n" +
+	"\rrefresh_token\x18\x05 \x01(\tR\frefreshToken\x12H\n" +
+	"\x12refresh_expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x10refreshExpiresAt\"<\n" +
+	"\x15RefreshSessionRequest\x12#\n" +
+	"\rrefresh_token\x18\x01 \x01(\tR\frefreshToken\"\x98\x02\n" +
+	"\x16RefreshSessionResponse\x12\x1b\n" +
+	"\tplayer_id\x18\x01 \x01(\tR\bplayerId\x12!\n" +
+	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\x129\n" +
+	"\n" +
+	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12#\n" +
+	"\rrefresh_token\x18\x05 \x01(\tR\frefreshToken\x12H\n" +
+	"\x12refresh_expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x10refreshExpiresAt\";\n" +
+	"\x14RevokeSessionRequest\x12#\n" +
+	"\rrefresh_token\x18\x01 \x01(\tR\frefreshToken\"\x17\n" +
+	"\x15RevokeSessionResponse\"_\n" +
+	"\x15SetDisplayNameRequest\x12#\n" +
+	"\rrefresh_token\x18\x01 \x01(\tR\frefreshToken\x12!\n" +
+	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\"\x98\x02\n" +
+	"\x16SetDisplayNameResponse\x12\x1b\n" +
+	"\tplayer_id\x18\x01 \x01(\tR\bplayerId\x12!\n" +
+	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token\x129\n" +
+	"\n" +
+	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12#\n" +
+	"\rrefresh_token\x18\x05 \x01(\tR\frefreshToken\x12H\n" +
+	"\x12refresh_expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x10refreshExpiresAt2\xb2\x03\n" +
 	"\vAuthService\x12_\n" +
 	"\n" +
-	"GuestLogin\x12'.fourkingdoms.auth.v1.GuestLoginRequest\x1a(.fourkingdoms.auth.v1.GuestLoginResponseB\xe3\x01\n" +
+	"GuestLogin\x12'.fourkingdoms.auth.v1.GuestLoginRequest\x1a(.fourkingdoms.auth.v1.GuestLoginResponse\x12k\n" +
+	"\x0eRefreshSession\x12+.fourkingdoms.auth.v1.RefreshSessionRequest\x1a,.fourkingdoms.auth.v1.RefreshSessionResponse\x12h\n" +
+	"\rRevokeSession\x12*.fourkingdoms.auth.v1.RevokeSessionRequest\x1a+.fourkingdoms.auth.v1.RevokeSessionResponse\x12k\n" +
+	"\x0eSetDisplayName\x12+.fourkingdoms.auth.v1.SetDisplayNameRequest\x1a,.fourkingdoms.auth.v1.SetDisplayNameResponseB\xe3\x01\n" +
 	"\x18com.fourkingdoms.auth.v1B\tAuthProtoP\x01ZJgithub.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1;authv1\xa2\x02\x03FAX\xaa\x02\x14Fourkingdoms.Auth.V1\xca\x02\x14Fourkingdoms\\Auth\\V1\xe2\x02 Fourkingdoms\\Auth\\V1\\GPBMetadata\xea\x02\x16Fourkingdoms::Auth::V1b\x06proto3"
 
 var (
@@ -187,21 +603,38 @@ func file_fourkingdoms_auth_v1_auth_proto_rawDescGZIP() []byte {
 	return file_fourkingdoms_auth_v1_auth_proto_rawDescData
 }
 
-var file_fourkingdoms_auth_v1_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_fourkingdoms_auth_v1_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_fourkingdoms_auth_v1_auth_proto_goTypes = []any{
-	(*GuestLoginRequest)(nil),     // 0: fourkingdoms.auth.v1.GuestLoginRequest
-	(*GuestLoginResponse)(nil),    // 1: fourkingdoms.auth.v1.GuestLoginResponse
-	(*timestamppb.Timestamp)(nil), // 2: google.protobuf.Timestamp
+	(*GuestLoginRequest)(nil),      // 0: fourkingdoms.auth.v1.GuestLoginRequest
+	(*GuestLoginResponse)(nil),     // 1: fourkingdoms.auth.v1.GuestLoginResponse
+	(*RefreshSessionRequest)(nil),  // 2: fourkingdoms.auth.v1.RefreshSessionRequest
+	(*RefreshSessionResponse)(nil), // 3: fourkingdoms.auth.v1.RefreshSessionResponse
+	(*RevokeSessionRequest)(nil),   // 4: fourkingdoms.auth.v1.RevokeSessionRequest
+	(*RevokeSessionResponse)(nil),  // 5: fourkingdoms.auth.v1.RevokeSessionResponse
+	(*SetDisplayNameRequest)(nil),  // 6: fourkingdoms.auth.v1.SetDisplayNameRequest
+	(*SetDisplayNameResponse)(nil), // 7: fourkingdoms.auth.v1.SetDisplayNameResponse
+	(*timestamppb.Timestamp)(nil),  // 8: google.protobuf.Timestamp
 }
 var file_fourkingdoms_auth_v1_auth_proto_depIdxs = []int32{
-	2, // 0: fourkingdoms.auth.v1.GuestLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
-	0, // 1: fourkingdoms.auth.v1.AuthService.GuestLogin:input_type -> fourkingdoms.auth.v1.GuestLoginRequest
-	1, // 2: fourkingdoms.auth.v1.AuthService.GuestLogin:output_type -> fourkingdoms.auth.v1.GuestLoginResponse
-	2, // [2:3] is the sub-list for method output_type
-	1, // [1:2] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	8,  // 0: fourkingdoms.auth.v1.GuestLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 1: fourkingdoms.auth.v1.GuestLoginResponse.refresh_expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 2: fourkingdoms.auth.v1.RefreshSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 3: fourkingdoms.auth.v1.RefreshSessionResponse.refresh_expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 4: fourkingdoms.auth.v1.SetDisplayNameResponse.expires_at:type_name -> google.protobuf.Timestamp
+	8,  // 5: fourkingdoms.auth.v1.SetDisplayNameResponse.refresh_expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 6: fourkingdoms.auth.v1.AuthService.GuestLogin:input_type -> fourkingdoms.auth.v1.GuestLoginRequest
+	2,  // 7: fourkingdoms.auth.v1.AuthService.RefreshSession:input_type -> fourkingdoms.auth.v1.RefreshSessionRequest
+	4,  // 8: fourkingdoms.auth.v1.AuthService.RevokeSession:input_type -> fourkingdoms.auth.v1.RevokeSessionRequest
+	6,  // 9: fourkingdoms.auth.v1.AuthService.SetDisplayName:input_type -> fourkingdoms.auth.v1.SetDisplayNameRequest
+	1,  // 10: fourkingdoms.auth.v1.AuthService.GuestLogin:output_type -> fourkingdoms.auth.v1.GuestLoginResponse
+	3,  // 11: fourkingdoms.auth.v1.AuthService.RefreshSession:output_type -> fourkingdoms.auth.v1.RefreshSessionResponse
+	5,  // 12: fourkingdoms.auth.v1.AuthService.RevokeSession:output_type -> fourkingdoms.auth.v1.RevokeSessionResponse
+	7,  // 13: fourkingdoms.auth.v1.AuthService.SetDisplayName:output_type -> fourkingdoms.auth.v1.SetDisplayNameResponse
+	10, // [10:14] is the sub-list for method output_type
+	6,  // [6:10] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_auth_v1_auth_proto_init() }
@@ -215,7 +648,7 @@ func file_fourkingdoms_auth_v1_auth_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fourkingdoms_auth_v1_auth_proto_rawDesc), len(file_fourkingdoms_auth_v1_auth_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -34,7 +34,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AuthService_GuestLogin_FullMethodName = "/fourkingdoms.auth.v1.AuthService/GuestLogin"
+	AuthService_GuestLogin_FullMethodName     = "/fourkingdoms.auth.v1.AuthService/GuestLogin"
+	AuthService_RefreshSession_FullMethodName = "/fourkingdoms.auth.v1.AuthService/RefreshSession"
+	AuthService_RevokeSession_FullMethodName  = "/fourkingdoms.auth.v1.AuthService/RevokeSession"
+	AuthService_SetDisplayName_FullMethodName = "/fourkingdoms.auth.v1.AuthService/SetDisplayName"
 )
 
 // AuthServiceClient is the client API for AuthService service.
@@ -42,15 +45,53 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // AuthService signs players in.
+//
+// Players with an account at the deployment's OpenID Connect provider
+// need none of these RPCs: every service accepts the provider's access
+// tokens (docs/api.md, "Authentication").
 type AuthServiceClient interface {
 	// GuestLogin creates a new guest player and returns a player token for
-	// it. No authorization metadata is needed. Each call creates a new
-	// player: keep the token to stay the same player.
+	// it, and a refresh token with which RefreshSession gives the same
+	// player new tokens. No authorization metadata is needed. Each call
+	// creates a new player: keep the refresh token to stay the same player.
 	//
 	// Errors: INVALID_ARGUMENT (display name too long or with control
 	// characters), RESOURCE_EXHAUSTED (too many logins from one address),
 	// UNAVAILABLE, INTERNAL.
 	GuestLogin(ctx context.Context, in *GuestLoginRequest, opts ...grpc.CallOption) (*GuestLoginResponse, error)
+	// RefreshSession trades a refresh token for a new player token of the
+	// same player and a new refresh token: the one sent stops working (it
+	// is rotated). Sending a rotated refresh token again revokes the whole
+	// session (every refresh token descended from the same GuestLogin),
+	// since only a copy of a stolen token is used twice. No authorization
+	// metadata is needed: the refresh token is the proof.
+	//
+	// Errors: INVALID_ARGUMENT (empty or malformed refresh_token),
+	// UNAUTHENTICATED (REFRESH_TOKEN_INVALID: unknown, expired or revoked;
+	// REFRESH_TOKEN_REUSED: a rotated token sent again, the session is now
+	// revoked), ABORTED (REFRESH_TOKEN_RACED: another call rotated this
+	// token a moment ago; use the newest token), UNAVAILABLE, INTERNAL.
+	RefreshSession(ctx context.Context, in *RefreshSessionRequest, opts ...grpc.CallOption) (*RefreshSessionResponse, error)
+	// RevokeSession ends the session of a refresh token (signing out): no
+	// refresh token of it works afterwards. Player tokens already issued
+	// stay valid until they expire. Revoking an unknown, expired or revoked
+	// session succeeds. No authorization metadata is needed.
+	//
+	// Errors: INVALID_ARGUMENT (empty or malformed refresh_token),
+	// UNAVAILABLE, INTERNAL.
+	RevokeSession(ctx context.Context, in *RevokeSessionRequest, opts ...grpc.CallOption) (*RevokeSessionResponse, error)
+	// SetDisplayName renames a guest: it works as RefreshSession (the
+	// refresh token is rotated, and the answer's tokens are the ones to
+	// keep) and gives the player the new display name from then on. Tokens
+	// issued before keep the old name until they expire; matches already
+	// created keep the names they were created with. Accounts of an OpenID
+	// Connect provider take their name from the provider's tokens.
+	// No authorization metadata is needed: the refresh token is the proof.
+	//
+	// Errors: INVALID_ARGUMENT (display_name empty, over 32 characters, with
+	// control or invisible characters, or a bot's name: "Bot ..."; or a
+	// malformed refresh_token), and those of RefreshSession.
+	SetDisplayName(ctx context.Context, in *SetDisplayNameRequest, opts ...grpc.CallOption) (*SetDisplayNameResponse, error)
 }
 
 type authServiceClient struct {
@@ -71,20 +112,88 @@ func (c *authServiceClient) GuestLogin(ctx context.Context, in *GuestLoginReques
 	return out, nil
 }
 
+func (c *authServiceClient) RefreshSession(ctx context.Context, in *RefreshSessionRequest, opts ...grpc.CallOption) (*RefreshSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RefreshSessionResponse)
+	err := c.cc.Invoke(ctx, AuthService_RefreshSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *authServiceClient) RevokeSession(ctx context.Context, in *RevokeSessionRequest, opts ...grpc.CallOption) (*RevokeSessionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeSessionResponse)
+	err := c.cc.Invoke(ctx, AuthService_RevokeSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *authServiceClient) SetDisplayName(ctx context.Context, in *SetDisplayNameRequest, opts ...grpc.CallOption) (*SetDisplayNameResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetDisplayNameResponse)
+	err := c.cc.Invoke(ctx, AuthService_SetDisplayName_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AuthServiceServer is the server API for AuthService service.
 // All implementations must embed UnimplementedAuthServiceServer
 // for forward compatibility.
 //
 // AuthService signs players in.
+//
+// Players with an account at the deployment's OpenID Connect provider
+// need none of these RPCs: every service accepts the provider's access
+// tokens (docs/api.md, "Authentication").
 type AuthServiceServer interface {
 	// GuestLogin creates a new guest player and returns a player token for
-	// it. No authorization metadata is needed. Each call creates a new
-	// player: keep the token to stay the same player.
+	// it, and a refresh token with which RefreshSession gives the same
+	// player new tokens. No authorization metadata is needed. Each call
+	// creates a new player: keep the refresh token to stay the same player.
 	//
 	// Errors: INVALID_ARGUMENT (display name too long or with control
 	// characters), RESOURCE_EXHAUSTED (too many logins from one address),
 	// UNAVAILABLE, INTERNAL.
 	GuestLogin(context.Context, *GuestLoginRequest) (*GuestLoginResponse, error)
+	// RefreshSession trades a refresh token for a new player token of the
+	// same player and a new refresh token: the one sent stops working (it
+	// is rotated). Sending a rotated refresh token again revokes the whole
+	// session (every refresh token descended from the same GuestLogin),
+	// since only a copy of a stolen token is used twice. No authorization
+	// metadata is needed: the refresh token is the proof.
+	//
+	// Errors: INVALID_ARGUMENT (empty or malformed refresh_token),
+	// UNAUTHENTICATED (REFRESH_TOKEN_INVALID: unknown, expired or revoked;
+	// REFRESH_TOKEN_REUSED: a rotated token sent again, the session is now
+	// revoked), ABORTED (REFRESH_TOKEN_RACED: another call rotated this
+	// token a moment ago; use the newest token), UNAVAILABLE, INTERNAL.
+	RefreshSession(context.Context, *RefreshSessionRequest) (*RefreshSessionResponse, error)
+	// RevokeSession ends the session of a refresh token (signing out): no
+	// refresh token of it works afterwards. Player tokens already issued
+	// stay valid until they expire. Revoking an unknown, expired or revoked
+	// session succeeds. No authorization metadata is needed.
+	//
+	// Errors: INVALID_ARGUMENT (empty or malformed refresh_token),
+	// UNAVAILABLE, INTERNAL.
+	RevokeSession(context.Context, *RevokeSessionRequest) (*RevokeSessionResponse, error)
+	// SetDisplayName renames a guest: it works as RefreshSession (the
+	// refresh token is rotated, and the answer's tokens are the ones to
+	// keep) and gives the player the new display name from then on. Tokens
+	// issued before keep the old name until they expire; matches already
+	// created keep the names they were created with. Accounts of an OpenID
+	// Connect provider take their name from the provider's tokens.
+	// No authorization metadata is needed: the refresh token is the proof.
+	//
+	// Errors: INVALID_ARGUMENT (display_name empty, over 32 characters, with
+	// control or invisible characters, or a bot's name: "Bot ..."; or a
+	// malformed refresh_token), and those of RefreshSession.
+	SetDisplayName(context.Context, *SetDisplayNameRequest) (*SetDisplayNameResponse, error)
 	mustEmbedUnimplementedAuthServiceServer()
 }
 
@@ -97,6 +206,15 @@ type UnimplementedAuthServiceServer struct{}
 
 func (UnimplementedAuthServiceServer) GuestLogin(context.Context, *GuestLoginRequest) (*GuestLoginResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GuestLogin not implemented")
+}
+func (UnimplementedAuthServiceServer) RefreshSession(context.Context, *RefreshSessionRequest) (*RefreshSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RefreshSession not implemented")
+}
+func (UnimplementedAuthServiceServer) RevokeSession(context.Context, *RevokeSessionRequest) (*RevokeSessionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeSession not implemented")
+}
+func (UnimplementedAuthServiceServer) SetDisplayName(context.Context, *SetDisplayNameRequest) (*SetDisplayNameResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetDisplayName not implemented")
 }
 func (UnimplementedAuthServiceServer) mustEmbedUnimplementedAuthServiceServer() {}
 func (UnimplementedAuthServiceServer) testEmbeddedByValue()                     {}
@@ -137,6 +255,60 @@ func _AuthService_GuestLogin_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AuthService_RefreshSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RefreshSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AuthServiceServer).RefreshSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AuthService_RefreshSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AuthServiceServer).RefreshSession(ctx, req.(*RefreshSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AuthService_RevokeSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeSessionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AuthServiceServer).RevokeSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AuthService_RevokeSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AuthServiceServer).RevokeSession(ctx, req.(*RevokeSessionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AuthService_SetDisplayName_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetDisplayNameRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AuthServiceServer).SetDisplayName(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AuthService_SetDisplayName_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AuthServiceServer).SetDisplayName(ctx, req.(*SetDisplayNameRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AuthService_ServiceDesc is the grpc.ServiceDesc for AuthService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -147,6 +319,18 @@ var AuthService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GuestLogin",
 			Handler:    _AuthService_GuestLogin_Handler,
+		},
+		{
+			MethodName: "RefreshSession",
+			Handler:    _AuthService_RefreshSession_Handler,
+		},
+		{
+			MethodName: "RevokeSession",
+			Handler:    _AuthService_RevokeSession_Handler,
+		},
+		{
+			MethodName: "SetDisplayName",
+			Handler:    _AuthService_SetDisplayName_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -27,7 +27,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fourkingdoms/auth/v1/auth.proto.
  */
 export const file_fourkingdoms_auth_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("Ch9mb3Vya2luZ2RvbXMvYXV0aC92MS9hdXRoLnByb3RvEhRmb3Vya2luZ2RvbXMuYXV0aC52MSIpChFHdWVzdExvZ2luUmVxdWVzdBIUCgxkaXNwbGF5X25hbWUYASABKAkifAoSR3Vlc3RMb2dpblJlc3BvbnNlEhEKCXBsYXllcl9pZBgBIAEoCRIUCgxkaXNwbGF5X25hbWUYAiABKAkSDQoFdG9rZW4YAyABKAkSLgoKZXhwaXJlc19hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAybgoLQXV0aFNlcnZpY2USXwoKR3Vlc3RMb2dpbhInLmZvdXJraW5nZG9tcy5hdXRoLnYxLkd1ZXN0TG9naW5SZXF1ZXN0GiguZm91cmtpbmdkb21zLmF1dGgudjEuR3Vlc3RMb2dpblJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("Ch9mb3Vya2luZ2RvbXMvYXV0aC92MS9hdXRoLnByb3RvEhRmb3Vya2luZ2RvbXMuYXV0aC52MSIpChFHdWVzdExvZ2luUmVxdWVzdBIUCgxkaXNwbGF5X25hbWUYASABKAkiywEKEkd1ZXN0TG9naW5SZXNwb25zZRIRCglwbGF5ZXJfaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEg0KBXRva2VuGAMgASgJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXJlZnJlc2hfdG9rZW4YBSABKAkSNgoScmVmcmVzaF9leHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIuChVSZWZyZXNoU2Vzc2lvblJlcXVlc3QSFQoNcmVmcmVzaF90b2tlbhgBIAEoCSLPAQoWUmVmcmVzaFNlc3Npb25SZXNwb25zZRIRCglwbGF5ZXJfaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEg0KBXRva2VuGAMgASgJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXJlZnJlc2hfdG9rZW4YBSABKAkSNgoScmVmcmVzaF9leHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCItChRSZXZva2VTZXNzaW9uUmVxdWVzdBIVCg1yZWZyZXNoX3Rva2VuGAEgASgJIhcKFVJldm9rZVNlc3Npb25SZXNwb25zZSJEChVTZXREaXNwbGF5TmFtZVJlcXVlc3QSFQoNcmVmcmVzaF90b2tlbhgBIAEoCRIUCgxkaXNwbGF5X25hbWUYAiABKAkizwEKFlNldERpc3BsYXlOYW1lUmVzcG9uc2USEQoJcGxheWVyX2lkGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRINCgV0b2tlbhgDIAEoCRIuCgpleHBpcmVzX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZWZyZXNoX3Rva2VuGAUgASgJEjYKEnJlZnJlc2hfZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAysgMKC0F1dGhTZXJ2aWNlEl8KCkd1ZXN0TG9naW4SJy5mb3Vya2luZ2RvbXMuYXV0aC52MS5HdWVzdExvZ2luUmVxdWVzdBooLmZvdXJraW5nZG9tcy5hdXRoLnYxLkd1ZXN0TG9naW5SZXNwb25zZRJrCg5SZWZyZXNoU2Vzc2lvbhIrLmZvdXJraW5nZG9tcy5hdXRoLnYxLlJlZnJlc2hTZXNzaW9uUmVxdWVzdBosLmZvdXJraW5nZG9tcy5hdXRoLnYxLlJlZnJlc2hTZXNzaW9uUmVzcG9uc2USaAoNUmV2b2tlU2Vzc2lvbhIqLmZvdXJraW5nZG9tcy5hdXRoLnYxLlJldm9rZVNlc3Npb25SZXF1ZXN0GisuZm91cmtpbmdkb21zLmF1dGgudjEuUmV2b2tlU2Vzc2lvblJlc3BvbnNlEmsKDlNldERpc3BsYXlOYW1lEisuZm91cmtpbmdkb21zLmF1dGgudjEuU2V0RGlzcGxheU5hbWVSZXF1ZXN0GiwuZm91cmtpbmdkb21zLmF1dGgudjEuU2V0RGlzcGxheU5hbWVSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * GuestLoginRequest asks for a guest identity.
@@ -79,11 +79,27 @@ export type GuestLoginResponse = Message<"fourkingdoms.auth.v1.GuestLoginRespons
   token: string;
 
   /**
-   * When the token expires; sign in again after that.
+   * When the token expires; call RefreshSession before or after that.
    *
    * @generated from field: google.protobuf.Timestamp expires_at = 4;
    */
   expiresAt?: Timestamp | undefined;
+
+  /**
+   * The refresh token: an opaque secret for RefreshSession. Keep it
+   * private (a file readable only by the player, the browser's storage).
+   *
+   * @generated from field: string refresh_token = 5;
+   */
+  refreshToken: string;
+
+  /**
+   * When the refresh token expires if it is not used; each
+   * RefreshSession gives a new one with a new expiry.
+   *
+   * @generated from field: google.protobuf.Timestamp refresh_expires_at = 6;
+   */
+  refreshExpiresAt?: Timestamp | undefined;
 };
 
 /**
@@ -94,15 +110,218 @@ export const GuestLoginResponseSchema: GenMessage<GuestLoginResponse> = /*@__PUR
   messageDesc(file_fourkingdoms_auth_v1_auth, 1);
 
 /**
+ * RefreshSessionRequest carries the refresh token to trade.
+ *
+ * @generated from message fourkingdoms.auth.v1.RefreshSessionRequest
+ */
+export type RefreshSessionRequest = Message<"fourkingdoms.auth.v1.RefreshSessionRequest"> & {
+  /**
+   * The refresh token of GuestLogin or of the last RefreshSession.
+   *
+   * @generated from field: string refresh_token = 1;
+   */
+  refreshToken: string;
+};
+
+/**
+ * Describes the message fourkingdoms.auth.v1.RefreshSessionRequest.
+ * Use `create(RefreshSessionRequestSchema)` to create a new message.
+ */
+export const RefreshSessionRequestSchema: GenMessage<RefreshSessionRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_auth_v1_auth, 2);
+
+/**
+ * RefreshSessionResponse is the session's new tokens.
+ *
+ * @generated from message fourkingdoms.auth.v1.RefreshSessionResponse
+ */
+export type RefreshSessionResponse = Message<"fourkingdoms.auth.v1.RefreshSessionResponse"> & {
+  /**
+   * The player (the same as at GuestLogin).
+   *
+   * @generated from field: string player_id = 1;
+   */
+  playerId: string;
+
+  /**
+   * The display name in use.
+   *
+   * @generated from field: string display_name = 2;
+   */
+  displayName: string;
+
+  /**
+   * The new player token.
+   *
+   * @generated from field: string token = 3;
+   */
+  token: string;
+
+  /**
+   * When the player token expires.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 4;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * The new refresh token; the one sent no longer works.
+   *
+   * @generated from field: string refresh_token = 5;
+   */
+  refreshToken: string;
+
+  /**
+   * When the new refresh token expires if it is not used.
+   *
+   * @generated from field: google.protobuf.Timestamp refresh_expires_at = 6;
+   */
+  refreshExpiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.auth.v1.RefreshSessionResponse.
+ * Use `create(RefreshSessionResponseSchema)` to create a new message.
+ */
+export const RefreshSessionResponseSchema: GenMessage<RefreshSessionResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_auth_v1_auth, 3);
+
+/**
+ * RevokeSessionRequest names the session to end by one of its tokens.
+ *
+ * @generated from message fourkingdoms.auth.v1.RevokeSessionRequest
+ */
+export type RevokeSessionRequest = Message<"fourkingdoms.auth.v1.RevokeSessionRequest"> & {
+  /**
+   * The session's current refresh token.
+   *
+   * @generated from field: string refresh_token = 1;
+   */
+  refreshToken: string;
+};
+
+/**
+ * Describes the message fourkingdoms.auth.v1.RevokeSessionRequest.
+ * Use `create(RevokeSessionRequestSchema)` to create a new message.
+ */
+export const RevokeSessionRequestSchema: GenMessage<RevokeSessionRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_auth_v1_auth, 4);
+
+/**
+ * RevokeSessionResponse is empty.
+ *
+ * @generated from message fourkingdoms.auth.v1.RevokeSessionResponse
+ */
+export type RevokeSessionResponse = Message<"fourkingdoms.auth.v1.RevokeSessionResponse"> & {
+};
+
+/**
+ * Describes the message fourkingdoms.auth.v1.RevokeSessionResponse.
+ * Use `create(RevokeSessionResponseSchema)` to create a new message.
+ */
+export const RevokeSessionResponseSchema: GenMessage<RevokeSessionResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_auth_v1_auth, 5);
+
+/**
+ * SetDisplayNameRequest names the session and its new name.
+ *
+ * @generated from message fourkingdoms.auth.v1.SetDisplayNameRequest
+ */
+export type SetDisplayNameRequest = Message<"fourkingdoms.auth.v1.SetDisplayNameRequest"> & {
+  /**
+   * The session's current refresh token.
+   *
+   * @generated from field: string refresh_token = 1;
+   */
+  refreshToken: string;
+
+  /**
+   * The new display name, 1 to 32 characters (surrounding spaces are
+   * trimmed).
+   *
+   * @generated from field: string display_name = 2;
+   */
+  displayName: string;
+};
+
+/**
+ * Describes the message fourkingdoms.auth.v1.SetDisplayNameRequest.
+ * Use `create(SetDisplayNameRequestSchema)` to create a new message.
+ */
+export const SetDisplayNameRequestSchema: GenMessage<SetDisplayNameRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_auth_v1_auth, 6);
+
+/**
+ * SetDisplayNameResponse is the renamed session's new tokens.
+ *
+ * @generated from message fourkingdoms.auth.v1.SetDisplayNameResponse
+ */
+export type SetDisplayNameResponse = Message<"fourkingdoms.auth.v1.SetDisplayNameResponse"> & {
+  /**
+   * The player (unchanged).
+   *
+   * @generated from field: string player_id = 1;
+   */
+  playerId: string;
+
+  /**
+   * The display name now in use.
+   *
+   * @generated from field: string display_name = 2;
+   */
+  displayName: string;
+
+  /**
+   * A new player token carrying the new name.
+   *
+   * @generated from field: string token = 3;
+   */
+  token: string;
+
+  /**
+   * When the player token expires.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 4;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * The new refresh token; the one sent no longer works.
+   *
+   * @generated from field: string refresh_token = 5;
+   */
+  refreshToken: string;
+
+  /**
+   * When the new refresh token expires if it is not used.
+   *
+   * @generated from field: google.protobuf.Timestamp refresh_expires_at = 6;
+   */
+  refreshExpiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.auth.v1.SetDisplayNameResponse.
+ * Use `create(SetDisplayNameResponseSchema)` to create a new message.
+ */
+export const SetDisplayNameResponseSchema: GenMessage<SetDisplayNameResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_auth_v1_auth, 7);
+
+/**
  * AuthService signs players in.
+ *
+ * Players with an account at the deployment's OpenID Connect provider
+ * need none of these RPCs: every service accepts the provider's access
+ * tokens (docs/api.md, "Authentication").
  *
  * @generated from service fourkingdoms.auth.v1.AuthService
  */
 export const AuthService: GenService<{
   /**
    * GuestLogin creates a new guest player and returns a player token for
-   * it. No authorization metadata is needed. Each call creates a new
-   * player: keep the token to stay the same player.
+   * it, and a refresh token with which RefreshSession gives the same
+   * player new tokens. No authorization metadata is needed. Each call
+   * creates a new player: keep the refresh token to stay the same player.
    *
    * Errors: INVALID_ARGUMENT (display name too long or with control
    * characters), RESOURCE_EXHAUSTED (too many logins from one address),
@@ -114,6 +333,63 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof GuestLoginRequestSchema;
     output: typeof GuestLoginResponseSchema;
+  },
+  /**
+   * RefreshSession trades a refresh token for a new player token of the
+   * same player and a new refresh token: the one sent stops working (it
+   * is rotated). Sending a rotated refresh token again revokes the whole
+   * session (every refresh token descended from the same GuestLogin),
+   * since only a copy of a stolen token is used twice. No authorization
+   * metadata is needed: the refresh token is the proof.
+   *
+   * Errors: INVALID_ARGUMENT (empty or malformed refresh_token),
+   * UNAUTHENTICATED (REFRESH_TOKEN_INVALID: unknown, expired or revoked;
+   * REFRESH_TOKEN_REUSED: a rotated token sent again, the session is now
+   * revoked), ABORTED (REFRESH_TOKEN_RACED: another call rotated this
+   * token a moment ago; use the newest token), UNAVAILABLE, INTERNAL.
+   *
+   * @generated from rpc fourkingdoms.auth.v1.AuthService.RefreshSession
+   */
+  refreshSession: {
+    methodKind: "unary";
+    input: typeof RefreshSessionRequestSchema;
+    output: typeof RefreshSessionResponseSchema;
+  },
+  /**
+   * RevokeSession ends the session of a refresh token (signing out): no
+   * refresh token of it works afterwards. Player tokens already issued
+   * stay valid until they expire. Revoking an unknown, expired or revoked
+   * session succeeds. No authorization metadata is needed.
+   *
+   * Errors: INVALID_ARGUMENT (empty or malformed refresh_token),
+   * UNAVAILABLE, INTERNAL.
+   *
+   * @generated from rpc fourkingdoms.auth.v1.AuthService.RevokeSession
+   */
+  revokeSession: {
+    methodKind: "unary";
+    input: typeof RevokeSessionRequestSchema;
+    output: typeof RevokeSessionResponseSchema;
+  },
+  /**
+   * SetDisplayName renames a guest: it works as RefreshSession (the
+   * refresh token is rotated, and the answer's tokens are the ones to
+   * keep) and gives the player the new display name from then on. Tokens
+   * issued before keep the old name until they expire; matches already
+   * created keep the names they were created with. Accounts of an OpenID
+   * Connect provider take their name from the provider's tokens.
+   * No authorization metadata is needed: the refresh token is the proof.
+   *
+   * Errors: INVALID_ARGUMENT (display_name empty, over 32 characters, with
+   * control or invisible characters, or a bot's name: "Bot ..."; or a
+   * malformed refresh_token), and those of RefreshSession.
+   *
+   * @generated from rpc fourkingdoms.auth.v1.AuthService.SetDisplayName
+   */
+  setDisplayName: {
+    methodKind: "unary";
+    input: typeof SetDisplayNameRequestSchema;
+    output: typeof SetDisplayNameResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_fourkingdoms_auth_v1_auth, 0);

@@ -1,0 +1,221 @@
+// Package sessions keeps the refresh tokens with which guests come back
+// as the same player (AuthService.RefreshSession), in Redis (standalone or
+// cluster).
+//
+// # Refresh tokens
+//
+// A refresh token is "fks1.<session id>.<secret>": the version, 128 random
+// bits naming the session (26 base32 characters) and 256 random bits of
+// secret (43 base64url characters). Redis holds only the SHA-256 of the
+// secret, so a copy of the data cannot be used to sign in. The session id
+// is not secret; it only finds the record.
+//
+// # Keys
+//
+// The two keys of a session share the hash tag of its id:
+//
+//	mm:session:{<id>}       hash  player p, display name n, current secret
+//	                              hash h, previous hash ph, rotated at pt (ms)
+//	mm:session:{<id>}:used  list  hashes of rotated secrets, newest first,
+//	                              at most Settings.KeepRotated
+//
+// Both expire Settings.TTL after the session's last rotation: a guest who
+// comes back within the TTL keeps the player, one who does not loses it.
+//
+// # Rotation and reuse
+//
+// Every refresh replaces the secret (rotation), so a token works once. A
+// rotated secret presented again means two parties hold copies of one
+// token (a stolen copy, or a restored backup); the session cannot tell
+// which is the player, so it is deleted ("revokes the family", as OAuth
+// 2.0 Security BCP section 4.14 recommends) and both must start again. One
+// exception avoids punishing an honest race (two browser tabs refreshing
+// at once): the secret rotated last, presented again within
+// Settings.RaceGrace of its rotation, gets [ErrRaced] and changes nothing.
+package sessions
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors of the store, distinguishable with errors.Is.
+var (
+	// ErrMalformed: the token is not one this package issues.
+	ErrMalformed = errors.New("malformed refresh token")
+	// ErrInvalid: the session is unknown, expired or revoked, or the
+	// secret is not one of it.
+	ErrInvalid = errors.New("refresh token unknown, expired or revoked")
+	// ErrReused: a rotated token was presented again; the session is
+	// revoked.
+	ErrReused = errors.New("refresh token already used: the session is revoked")
+	// ErrRaced: the token was rotated a moment ago by another request.
+	ErrRaced = errors.New("refresh token rotated a moment ago by another request")
+)
+
+// Settings are the store's tunables.
+type Settings struct {
+	// TTL is how long a session lives after its last use.
+	TTL time.Duration
+	// RaceGrace is how long after a rotation the rotated token gets
+	// ErrRaced instead of revoking the session.
+	RaceGrace time.Duration
+	// KeepRotated is how many rotated hashes are remembered for reuse
+	// detection; an older one presented again is merely invalid.
+	KeepRotated int
+}
+
+// DefaultSettings returns 90 days, 10 seconds and 100 rotations (a
+// daily player's 100 days, beyond the TTL).
+func DefaultSettings() Settings {
+	return Settings{TTL: 90 * 24 * time.Hour, RaceGrace: 10 * time.Second, KeepRotated: 100}
+}
+
+// Session is the player behind a refresh token.
+type Session struct {
+	PlayerID    string
+	DisplayName string
+}
+
+// Store keeps sessions in Redis.
+type Store struct {
+	rdb    redis.UniversalClient
+	prefix string
+	set    Settings
+}
+
+// New returns a store whose keys start with prefix.
+func New(rdb redis.UniversalClient, prefix string, set Settings) *Store {
+	return &Store{rdb: rdb, prefix: prefix, set: set}
+}
+
+const tokenVersion = "fks1"
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// token is a parsed refresh token.
+type token struct{ id, secret string }
+
+func (t token) String() string { return tokenVersion + "." + t.id + "." + t.secret }
+
+func newToken(id string) token {
+	if id == "" {
+		var b [16]byte
+		rand.Read(b[:]) // never fails (crypto/rand documents it)
+		id = strings.ToLower(idEncoding.EncodeToString(b[:]))
+	}
+	var s [32]byte
+	rand.Read(s[:])
+	return token{id: id, secret: base64.RawURLEncoding.EncodeToString(s[:])}
+}
+
+const (
+	idLen     = 26 // base32 of 16 bytes
+	secretLen = 43 // base64url of 32 bytes
+)
+
+// parseToken checks the form of a token before any Redis call, so that
+// garbage never reaches a key name.
+func parseToken(s string) (token, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 || parts[0] != tokenVersion {
+		return token{}, fmt.Errorf("%w: want %s.<id>.<secret>", ErrMalformed, tokenVersion)
+	}
+	t := token{id: parts[1], secret: parts[2]}
+	if len(t.id) != idLen || len(t.secret) != secretLen {
+		return token{}, fmt.Errorf("%w: wrong length", ErrMalformed)
+	}
+	if _, err := idEncoding.DecodeString(strings.ToUpper(t.id)); err != nil || strings.ToLower(t.id) != t.id {
+		return token{}, fmt.Errorf("%w: bad session id", ErrMalformed)
+	}
+	if _, err := base64.RawURLEncoding.DecodeString(t.secret); err != nil {
+		return token{}, fmt.Errorf("%w: bad secret", ErrMalformed)
+	}
+	return t, nil
+}
+
+func (t token) hash() string {
+	h := sha256.Sum256([]byte(t.secret))
+	return hex.EncodeToString(h[:])
+}
+
+func (s *Store) keys(id string) (session, used string) {
+	session = s.prefix + "mm:session:{" + id + "}"
+	return session, session + ":used"
+}
+
+// Create starts a session for sess at now and returns its first refresh
+// token and when it expires unless used.
+func (s *Store) Create(ctx context.Context, sess Session, now time.Time) (string, time.Time, error) {
+	t := newToken("")
+	session, _ := s.keys(t.id)
+	k, a := createArgs(session, sess.PlayerID, sess.DisplayName, t.hash(), s.set.TTL.Milliseconds())
+	if err := createScript.Run(ctx, s.rdb, k, a...).Err(); err != nil {
+		return "", time.Time{}, fmt.Errorf("create session: %w", err)
+	}
+	return t.String(), now.Add(s.set.TTL), nil
+}
+
+// Rotate trades refresh for its successor at now: it returns the session,
+// the new token and its expiry. A non-empty rename becomes the player's
+// display name in the same step. Errors wrap ErrMalformed, ErrInvalid,
+// ErrReused, ErrRaced or a Redis error.
+func (s *Store) Rotate(ctx context.Context, refresh string, now time.Time, rename string) (Session, string, time.Time, error) {
+	t, err := parseToken(refresh)
+	if err != nil {
+		return Session{}, "", time.Time{}, err
+	}
+	next := newToken(t.id)
+	session, used := s.keys(t.id)
+	k, a := rotateArgs(session, used, t.hash(), next.hash(), now.UnixMilli(), s.set.TTL.Milliseconds(), s.set.RaceGrace.Milliseconds(), s.set.KeepRotated, rename)
+	reply, err := rotateScript.Run(ctx, s.rdb, k, a...).StringSlice()
+	if err != nil {
+		return Session{}, "", time.Time{}, fmt.Errorf("rotate session: %w", err)
+	}
+	switch {
+	case len(reply) == 3 && reply[0] == "ok":
+		return Session{PlayerID: reply[1], DisplayName: reply[2]}, next.String(), now.Add(s.set.TTL), nil
+	case len(reply) == 1 && reply[0] == "raced":
+		return Session{}, "", time.Time{}, ErrRaced
+	case len(reply) == 1 && reply[0] == "reused":
+		return Session{}, "", time.Time{}, ErrReused
+	case len(reply) == 1 && reply[0] == "invalid":
+		return Session{}, "", time.Time{}, ErrInvalid
+	}
+	return Session{}, "", time.Time{}, fmt.Errorf("rotate session: unexpected reply %q", reply)
+}
+
+// Revoke ends the session of refresh, if refresh is its current or a
+// rotated token; anything else is a no-op. It reports whether a session
+// ended. Errors wrap ErrMalformed or a Redis error.
+func (s *Store) Revoke(ctx context.Context, refresh string) (bool, error) {
+	t, err := parseToken(refresh)
+	if err != nil {
+		return false, err
+	}
+	session, used := s.keys(t.id)
+	k, a := revokeArgs(session, used, t.hash())
+	n, err := revokeScript.Run(ctx, s.rdb, k, a...).Int()
+	if err != nil {
+		return false, fmt.Errorf("revoke session: %w", err)
+	}
+	return n == 1, nil
+}
+
+// Validate reports whether refresh has the form of a refresh token this
+// package issues (an error wrapping ErrMalformed if not), without asking
+// Redis whether its session exists.
+func Validate(refresh string) error {
+	_, err := parseToken(refresh)
+	return err
+}
