@@ -2,6 +2,7 @@ package match
 
 import (
 	"testing"
+	"time"
 )
 
 func FuzzRecordUnmarshal(f *testing.F) {
@@ -10,6 +11,9 @@ func FuzzRecordUnmarshal(f *testing.F) {
 	withQueues := record{Status: StatusActive, LastMove: []byte{1, 2}}
 	withQueues.Premoves[1] = Premoves{Moves: []string{"m4-l4"}, Change: PremoveSet, Version: 9}
 	f.Add(withQueues.marshal())
+	withLag := withQueues
+	withLag.Clocks.LagTracked[2], withLag.Clocks.LagQuota[2] = true, 1800*time.Millisecond
+	f.Add(withLag.marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r record
 		if err := r.unmarshal(b); err != nil {
