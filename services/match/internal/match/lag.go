@@ -14,34 +14,14 @@ import (
 // what was given, up to a cap. A client lying about its think time can thus
 // win at most the quota on one move and the gain per move on average, never
 // more, and only on its own clock.
+// lagQuotaStart and lagQuotaMax are a seat's first and largest quota, in
+// per-move gains (timecontrol.TimeControl.LagGain).
 const (
-	// lagQuotaStart and lagQuotaMax are a seat's first and largest quota,
-	// in per-move gains (Lichess: 3 and 7).
-	lagQuotaStart = 3
-	lagQuotaMax   = 7
-	// lagEstimateMoves is how many moves a game is assumed to last when
-	// the time control's length is estimated (Lichess: initial + 40
-	// increments).
-	lagEstimateMoves = 40
+	lagQuotaStart = timecontrol.LagQuotaStart
+	lagQuotaMax   = timecontrol.LagQuotaMax
 )
 
-// lagGain is the quota a seat gains per move under tc. As in Lichess it
-// scales with the estimated game length E = initial + 40 × (increment or
-// delay): 0.35 s when E ≤ 15 s, 1 s when E ≥ 180 s, else 0.4 s + E/300
-// (1+0: 0.6 s, 3+0: 1 s). Short controls get less, since the same lag
-// given back is a larger share of the clock there. A delay counts like an
-// increment: it is time a move may take for free.
-func lagGain(tc timecontrol.TimeControl) time.Duration {
-	est := tc.Initial + lagEstimateMoves*(tc.Increment+tc.Delay)
-	switch {
-	case est >= 180*time.Second:
-		return time.Second
-	case est <= 15*time.Second:
-		return 350 * time.Millisecond
-	default:
-		return (400*time.Millisecond + est/300).Truncate(time.Millisecond)
-	}
-}
+func lagGain(tc timecontrol.TimeControl) time.Duration { return tc.LagGain() }
 
 // lagStep records a move of seat s whose measured lag is lag (negative
 // counts as none) and returns the compensation given: min(lag, quota),
