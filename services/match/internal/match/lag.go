@@ -8,12 +8,13 @@ import (
 )
 
 // Lag compensation follows Lichess's quota model (scalachess LagTracker,
-// docs/match.md "Clocks and deadlines"): a move's lag is the server's
+// docs/match.md "Lag compensation"): a move's lag is the server's
 // measured turn time less the think time the client claims; the seat gets
 // back min(lag, quota), and its quota then grows by a per-move gain less
 // what was given, up to a cap. A client lying about its think time can thus
 // win at most the quota on one move and the gain per move on average, never
 // more, and only on its own clock.
+
 // lagQuotaStart and lagQuotaMax are a seat's first and largest quota, in
 // per-move gains (timecontrol.TimeControl.LagGain).
 const (
