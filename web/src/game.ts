@@ -61,6 +61,9 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
   let viewSeat = 0;
   let notice = "";
   let sending = false;
+  // The ply at which the player last got the turn, and when (performance.now()).
+  let turnPly = -1;
+  let turnSeenAt = 0;
   const ratings = new Map<string, number>();
   let ratingsAsked = false;
   let summaryAsked = false;
@@ -106,6 +109,11 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
   const follower = new Follower(api, matchId, (nv) => {
     v = nv;
     if (!mySeat && !spectator) mySeat = v.match.seats.find((x) => x.player?.playerId === me)?.seat ?? 0;
+    if (mySeat && v.match.toMove === mySeat && v.match.ply !== turnPly) {
+      // The update that gave us the turn: the think time starts now.
+      turnPly = v.match.ply;
+      turnSeenAt = performance.now();
+    }
     if (!viewSeat) viewSeat = mySeat || 1;
     const ev = v.lastEvent;
     if (ev?.event.case === "moveApplied" && ev.event.value.effects && ev.event.value.effects.pointsGained > 0) {
@@ -342,6 +350,7 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
           render();
         },
         backoff: bo,
+        turnSeenAt: turnPly === v.match.ply ? turnSeenAt : undefined,
       }, matchId, text, v.match.ply);
       if (!out.ok) {
         debug(`move ${text} failed: ${String(out.error)}`);

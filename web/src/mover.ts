@@ -6,6 +6,7 @@
 import { Code, ConnectError, type CallOptions } from "@connectrpc/connect";
 import type { MakeMoveResponse, MakeMoveRequestSchema } from "./gen/fourkingdoms/match/v1/match_pb";
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { reason, retryable } from "./errors";
 import { Backoff } from "./backoff";
 
@@ -19,6 +20,13 @@ export interface MoveSender {
   backoff?: Backoff;
   /** Give up retrying after this long (ms); default 90 s. */
   patienceMs?: number;
+  /**
+   * turnSeenAt is when (performance.now()) the update that gave the
+   * player the turn arrived: the time from it to the first send is claimed
+   * as the player's think time (client_think_time), so that the server
+   * gives the network lag back (docs/match.md "Lag compensation").
+   */
+  turnSeenAt?: number;
 }
 
 /** The outcome of sendMove. */
@@ -40,6 +48,10 @@ export function newMoveId(): string {
  */
 export async function sendMove(s: MoveSender, matchId: string, move: string, ply: number, id = newMoveId()): Promise<MoveOutcome> {
   const req: MessageInitShape<typeof MakeMoveRequestSchema> = { matchId, move, clientMoveId: id, expectedPly: ply };
+  if (s.turnSeenAt !== undefined) {
+    // Retries claim the same: their extra wait was the network's.
+    req.clientThinkTime = durationFromMs(Math.max(0, Math.round(performance.now() - s.turnSeenAt)));
+  }
   const bo = s.backoff ?? new Backoff();
   const started = performance.now();
   const patience = s.patienceMs ?? 90_000;

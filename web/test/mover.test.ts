@@ -69,3 +69,38 @@ test("retrying stops when the move is no longer wanted", async () => {
   assert.equal(out.ok, false);
   assert.equal(log.length, 3);
 });
+
+test("a move claims the time since its turn was seen as think time, the same on every attempt", async () => {
+  const claims: Array<bigint | undefined> = [];
+  const answers: Array<Error | "ok"> = [new ConnectError("x", Code.Unavailable), "ok"];
+  let i = 0;
+  const s: MoveSender = {
+    async makeMove(req) {
+      claims.push(req.clientThinkTime?.seconds);
+      const a = answers[i++]!;
+      if (a === "ok") return create(MakeMoveResponseSchema, { version: 9n });
+      throw a;
+    },
+    stillWanted: () => true,
+    backoff: new NoWait(),
+    turnSeenAt: performance.now() - 2500,
+  };
+  const out = await sendMove(s, "m", "h2-h4", 3);
+  assert.equal(out.ok, true);
+  assert.equal(claims.length, 2);
+  assert.ok(claims[0] !== undefined && claims[0] >= 2n, `claimed ${claims[0]} s`);
+  assert.equal(claims[1], claims[0]);
+});
+
+test("a move without a known turn start claims no think time", async () => {
+  let claimed = true;
+  const s: MoveSender = {
+    async makeMove(req) {
+      claimed = req.clientThinkTime !== undefined;
+      return create(MakeMoveResponseSchema, { version: 9n });
+    },
+    stillWanted: () => true,
+  };
+  await sendMove(s, "m", "h2-h4", 3);
+  assert.equal(claimed, false);
+});

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
@@ -49,7 +51,10 @@ func (c *Client) PlayAuto(ctx context.Context, id string, seat gamev1.Seat, choo
 		if m.GetToMove() != seat || !SeatLive(m, seat) || int64(m.GetPly()) == actedAt {
 			return nil
 		}
-		played, err := c.Turn(ctx, id, choose)
+		// The player's think time runs from this update, which gave the
+		// turn, to the move's send; the rest of the server's measure is
+		// network lag it compensates (docs/match.md "Lag compensation").
+		played, err := c.TurnSince(ctx, id, choose, time.Now())
 		if err != nil {
 			return err
 		}
@@ -66,6 +71,14 @@ func (c *Client) PlayAuto(ctx context.Context, id string, seat gamev1.Seat, choo
 // errors; unavailable servers are retried with the same client move id,
 // so a move is never applied twice.
 func (c *Client) Turn(ctx context.Context, id string, choose Chooser) (bool, error) {
+	return c.TurnSince(ctx, id, choose, time.Time{})
+}
+
+// TurnSince is Turn for a turn the caller saw begin at seen: the move
+// claims the time from seen to its first send as the player's think time
+// (MakeMoveRequest.client_think_time), so that the server gives back the
+// network lag. A zero seen claims nothing.
+func (c *Client) TurnSince(ctx context.Context, id string, choose Chooser, seen time.Time) (bool, error) {
 	var bo backoff
 	for attempt := 0; ; attempt++ {
 		resp, err := c.Match.GetMatch(ctx, &matchv1.GetMatchRequest{MatchId: id})
@@ -91,6 +104,10 @@ func (c *Client) Turn(ctx context.Context, id string, choose Chooser) (bool, err
 		}
 		ply := m.GetPly()
 		req := &matchv1.MakeMoveRequest{MatchId: id, Move: move, ExpectedPly: &ply, ClientMoveId: "ply-" + strconv.FormatUint(uint64(ply), 10)}
+		if !seen.IsZero() {
+			// Retries claim the same: their extra wait was the network's.
+			req.ClientThinkTime = durationpb.New(max(time.Since(seen), 0))
+		}
 		for {
 			_, err = c.Match.MakeMove(ctx, req)
 			if err == nil || !retryable(err) || status.Code(err) == codes.Aborted || attempt >= 8 {

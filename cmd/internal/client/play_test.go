@@ -80,3 +80,73 @@ func TestTurnResign(t *testing.T) {
 		})
 	}
 }
+
+// fakeMove offers a move and records MakeMove requests, failing the first
+// with UNAVAILABLE.
+type fakeMove struct {
+	matchv1.UnimplementedMatchServiceServer
+	mu   sync.Mutex
+	reqs []*matchv1.MakeMoveRequest
+}
+
+func (f *fakeMove) GetMatch(context.Context, *matchv1.GetMatchRequest) (*matchv1.GetMatchResponse, error) {
+	return &matchv1.GetMatchResponse{Match: &matchv1.Match{MatchId: "m1", LegalMoves: []string{"d2-d3"}}}, nil
+}
+
+func (f *fakeMove) MakeMove(_ context.Context, r *matchv1.MakeMoveRequest) (*matchv1.MakeMoveResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reqs = append(f.reqs, r)
+	if len(f.reqs) == 1 {
+		return nil, status.Error(codes.Unavailable, "down")
+	}
+	return &matchv1.MakeMoveResponse{}, nil
+}
+
+// TestTurnSinceClaimsThinkTime: a move claims the time since the turn was
+// seen as its think time, the same on a retry; Turn claims none.
+func TestTurnSinceClaimsThinkTime(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ago      time.Duration // 0: Turn
+		wantSome bool
+	}{{"turn seen a second ago", time.Second, true}, {"no turn start known", 0, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := &fakeMove{}
+			lis := bufconn.Listen(1 << 20)
+			srv := grpc.NewServer()
+			matchv1.RegisterMatchServiceServer(srv, fake)
+			go srv.Serve(lis)
+			defer srv.Stop()
+			cc, err := grpc.NewClient("passthrough:///fake", grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cc.Close()
+			c := &Client{Match: matchv1.NewMatchServiceClient(cc)}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			choose := func(context.Context, *matchv1.Match) (string, error) { return "d2-d3", nil }
+			var acted bool
+			if tc.ago == 0 {
+				acted, err = c.Turn(ctx, "m1", choose)
+			} else {
+				acted, err = c.TurnSince(ctx, "m1", choose, time.Now().Add(-tc.ago))
+			}
+			if !acted || err != nil {
+				t.Fatalf("acted %v, %v", acted, err)
+			}
+			if len(fake.reqs) != 2 {
+				t.Fatalf("%d MakeMove calls, want 2", len(fake.reqs))
+			}
+			first, retry := fake.reqs[0].GetClientThinkTime(), fake.reqs[1].GetClientThinkTime()
+			if (first != nil) != tc.wantSome || (tc.wantSome && first.AsDuration() < tc.ago) {
+				t.Fatalf("claimed think time %v, want at least %v (none if 0)", first, tc.ago)
+			}
+			if first.AsDuration() != retry.AsDuration() {
+				t.Errorf("retry claims %v, the first send %v", retry.AsDuration(), first.AsDuration())
+			}
+		})
+	}
+}

@@ -15,16 +15,23 @@
 //     points, statuses and the result are the engine's. The replay also
 //     checks the legal moves offered (LegalMoves), later snapshots and the
 //     PGN4 export (Export).
+//
+// With the time control known (from MatchCreated or a snapshot) it also
+// checks the clocks of moves (clocks.go): lag compensation within the
+// quota bound, and the mover's clock charged exactly time_charged (less
+// any delay, plus the increment).
 package matchcheck
 
 import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
@@ -75,7 +82,15 @@ type Checker struct {
 	// action still owes the stream.
 	g    *rules.Game
 	owed []owed
-	err  error
+	// Clocks (see clocks.go): the time control when known, an upper
+	// bound of each seat's lag quota, and each seat's stopped clock when
+	// known.
+	tc         timecontrol.TimeControl
+	tcKnown    bool
+	quota      [numSeats]time.Duration
+	clock      [numSeats]time.Duration
+	clockKnown [numSeats]bool
+	err        error
 }
 
 // Snapshot (re)starts the checker from a match state, as WatchMatch sends
@@ -102,6 +117,9 @@ func (c *Checker) Snapshot(m *matchv1.Match) error {
 		}
 		c.status[i], c.points[i], c.result[i] = st.GetStatus(), st.GetPoints(), st.GetResultPoints()
 	}
+	// The quotas are not in a snapshot: the checker assumes the largest.
+	c.startClocks(m.GetTimeControl(), timecontrol.LagQuotaMax)
+	c.readClocks(m.GetClocks())
 	switch m.GetStatus() {
 	case matchv1.MatchStatus_MATCH_STATUS_FINISHED, matchv1.MatchStatus_MATCH_STATUS_ABORTED:
 		c.ended = true
@@ -198,6 +216,11 @@ func (c *Checker) Event(ev *eventsv1.MatchEvent) error {
 		}
 		c.ended = true
 	}
+	if ev.GetMoveApplied() == nil {
+		// A turn may have ended without a move (a resignation, a time
+		// loss): the stopped clocks are known again from the next move.
+		c.clockKnown = [numSeats]bool{}
+	}
 	// Unknown kinds are skipped, as clients must do.
 	if err != nil {
 		return err
@@ -237,6 +260,11 @@ func (c *Checker) created(mc *eventsv1.MatchCreated, ev *eventsv1.MatchEvent) er
 	}
 	if got, want := mc.GetToMove(), gamev1.Seat(g.ToMove()+1); got != want {
 		return c.fail(1, "to_move %v, fen4 says %v", got, want)
+	}
+	if c.startClocks(mc.GetTimeControl(), timecontrol.LagQuotaStart) {
+		for i := range c.clock {
+			c.clock[i], c.clockKnown[i] = c.tc.Initial, true
+		}
 	}
 	return c.startReplay(mc.GetFen4())
 }
@@ -286,6 +314,9 @@ func (c *Checker) move(v uint64, m *eventsv1.MoveApplied) error {
 		if !slices.ContainsFunc(e.GetEliminations(), func(el *gamev1.Elimination) bool { return el.GetSeat() == ms }) {
 			return c.fail(v, "%q mates %v without an elimination", e.GetMove(), ms)
 		}
+	}
+	if err := c.charged(v, i, m); err != nil {
+		return err
 	}
 	c.pending = slices.Clone(e.GetEliminations())
 	c.partial = false

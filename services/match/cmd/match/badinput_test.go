@@ -4,11 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
@@ -55,6 +57,10 @@ func TestBadInput(t *testing.T) {
 			{"illegal move", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "h2-h6"}), codes.FailedPrecondition, "fourkingdoms.match.v1/ILLEGAL_MOVE", ""},
 			{"malformed square", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "z99-h4"}), codes.InvalidArgument, "fourkingdoms.match.v1/BAD_MOVE_TEXT", "move"},
 			{"empty move", move(red, &matchv1.MakeMoveRequest{MatchId: id}), codes.InvalidArgument, "fourkingdoms.match.v1/INVALID_ARGUMENT", "move"},
+			{"negative think time", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "h2-h3", ClientThinkTime: durationpb.New(-time.Second)}),
+				codes.InvalidArgument, "fourkingdoms.match.v1/INVALID_ARGUMENT", "client_think_time"},
+			{"malformed think time", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "h2-h3", ClientThinkTime: &durationpb.Duration{Seconds: 1, Nanos: -5}}),
+				codes.InvalidArgument, "fourkingdoms.match.v1/INVALID_ARGUMENT", "client_think_time"},
 			{"unknown match", move(red, &matchv1.MakeMoveRequest{MatchId: store.NewID(5), Move: "h2-h3"}), codes.NotFound, "fourkingdoms.match.v1/MATCH_NOT_FOUND", ""},
 			{"malformed match id", move(red, &matchv1.MakeMoveRequest{MatchId: "../x", Move: "h2-h3"}), codes.NotFound, "fourkingdoms.match.v1/MATCH_NOT_FOUND", ""},
 			{"stale expected ply", move(red, &matchv1.MakeMoveRequest{MatchId: id, Move: "h2-h3", ExpectedPly: proto.Uint32(4)}), codes.FailedPrecondition, "fourkingdoms.match.v1/PLY_MISMATCH", ""},

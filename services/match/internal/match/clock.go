@@ -26,6 +26,10 @@ type Clocks struct {
 	Running int
 	// TurnStart is when the running clock started.
 	TurnStart time.Time
+	// LagTracked marks the seats that claimed a think time at least once;
+	// LagQuota is their lag compensation quota (lag.go).
+	LagTracked [rules.NumSeats]bool
+	LagQuota   [rules.NumSeats]time.Duration
 }
 
 // newClocks returns clocks at the start of a match whose first mover is seat.
@@ -134,12 +138,16 @@ type record struct {
 }
 
 // Record formats: 1 without premoves, 2 with the four premove queues
-// between the fixed part and the last move. A record none of whose queues
-// ever changed is written in format 1, which instances older than
-// premoves read.
+// between the fixed part and the last move, 3 with the lag quotas (a byte
+// of tracked seats, then each seat's quota in milliseconds as a uvarint)
+// before the four queues. A record none of whose queues ever changed is
+// written in format 1, which instances older than premoves read; one with
+// no lag-tracked seat in format 1 or 2, which instances older than lag
+// compensation read.
 const (
 	recordFormat         = 1
 	recordFormatPremoves = 2
+	recordFormatLag      = 3
 )
 
 // recordFixedLen: format, status, 4 exit reasons, moved bits, running seat,
@@ -151,6 +159,13 @@ func (r *record) marshal() []byte {
 	for s := range r.Premoves {
 		if r.Premoves[s].Change != PremoveNone {
 			format = recordFormatPremoves
+		}
+	}
+	var tracked byte
+	for s, t := range r.Clocks.LagTracked {
+		if t {
+			tracked |= 1 << s
+			format = recordFormatLag
 		}
 	}
 	b := make([]byte, 0, recordFixedLen+len(r.LastMove))
@@ -168,7 +183,13 @@ func (r *record) marshal() []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(d.Milliseconds()))
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(millis(r.FinishedAt)))
-	if format == recordFormatPremoves {
+	if format == recordFormatLag {
+		b = append(b, tracked)
+		for _, q := range r.Clocks.LagQuota {
+			b = binary.AppendUvarint(b, uint64(max(q, 0).Milliseconds()))
+		}
+	}
+	if format >= recordFormatPremoves {
 		for s := range r.Premoves {
 			b = appendPremoves(b, &r.Premoves[s])
 		}
@@ -179,7 +200,7 @@ func (r *record) marshal() []byte {
 var errBadRecord = errors.New("bad match record")
 
 func (r *record) unmarshal(b []byte) error {
-	if len(b) < recordFixedLen || (b[0] != recordFormat && b[0] != recordFormatPremoves) {
+	if len(b) < recordFixedLen || b[0] < recordFormat || b[0] > recordFormatLag {
 		return errBadRecord
 	}
 	r.Status = Status(b[1])
@@ -194,8 +215,25 @@ func (r *record) unmarshal(b []byte) error {
 	}
 	r.FinishedAt = fromMillis(int64(binary.BigEndian.Uint64(b[48:])))
 	rest := b[recordFixedLen:]
+	r.Clocks.LagTracked, r.Clocks.LagQuota = [rules.NumSeats]bool{}, [rules.NumSeats]time.Duration{}
+	if b[0] == recordFormatLag {
+		if len(rest) < 1 {
+			return errBadRecord
+		}
+		tracked := rest[0]
+		rest = rest[1:]
+		for s := range r.Clocks.LagQuota {
+			ms, n := binary.Uvarint(rest)
+			if n <= 0 || ms > uint64(time.Hour/time.Millisecond) {
+				return fmt.Errorf("%w: lag quota", errBadRecord)
+			}
+			r.Clocks.LagTracked[s] = tracked&(1<<s) != 0
+			r.Clocks.LagQuota[s] = time.Duration(ms) * time.Millisecond
+			rest = rest[n:]
+		}
+	}
 	r.Premoves = [rules.NumSeats]Premoves{}
-	if b[0] == recordFormatPremoves {
+	if b[0] >= recordFormatPremoves {
 		for s := range r.Premoves {
 			r.Premoves[s].Seat = rules.Seat(s)
 			var err error

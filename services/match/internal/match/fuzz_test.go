@@ -2,6 +2,11 @@ package match
 
 import (
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 )
 
 func FuzzRecordUnmarshal(f *testing.F) {
@@ -10,6 +15,9 @@ func FuzzRecordUnmarshal(f *testing.F) {
 	withQueues := record{Status: StatusActive, LastMove: []byte{1, 2}}
 	withQueues.Premoves[1] = Premoves{Moves: []string{"m4-l4"}, Change: PremoveSet, Version: 9}
 	f.Add(withQueues.marshal())
+	withLag := withQueues
+	withLag.Clocks.LagTracked[2], withLag.Clocks.LagQuota[2] = true, 1800*time.Millisecond
+	f.Add(withLag.marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r record
 		if err := r.unmarshal(b); err != nil {
@@ -40,6 +48,26 @@ func FuzzDecodeNotice(f *testing.F) {
 		again, err := decodeNotice(encodeNotice(&p))
 		if err != nil || again.Seat != p.Seat || again.Change != p.Change || again.Version != p.Version || again.Move != p.Move || len(again.Moves) != len(p.Moves) {
 			t.Fatalf("re-encoded notice %+v decodes to %+v, %v", p, again, err)
+		}
+	})
+}
+
+// FuzzThinkTime: a claimed think time is refused when negative or not a
+// valid duration, otherwise read as a duration from 0 to maxThinkTime.
+func FuzzThinkTime(f *testing.F) {
+	f.Add(int64(0), int32(150_000_000))
+	f.Add(int64(-1), int32(0))
+	f.Add(int64(1), int32(-5))
+	f.Add(int64(315_576_000_000), int32(999_999_999))
+	f.Fuzz(func(t *testing.T, sec int64, nanos int32) {
+		d := &durationpb.Duration{Seconds: sec, Nanos: nanos}
+		got, measured, err := thinkTime(&matchv1.MakeMoveRequest{ClientThinkTime: d})
+		bad := d.CheckValid() != nil || sec < 0 || nanos < 0
+		if (err != nil) != bad {
+			t.Fatalf("%v: error %v, want one: %v", d, err, bad)
+		}
+		if err == nil && (!measured || got < 0 || got > maxThinkTime) {
+			t.Fatalf("%v: read as %v (measured %v)", d, got, measured)
 		}
 	})
 }

@@ -195,10 +195,15 @@ func (s *Service) settlePremoves(e *entry, rec *record, now time.Time, events []
 			break
 		}
 		rec.Clocks = turn
+		// A premove gets no lag compensation (the server played it), but
+		// counts as a move for the seat's lag quota.
+		rec.Clocks.lagStep(e.tc, seat, 0, false)
 		rec.Clocks.follow(e.tc, g, now, true, true)
 		s.finish(g, rec, now)
 		played := next() + 1
-		events = append(events, eventsOf(e.id, g, &eff, before, played, now, clocksPB(&rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now), rec)...)
+		pe := eventsOf(e.id, g, &eff, before, played, now, clocksPB(&rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now), rec)
+		setCharge(pe, now.Sub(start), 0)
+		events = append(events, pe...)
 		note(Premoves{Seat: seat, Moves: slices.Clone(q.Moves[1:]), Change: PremovePlayed, Version: played, Move: text})
 	}
 	over := rec.Status != StatusActive || g.Over()

@@ -35,6 +35,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
@@ -560,6 +561,10 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 	if len(req.GetClientMoveId()) > maxMoveIDLen {
 		return Outcome{}, rpcerr.Field(ErrInvalid, "client_move_id", fmt.Sprintf("longer than %d bytes", maxMoveIDLen))
 	}
+	think, measured, err := thinkTime(req)
+	if err != nil {
+		return Outcome{}, err
+	}
 	moveKey := ""
 	if req.GetClientMoveId() != "" {
 		moveKey = c.ID + "\x00" + req.GetClientMoveId()
@@ -604,9 +609,18 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 		if err != nil {
 			return nil, err
 		}
+		// Lag compensation (lag.go): the turn is charged as if it had
+		// started comp later, comp being at most the seat's quota.
+		var elapsed, comp time.Duration
+		if rec.Clocks.Running == int(seat) {
+			elapsed = now.Sub(rec.Clocks.TurnStart)
+			comp = rec.Clocks.lagStep(e.tc, seat, elapsed-think, measured)
+			rec.Clocks.TurnStart = rec.Clocks.TurnStart.Add(comp)
+		}
 		rec.Clocks.follow(e.tc, g, now, true, true)
 		s.finish(g, &rec, now)
 		events := eventsOf(e.id, g, &eff, before, e.version+1, now, clocksPB(&rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now), &rec)
+		setCharge(events, elapsed-comp, comp)
 		events, notices := s.settlePremoves(e, &rec, now, events)
 		out := Outcome{Events: events, Version: e.version + uint64(len(events)), Ply: g.Ply(), Over: g.Over(), ToMove: g.ToMove()}
 		if out.Over {
@@ -621,6 +635,45 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 		return Outcome{}, err
 	}
 	return ch.out, nil
+}
+
+// maxThinkTime bounds a claimed think time: longer than any clock, it only
+// means "no lag" (the lag is never negative), so larger values are clamped.
+const maxThinkTime = 1000 * time.Hour
+
+// thinkTime returns the request's claimed think time and whether it has
+// one. A negative or malformed duration is refused; one above the server's
+// measure simply means no lag.
+func thinkTime(req *matchv1.MakeMoveRequest) (time.Duration, bool, error) {
+	d := req.GetClientThinkTime()
+	if d == nil {
+		return 0, false, nil
+	}
+	if err := d.CheckValid(); err != nil {
+		return 0, false, rpcerr.Field(ErrInvalid, "client_think_time", "must be a valid duration (seconds and nanos of the same sign, nanos below 1e9)")
+	}
+	if d.GetSeconds() < 0 || d.GetNanos() < 0 {
+		return 0, false, rpcerr.Field(ErrInvalid, "client_think_time", "must not be negative")
+	}
+	if d.GetSeconds() >= int64(maxThinkTime/time.Second) {
+		return maxThinkTime, true, nil
+	}
+	return d.AsDuration(), true, nil
+}
+
+// setCharge records on the first MoveApplied of events (the mover's; the
+// zombie moves after it are charged to no clock) the time its clock was
+// charged and the lag compensation given.
+func setCharge(events []*eventsv1.MatchEvent, charged, comp time.Duration) {
+	for _, ev := range events {
+		if m := ev.GetMoveApplied(); m != nil {
+			m.TimeCharged = durationpb.New(charged)
+			if comp > 0 {
+				m.LagCompensation = durationpb.New(comp)
+			}
+			return
+		}
+	}
 }
 
 // encodeReply encodes a stored answer: the move text, a zero byte, then

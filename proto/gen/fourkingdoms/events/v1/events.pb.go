@@ -14,6 +14,7 @@ import (
 	v1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -511,9 +512,19 @@ type MoveApplied struct {
 	// All four clocks after the move (the mover's with increment added).
 	Clocks []*v1.Clock `protobuf:"bytes,3,rep,name=clocks,proto3" json:"clocks,omitempty"`
 	// Points of every seat after the move.
-	Points        []*v1.SeatPoints `protobuf:"bytes,4,rep,name=points,proto3" json:"points,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Points []*v1.SeatPoints `protobuf:"bytes,4,rep,name=points,proto3" json:"points,omitempty"`
+	// The time the mover's clock was charged for this turn, before any delay
+	// and increment: the server-measured turn time less lag_compensation (a
+	// premove is charged a fixed cost). Unset for zombie moves, which no clock
+	// pays for (docs/match.md "Clocks and deadlines").
+	TimeCharged *durationpb.Duration `protobuf:"bytes,5,opt,name=time_charged,json=timeCharged,proto3" json:"time_charged,omitempty"`
+	// The network lag given back to the mover for this move: the server's
+	// measured turn time less the client's MakeMoveRequest.client_think_time,
+	// at most the seat's lag quota. time_charged + lag_compensation is the
+	// server's measured turn time. Unset when none was given.
+	LagCompensation *durationpb.Duration `protobuf:"bytes,6,opt,name=lag_compensation,json=lagCompensation,proto3" json:"lag_compensation,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *MoveApplied) Reset() {
@@ -570,6 +581,20 @@ func (x *MoveApplied) GetClocks() []*v1.Clock {
 func (x *MoveApplied) GetPoints() []*v1.SeatPoints {
 	if x != nil {
 		return x.Points
+	}
+	return nil
+}
+
+func (x *MoveApplied) GetTimeCharged() *durationpb.Duration {
+	if x != nil {
+		return x.TimeCharged
+	}
+	return nil
+}
+
+func (x *MoveApplied) GetLagCompensation() *durationpb.Duration {
+	if x != nil {
+		return x.LagCompensation
 	}
 	return nil
 }
@@ -939,7 +964,7 @@ var File_fourkingdoms_events_v1_events_proto protoreflect.FileDescriptor
 
 const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\n" +
-	"#fourkingdoms/events/v1/events.proto\x12\x16fourkingdoms.events.v1\x1a#fourkingdoms/events/v1/stream.proto\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb7\x03\n" +
+	"#fourkingdoms/events/v1/events.proto\x12\x16fourkingdoms.events.v1\x1a#fourkingdoms/events/v1/stream.proto\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb7\x03\n" +
 	"\rMatchFinished\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x19\n" +
 	"\brule_set\x18\x02 \x01(\tR\aruleSet\x12D\n" +
@@ -981,12 +1006,14 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\x0eauto_claim_win\x18\b \x01(\bH\x01R\fautoClaimWin\x88\x01\x01B\f\n" +
 	"\n" +
 	"_claim_winB\x11\n" +
-	"\x0f_auto_claim_win\"\xee\x01\n" +
+	"\x0f_auto_claim_win\"\xf2\x02\n" +
 	"\vMoveApplied\x12;\n" +
 	"\aeffects\x18\x01 \x01(\v2!.fourkingdoms.game.v1.MoveEffectsR\aeffects\x123\n" +
 	"\ato_move\x18\x02 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x06toMove\x123\n" +
 	"\x06clocks\x18\x03 \x03(\v2\x1b.fourkingdoms.game.v1.ClockR\x06clocks\x128\n" +
-	"\x06points\x18\x04 \x03(\v2 .fourkingdoms.game.v1.SeatPointsR\x06points\"e\n" +
+	"\x06points\x18\x04 \x03(\v2 .fourkingdoms.game.v1.SeatPointsR\x06points\x12<\n" +
+	"\ftime_charged\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vtimeCharged\x12D\n" +
+	"\x10lag_compensation\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x0flagCompensation\"e\n" +
 	"\x0ePlayerResigned\x12.\n" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x12#\n" +
 	"\rfrozen_points\x18\x02 \x01(\x05R\ffrozenPoints\"Z\n" +
@@ -1043,7 +1070,8 @@ var file_fourkingdoms_events_v1_events_proto_goTypes = []any{
 	(*v1.Clock)(nil),              // 15: fourkingdoms.game.v1.Clock
 	(*v1.MoveEffects)(nil),        // 16: fourkingdoms.game.v1.MoveEffects
 	(*v1.SeatPoints)(nil),         // 17: fourkingdoms.game.v1.SeatPoints
-	(*v1.Elimination)(nil),        // 18: fourkingdoms.game.v1.Elimination
+	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
+	(*v1.Elimination)(nil),        // 19: fourkingdoms.game.v1.Elimination
 }
 var file_fourkingdoms_events_v1_events_proto_depIdxs = []int32{
 	10, // 0: fourkingdoms.events.v1.MatchFinished.time_control:type_name -> fourkingdoms.game.v1.TimeControl
@@ -1068,18 +1096,20 @@ var file_fourkingdoms_events_v1_events_proto_depIdxs = []int32{
 	14, // 19: fourkingdoms.events.v1.MoveApplied.to_move:type_name -> fourkingdoms.game.v1.Seat
 	15, // 20: fourkingdoms.events.v1.MoveApplied.clocks:type_name -> fourkingdoms.game.v1.Clock
 	17, // 21: fourkingdoms.events.v1.MoveApplied.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	14, // 22: fourkingdoms.events.v1.PlayerResigned.seat:type_name -> fourkingdoms.game.v1.Seat
-	14, // 23: fourkingdoms.events.v1.WinClaimed.seat:type_name -> fourkingdoms.game.v1.Seat
-	14, // 24: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
-	18, // 25: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
-	17, // 26: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	17, // 27: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
-	12, // 28: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	18, // 22: fourkingdoms.events.v1.MoveApplied.time_charged:type_name -> google.protobuf.Duration
+	18, // 23: fourkingdoms.events.v1.MoveApplied.lag_compensation:type_name -> google.protobuf.Duration
+	14, // 24: fourkingdoms.events.v1.PlayerResigned.seat:type_name -> fourkingdoms.game.v1.Seat
+	14, // 25: fourkingdoms.events.v1.WinClaimed.seat:type_name -> fourkingdoms.game.v1.Seat
+	14, // 26: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
+	19, // 27: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
+	17, // 28: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
+	17, // 29: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
+	12, // 30: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_events_v1_events_proto_init() }

@@ -16,6 +16,7 @@ import (
 	v1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -821,9 +822,15 @@ type MakeMoveRequest struct {
 	// Optional: the ply the client believes is current. If set and different,
 	// the move is rejected with FAILED_PRECONDITION, so a move meant for one
 	// position is never played in another.
-	ExpectedPly   *uint32 `protobuf:"varint,4,opt,name=expected_ply,json=expectedPly,proto3,oneof" json:"expected_ply,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ExpectedPly *uint32 `protobuf:"varint,4,opt,name=expected_ply,json=expectedPly,proto3,oneof" json:"expected_ply,omitempty"`
+	// Optional: how long the player thought, as the client measured it (from
+	// the update that gave it the turn to sending this request). The server's
+	// measured turn time less this is the network lag, given back to the clock
+	// up to the seat's lag quota (docs/match.md "Clocks and deadlines"). Must
+	// not be negative; a value above the server's measure means no lag.
+	ClientThinkTime *durationpb.Duration `protobuf:"bytes,5,opt,name=client_think_time,json=clientThinkTime,proto3,oneof" json:"client_think_time,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *MakeMoveRequest) Reset() {
@@ -882,6 +889,13 @@ func (x *MakeMoveRequest) GetExpectedPly() uint32 {
 		return *x.ExpectedPly
 	}
 	return 0
+}
+
+func (x *MakeMoveRequest) GetClientThinkTime() *durationpb.Duration {
+	if x != nil {
+		return x.ClientThinkTime
+	}
+	return nil
 }
 
 // MakeMoveResponse is the outcome of a move.
@@ -1864,7 +1878,7 @@ var File_fourkingdoms_match_v1_match_proto protoreflect.FileDescriptor
 
 const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\n" +
-	"!fourkingdoms/match/v1/match.proto\x12\x15fourkingdoms.match.v1\x1a#fourkingdoms/events/v1/events.proto\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd1\x06\n" +
+	"!fourkingdoms/match/v1/match.proto\x12\x15fourkingdoms.match.v1\x1a#fourkingdoms/events/v1/events.proto\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd1\x06\n" +
 	"\x05Match\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12:\n" +
 	"\x06status\x18\x02 \x01(\x0e2\".fourkingdoms.match.v1.MatchStatusR\x06status\x12\x19\n" +
@@ -1924,13 +1938,15 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\x0fGetMatchRequest\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\"F\n" +
 	"\x10GetMatchResponse\x122\n" +
-	"\x05match\x18\x01 \x01(\v2\x1c.fourkingdoms.match.v1.MatchR\x05match\"\x9f\x01\n" +
+	"\x05match\x18\x01 \x01(\v2\x1c.fourkingdoms.match.v1.MatchR\x05match\"\x81\x02\n" +
 	"\x0fMakeMoveRequest\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x12\n" +
 	"\x04move\x18\x02 \x01(\tR\x04move\x12$\n" +
 	"\x0eclient_move_id\x18\x03 \x01(\tR\fclientMoveId\x12&\n" +
-	"\fexpected_ply\x18\x04 \x01(\rH\x00R\vexpectedPly\x88\x01\x01B\x0f\n" +
-	"\r_expected_ply\"\x82\x02\n" +
+	"\fexpected_ply\x18\x04 \x01(\rH\x00R\vexpectedPly\x88\x01\x01\x12J\n" +
+	"\x11client_think_time\x18\x05 \x01(\v2\x19.google.protobuf.DurationH\x01R\x0fclientThinkTime\x88\x01\x01B\x0f\n" +
+	"\r_expected_plyB\x14\n" +
+	"\x12_client_think_time\"\x82\x02\n" +
 	"\x10MakeMoveResponse\x12:\n" +
 	"\x06events\x18\x01 \x03(\v2\".fourkingdoms.events.v1.MatchEventR\x06events\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x10\n" +
@@ -2069,7 +2085,8 @@ var file_fourkingdoms_match_v1_match_proto_goTypes = []any{
 	(v1.ExitReason)(0),            // 34: fourkingdoms.game.v1.ExitReason
 	(v1.PieceKind)(0),             // 35: fourkingdoms.game.v1.PieceKind
 	(*v1.SeatPlayer)(nil),         // 36: fourkingdoms.game.v1.SeatPlayer
-	(*v11.MatchEvent)(nil),        // 37: fourkingdoms.events.v1.MatchEvent
+	(*durationpb.Duration)(nil),   // 37: google.protobuf.Duration
+	(*v11.MatchEvent)(nil),        // 38: fourkingdoms.events.v1.MatchEvent
 }
 var file_fourkingdoms_match_v1_match_proto_depIdxs = []int32{
 	0,  // 0: fourkingdoms.match.v1.Match.status:type_name -> fourkingdoms.match.v1.MatchStatus
@@ -2093,47 +2110,48 @@ var file_fourkingdoms_match_v1_match_proto_depIdxs = []int32{
 	26, // 18: fourkingdoms.match.v1.CreateMatchRequest.time_control:type_name -> fourkingdoms.game.v1.TimeControl
 	2,  // 19: fourkingdoms.match.v1.CreateMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
 	2,  // 20: fourkingdoms.match.v1.GetMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	37, // 21: fourkingdoms.match.v1.MakeMoveResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	27, // 22: fourkingdoms.match.v1.MakeMoveResponse.to_move:type_name -> fourkingdoms.game.v1.Seat
-	29, // 23: fourkingdoms.match.v1.MakeMoveResponse.result:type_name -> fourkingdoms.game.v1.Result
-	37, // 24: fourkingdoms.match.v1.ResignResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	37, // 25: fourkingdoms.match.v1.ClaimWinResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	29, // 26: fourkingdoms.match.v1.ClaimWinResponse.result:type_name -> fourkingdoms.game.v1.Result
-	2,  // 27: fourkingdoms.match.v1.WatchMatchResponse.snapshot:type_name -> fourkingdoms.match.v1.Match
-	37, // 28: fourkingdoms.match.v1.WatchMatchResponse.event:type_name -> fourkingdoms.events.v1.MatchEvent
-	25, // 29: fourkingdoms.match.v1.WatchMatchResponse.premoves:type_name -> fourkingdoms.match.v1.PremoveQueue
-	2,  // 30: fourkingdoms.match.v1.AbortMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	27, // 31: fourkingdoms.match.v1.SetPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
-	25, // 32: fourkingdoms.match.v1.SetPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
-	27, // 33: fourkingdoms.match.v1.ClearPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
-	25, // 34: fourkingdoms.match.v1.ClearPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
-	27, // 35: fourkingdoms.match.v1.PremoveQueue.seat:type_name -> fourkingdoms.game.v1.Seat
-	1,  // 36: fourkingdoms.match.v1.PremoveQueue.change:type_name -> fourkingdoms.match.v1.PremoveChange
-	5,  // 37: fourkingdoms.match.v1.MatchService.CreateMatch:input_type -> fourkingdoms.match.v1.CreateMatchRequest
-	7,  // 38: fourkingdoms.match.v1.MatchService.GetMatch:input_type -> fourkingdoms.match.v1.GetMatchRequest
-	9,  // 39: fourkingdoms.match.v1.MatchService.MakeMove:input_type -> fourkingdoms.match.v1.MakeMoveRequest
-	11, // 40: fourkingdoms.match.v1.MatchService.Resign:input_type -> fourkingdoms.match.v1.ResignRequest
-	13, // 41: fourkingdoms.match.v1.MatchService.ClaimWin:input_type -> fourkingdoms.match.v1.ClaimWinRequest
-	15, // 42: fourkingdoms.match.v1.MatchService.WatchMatch:input_type -> fourkingdoms.match.v1.WatchMatchRequest
-	17, // 43: fourkingdoms.match.v1.MatchService.ExportGame:input_type -> fourkingdoms.match.v1.ExportGameRequest
-	19, // 44: fourkingdoms.match.v1.MatchService.AbortMatch:input_type -> fourkingdoms.match.v1.AbortMatchRequest
-	21, // 45: fourkingdoms.match.v1.MatchService.SetPremoves:input_type -> fourkingdoms.match.v1.SetPremovesRequest
-	23, // 46: fourkingdoms.match.v1.MatchService.ClearPremoves:input_type -> fourkingdoms.match.v1.ClearPremovesRequest
-	6,  // 47: fourkingdoms.match.v1.MatchService.CreateMatch:output_type -> fourkingdoms.match.v1.CreateMatchResponse
-	8,  // 48: fourkingdoms.match.v1.MatchService.GetMatch:output_type -> fourkingdoms.match.v1.GetMatchResponse
-	10, // 49: fourkingdoms.match.v1.MatchService.MakeMove:output_type -> fourkingdoms.match.v1.MakeMoveResponse
-	12, // 50: fourkingdoms.match.v1.MatchService.Resign:output_type -> fourkingdoms.match.v1.ResignResponse
-	14, // 51: fourkingdoms.match.v1.MatchService.ClaimWin:output_type -> fourkingdoms.match.v1.ClaimWinResponse
-	16, // 52: fourkingdoms.match.v1.MatchService.WatchMatch:output_type -> fourkingdoms.match.v1.WatchMatchResponse
-	18, // 53: fourkingdoms.match.v1.MatchService.ExportGame:output_type -> fourkingdoms.match.v1.ExportGameResponse
-	20, // 54: fourkingdoms.match.v1.MatchService.AbortMatch:output_type -> fourkingdoms.match.v1.AbortMatchResponse
-	22, // 55: fourkingdoms.match.v1.MatchService.SetPremoves:output_type -> fourkingdoms.match.v1.SetPremovesResponse
-	24, // 56: fourkingdoms.match.v1.MatchService.ClearPremoves:output_type -> fourkingdoms.match.v1.ClearPremovesResponse
-	47, // [47:57] is the sub-list for method output_type
-	37, // [37:47] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	37, // 21: fourkingdoms.match.v1.MakeMoveRequest.client_think_time:type_name -> google.protobuf.Duration
+	38, // 22: fourkingdoms.match.v1.MakeMoveResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	27, // 23: fourkingdoms.match.v1.MakeMoveResponse.to_move:type_name -> fourkingdoms.game.v1.Seat
+	29, // 24: fourkingdoms.match.v1.MakeMoveResponse.result:type_name -> fourkingdoms.game.v1.Result
+	38, // 25: fourkingdoms.match.v1.ResignResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	38, // 26: fourkingdoms.match.v1.ClaimWinResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	29, // 27: fourkingdoms.match.v1.ClaimWinResponse.result:type_name -> fourkingdoms.game.v1.Result
+	2,  // 28: fourkingdoms.match.v1.WatchMatchResponse.snapshot:type_name -> fourkingdoms.match.v1.Match
+	38, // 29: fourkingdoms.match.v1.WatchMatchResponse.event:type_name -> fourkingdoms.events.v1.MatchEvent
+	25, // 30: fourkingdoms.match.v1.WatchMatchResponse.premoves:type_name -> fourkingdoms.match.v1.PremoveQueue
+	2,  // 31: fourkingdoms.match.v1.AbortMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
+	27, // 32: fourkingdoms.match.v1.SetPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
+	25, // 33: fourkingdoms.match.v1.SetPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
+	27, // 34: fourkingdoms.match.v1.ClearPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
+	25, // 35: fourkingdoms.match.v1.ClearPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
+	27, // 36: fourkingdoms.match.v1.PremoveQueue.seat:type_name -> fourkingdoms.game.v1.Seat
+	1,  // 37: fourkingdoms.match.v1.PremoveQueue.change:type_name -> fourkingdoms.match.v1.PremoveChange
+	5,  // 38: fourkingdoms.match.v1.MatchService.CreateMatch:input_type -> fourkingdoms.match.v1.CreateMatchRequest
+	7,  // 39: fourkingdoms.match.v1.MatchService.GetMatch:input_type -> fourkingdoms.match.v1.GetMatchRequest
+	9,  // 40: fourkingdoms.match.v1.MatchService.MakeMove:input_type -> fourkingdoms.match.v1.MakeMoveRequest
+	11, // 41: fourkingdoms.match.v1.MatchService.Resign:input_type -> fourkingdoms.match.v1.ResignRequest
+	13, // 42: fourkingdoms.match.v1.MatchService.ClaimWin:input_type -> fourkingdoms.match.v1.ClaimWinRequest
+	15, // 43: fourkingdoms.match.v1.MatchService.WatchMatch:input_type -> fourkingdoms.match.v1.WatchMatchRequest
+	17, // 44: fourkingdoms.match.v1.MatchService.ExportGame:input_type -> fourkingdoms.match.v1.ExportGameRequest
+	19, // 45: fourkingdoms.match.v1.MatchService.AbortMatch:input_type -> fourkingdoms.match.v1.AbortMatchRequest
+	21, // 46: fourkingdoms.match.v1.MatchService.SetPremoves:input_type -> fourkingdoms.match.v1.SetPremovesRequest
+	23, // 47: fourkingdoms.match.v1.MatchService.ClearPremoves:input_type -> fourkingdoms.match.v1.ClearPremovesRequest
+	6,  // 48: fourkingdoms.match.v1.MatchService.CreateMatch:output_type -> fourkingdoms.match.v1.CreateMatchResponse
+	8,  // 49: fourkingdoms.match.v1.MatchService.GetMatch:output_type -> fourkingdoms.match.v1.GetMatchResponse
+	10, // 50: fourkingdoms.match.v1.MatchService.MakeMove:output_type -> fourkingdoms.match.v1.MakeMoveResponse
+	12, // 51: fourkingdoms.match.v1.MatchService.Resign:output_type -> fourkingdoms.match.v1.ResignResponse
+	14, // 52: fourkingdoms.match.v1.MatchService.ClaimWin:output_type -> fourkingdoms.match.v1.ClaimWinResponse
+	16, // 53: fourkingdoms.match.v1.MatchService.WatchMatch:output_type -> fourkingdoms.match.v1.WatchMatchResponse
+	18, // 54: fourkingdoms.match.v1.MatchService.ExportGame:output_type -> fourkingdoms.match.v1.ExportGameResponse
+	20, // 55: fourkingdoms.match.v1.MatchService.AbortMatch:output_type -> fourkingdoms.match.v1.AbortMatchResponse
+	22, // 56: fourkingdoms.match.v1.MatchService.SetPremoves:output_type -> fourkingdoms.match.v1.SetPremovesResponse
+	24, // 57: fourkingdoms.match.v1.MatchService.ClearPremoves:output_type -> fourkingdoms.match.v1.ClearPremovesResponse
+	48, // [48:58] is the sub-list for method output_type
+	38, // [38:48] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_match_v1_match_proto_init() }
