@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,6 +130,13 @@ func TestHostileCredentials(t *testing.T) {
 				t.Fatalf("ErrorInfo %s/%s, want %s", ei.GetDomain(), ei.GetReason(), tc.reason)
 			}
 		})
+	}
+
+	// A request above GRPC_MAX_RECV_MSG_SIZE (1 MiB) is refused by the
+	// transport before any handler runs.
+	huge := &matchmakingv1.EnqueueRequest{Target: &matchmakingv1.EnqueueRequest_Queue{Queue: strings.Repeat("q", 2<<20)}}
+	if _, err := mm.Enqueue(t.Context(), huge, other); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("a 2 MiB Enqueue: %v, want ResourceExhausted", err)
 	}
 
 	// The owner's ticket is still the live one, and nobody else got one.
