@@ -45,6 +45,11 @@ type Config struct {
 	// RateLimitCallers bounds the number of callers tracked at once; the
 	// least recently seen caller is forgotten first.
 	RateLimitCallers int
+	// MaxStreamsPerCaller bounds the streams (WatchMatch, WatchTicket) one
+	// caller (token subject, or peer IP when anonymous) may hold open on
+	// one server at once; one more is refused with RESOURCE_EXHAUSTED.
+	// Services are exempt. 0 disables the cap.
+	MaxStreamsPerCaller int
 	// MaxRecvMsgSize is the largest request message accepted, in bytes.
 	MaxRecvMsgSize int
 	// MaxSendMsgSize is the largest response message sent, in bytes.
@@ -84,19 +89,22 @@ type Config struct {
 // side and find each other without settings.
 func DefaultConfig(serviceName string) Config {
 	return Config{
-		ServiceName:        serviceName,
-		GRPCAddr:           ":8080",
-		AdminAddr:          ":9090",
-		LogLevel:           "info",
-		RateLimitRPS:       50,
-		RateLimitBurst:     100,
-		RateLimitCallers:   100_000,
-		MaxRecvMsgSize:     1 << 20,
-		MaxSendMsgSize:     4 << 20,
-		OIDC:               auth.DefaultOIDCConfig(),
-		ShutdownDrainDelay: 0,
-		ShutdownTimeout:    20 * time.Second,
-		TraceSampleRatio:   0.05,
+		ServiceName:      serviceName,
+		GRPCAddr:         ":8080",
+		AdminAddr:        ":9090",
+		LogLevel:         "info",
+		RateLimitRPS:     50,
+		RateLimitBurst:   100,
+		RateLimitCallers: 100_000,
+		// A player watches a match or two and a ticket; 16 leaves room
+		// for a few tabs and reconnects whose old stream has not ended yet.
+		MaxStreamsPerCaller: 16,
+		MaxRecvMsgSize:      1 << 20,
+		MaxSendMsgSize:      4 << 20,
+		OIDC:                auth.DefaultOIDCConfig(),
+		ShutdownDrainDelay:  0,
+		ShutdownTimeout:     20 * time.Second,
+		TraceSampleRatio:    0.05,
 
 		HealthCheckInterval: 2 * time.Second,
 		HealthCheckTimeout:  time.Second,
@@ -121,6 +129,7 @@ func (c *Config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Float64(&c.RateLimitRPS, "rate-limit-rps", "RATE_LIMIT_RPS", "calls per second per caller (0 disables)")
 	b.Int(&c.RateLimitBurst, "rate-limit-burst", "RATE_LIMIT_BURST", "burst size per caller")
 	b.Int(&c.RateLimitCallers, "rate-limit-callers", "RATE_LIMIT_CALLERS", "max callers tracked by the rate limiter")
+	b.Int(&c.MaxStreamsPerCaller, "max-streams-per-caller", "GRPC_MAX_STREAMS_PER_CALLER", "open streams allowed per caller, services exempt (0 disables)")
 	b.Int(&c.MaxRecvMsgSize, "max-recv-msg-size", "GRPC_MAX_RECV_MSG_SIZE", "largest request message in bytes")
 	b.Int(&c.MaxSendMsgSize, "max-send-msg-size", "GRPC_MAX_SEND_MSG_SIZE", "largest response message in bytes")
 	b.Duration(&c.ShutdownDrainDelay, "shutdown-drain-delay", "SHUTDOWN_DRAIN_DELAY", "time between NOT_SERVING and closing listeners")
@@ -151,6 +160,7 @@ func (c Config) Validate() error {
 	check(c.RateLimitRPS >= 0, "rate limit rps must be >= 0, got %v", c.RateLimitRPS)
 	check(c.RateLimitRPS == 0 || c.RateLimitBurst >= 1, "rate limit burst must be >= 1, got %d", c.RateLimitBurst)
 	check(c.RateLimitRPS == 0 || c.RateLimitCallers >= 1, "rate limit callers must be >= 1, got %d", c.RateLimitCallers)
+	check(c.MaxStreamsPerCaller >= 0, "max streams per caller must be >= 0, got %d", c.MaxStreamsPerCaller)
 	check(c.MaxRecvMsgSize > 0, "max recv msg size must be positive, got %d", c.MaxRecvMsgSize)
 	check(c.MaxSendMsgSize > 0, "max send msg size must be positive, got %d", c.MaxSendMsgSize)
 	check(c.ShutdownDrainDelay >= 0, "shutdown drain delay must be >= 0, got %v", c.ShutdownDrainDelay)

@@ -28,6 +28,7 @@ import (
 //     (unauthenticated, rate limited) are logged too.
 //  3. authentication: verifies the bearer token, puts the Identity in ctx.
 //  4. rate limiting: per identity subject, or per peer IP when anonymous.
+//  5. (streams only) the per-caller cap on open streams.
 
 const (
 	healthPrefix     = "/grpc.health.v1.Health/"
@@ -38,9 +39,10 @@ const (
 // rpcerr.Server ("fourkingdoms.server"): they come from the bootstrap, not
 // from a service's API, whichever service the call was for.
 const (
-	reasonShuttingDown = "SHUTTING_DOWN"
-	reasonRateLimited  = "RATE_LIMITED"
-	reasonInternal     = "INTERNAL"
+	reasonShuttingDown   = "SHUTTING_DOWN"
+	reasonRateLimited    = "RATE_LIMITED"
+	reasonTooManyStreams = "TOO_MANY_STREAMS"
+	reasonInternal       = "INTERNAL"
 )
 
 // errShuttingDown answers calls that arrive while the server drains; the
@@ -57,7 +59,8 @@ type interceptors struct {
 	log     *slog.Logger
 	tokens  *auth.Verifier
 	public  map[string]bool
-	limiter *limiter // nil: no rate limiting
+	limiter *limiter       // nil: no rate limiting
+	streams *streamCounter // nil: no cap on a caller's open streams
 	now     func() time.Time
 	// watchStop is closed during shutdown to end health Watch streams,
 	// which would otherwise hold GracefulStop until its deadline.
@@ -94,16 +97,41 @@ func (ic *interceptors) admit(ctx context.Context, method string) (context.Conte
 	if ic.limiter == nil || quiet(method) {
 		return ctx, nil
 	}
-	key := "ip:" + peerHost(ctx)
-	if err == nil {
-		key = "sub:" + id.Subject
-	}
-	if ok, wait := ic.limiter.allow(key, now); !ok {
+	if ok, wait := ic.limiter.allow(callerKey(ctx), now); !ok {
 		return ctx, rpcerr.Server.Error(codes.ResourceExhausted, reasonRateLimited,
 			fmt.Sprintf("rate limit exceeded: retry after %v", wait.Round(time.Millisecond)), nil,
 			&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)})
 	}
 	return ctx, nil
+}
+
+// callerKey names the caller that limits apply to: the token's subject,
+// or the peer's IP for an anonymous call.
+func callerKey(ctx context.Context) string {
+	if id, ok := auth.FromContext(ctx); ok {
+		return "sub:" + id.Subject
+	}
+	return "ip:" + peerHost(ctx)
+}
+
+// openStream counts a new stream of the caller of ctx against the
+// per-caller cap and returns the function that ends it. Services are
+// trusted and exempt (one service may watch on behalf of many players),
+// and so are health watches (probes).
+func (ic *interceptors) openStream(ctx context.Context, method string) (func(), error) {
+	if ic.streams == nil || quiet(method) {
+		return func() {}, nil
+	}
+	if id, ok := auth.FromContext(ctx); ok && id.Role == auth.RoleService {
+		return func() {}, nil
+	}
+	key := callerKey(ctx)
+	if !ic.streams.acquire(key) {
+		return nil, rpcerr.Server.Error(codes.ResourceExhausted, reasonTooManyStreams,
+			fmt.Sprintf("too many open streams: this caller already has %d open on this server (GRPC_MAX_STREAMS_PER_CALLER); close one, e.g. stop watching a finished match, then retry", ic.streams.max),
+			map[string]string{"max_streams": fmt.Sprint(ic.streams.max)})
+	}
+	return func() { ic.streams.release(key) }, nil
 }
 
 func peerHost(ctx context.Context) string {
@@ -212,6 +240,11 @@ func (ic *interceptors) stream(srv any, ss grpc.ServerStream, info *grpc.StreamS
 	if err != nil {
 		return err
 	}
+	closeStream, err := ic.openStream(ctx, info.FullMethod)
+	if err != nil {
+		return err
+	}
+	defer closeStream()
 	if info.FullMethod == healthPrefix+"Watch" {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)

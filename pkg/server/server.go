@@ -134,6 +134,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts Options) (*Serv
 	if cfg.RateLimitRPS > 0 {
 		ic.limiter = newLimiter(cfg.RateLimitRPS, cfg.RateLimitBurst, cfg.RateLimitCallers)
 	}
+	if cfg.MaxStreamsPerCaller > 0 {
+		ic.streams = newStreamCounter(cfg.MaxStreamsPerCaller)
+	}
 	s.grpc = grpc.NewServer(
 		grpc.StatsHandler(tel.statsHandler()),
 		grpc.ChainUnaryInterceptor(ic.unary),

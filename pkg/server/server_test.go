@@ -104,7 +104,7 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func start(t *testing.T, mod func(*Config)) *harness {
+func start(t testing.TB, mod func(*Config)) *harness {
 	t.Helper()
 	keys, keyFile := authtest.PublicKeyFile(t)
 	cfg := DefaultConfig("test")
@@ -146,7 +146,7 @@ func start(t *testing.T, mod func(*Config)) *harness {
 	return h
 }
 
-func (h *harness) token(t *testing.T, subject string) string {
+func (h *harness) token(t testing.TB, subject string) string {
 	t.Helper()
 	tok, _, err := h.keys.Sign(auth.Identity{Subject: subject, Role: auth.RolePlayer}, time.Now(), time.Hour)
 	if err != nil {
@@ -156,7 +156,7 @@ func (h *harness) token(t *testing.T, subject string) string {
 }
 
 // conn dials the server; a non-empty subject sends a token for it.
-func (h *harness) conn(t *testing.T, subject string) *grpc.ClientConn {
+func (h *harness) conn(t testing.TB, subject string) *grpc.ClientConn {
 	t.Helper()
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	if subject != "" {
