@@ -64,6 +64,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
@@ -165,13 +166,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if o.checkSample > 0 {
-		// The checker's spectator has its own connection and token.
-		tok, _, err := ks.Sign(auth.Identity{Subject: "lg-checker", Role: auth.RolePlayer, Bot: true}, time.Now(), 24*time.Hour)
-		if err != nil {
-			return err
-		}
-		cc, err := grpc.NewClient(o.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithPerRPCCredentials(auth.BearerToken(tok, true)))
+		// The checker's spectators have their own connection; each sampled
+		// game gets its own spectator identity (sample), since the
+		// services cap the streams one caller holds open
+		// (GRPC_MAX_STREAMS_PER_CALLER).
+		cc, err := grpc.NewClient(o.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			return err
 		}
@@ -200,12 +199,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	var violated error
 	if o.checkSample > 0 {
 		c := lg.checks
-		fmt.Fprintf(out, "check games=%d passed=%d unfinished=%d violations=%d\n", c.games, c.passed, c.unfinished, len(c.violations))
+		fmt.Fprintf(out, "check games=%d passed=%d unfinished=%d violations=%d not followed=%d\n",
+			c.games, c.passed, c.unfinished, len(c.violations), len(c.notFollowed))
 		for _, v := range c.violations {
 			fmt.Fprintf(out, "check violation: %v\n", v)
 		}
-		if len(c.violations) > 0 {
+		for _, e := range c.notFollowed {
+			fmt.Fprintf(out, "check not followed: %v\n", e)
+		}
+		switch {
+		case len(c.violations) > 0:
 			violated = fmt.Errorf("%d sampled games broke the event contract", len(c.violations))
+		case len(c.notFollowed) > 0:
+			violated = fmt.Errorf("%d sampled games could not be followed", len(c.notFollowed))
 		}
 	}
 	if o.redis != "" || o.cluster != "" {
@@ -249,7 +255,13 @@ type checkStats struct {
 	// to there, without the end-of-game checks.
 	unfinished int
 	violations []error
+	// notFollowed are the sampled games the checker never saw (its
+	// stream refused or unreachable throughout).
+	notFollowed []error
 }
+
+// errNotFollowed marks a sampled game of which the checker saw nothing.
+var errNotFollowed = errors.New("sampled game not followed")
 
 // sample follows game id through the checker until it ends or stop is
 // called; wait reports the outcome once, after play stopped: finished
@@ -258,10 +270,21 @@ type checkStats struct {
 func (lg *loadgen) sample(ctx context.Context, id string) (wait func(finished bool)) {
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
-	go func() {
-		_, err := lg.checker.Follow(fctx, id, client.FollowOptions{Check: true}, func(client.Update) error { return nil })
+	tok, _, err := lg.ks.Sign(auth.Identity{Subject: "lg-checker-" + id, Role: auth.RolePlayer, Bot: true}, time.Now(), 24*time.Hour)
+	if err != nil {
 		done <- err
-	}()
+	} else {
+		fctx = metadata.AppendToOutgoingContext(fctx, "authorization", "Bearer "+tok)
+		go func() {
+			m, err := lg.checker.Follow(fctx, id, client.FollowOptions{Check: true}, func(client.Update) error { return nil })
+			if m == nil && err != nil && !errors.Is(err, matchcheck.ErrViolation) {
+				// Not a single item of the game reached the checker
+				// (refused, unreachable): the sample checked nothing.
+				err = fmt.Errorf("%w: %w", errNotFollowed, err)
+			}
+			done <- err
+		}()
+	}
 	return func(finished bool) {
 		if !finished {
 			cancel()
@@ -280,6 +303,8 @@ func (lg *loadgen) sample(ctx context.Context, id string) (wait func(finished bo
 		switch {
 		case errors.Is(err, matchcheck.ErrViolation):
 			lg.checks.violations = append(lg.checks.violations, err)
+		case errors.Is(err, errNotFollowed):
+			lg.checks.notFollowed = append(lg.checks.notFollowed, err)
 		case err == nil && finished:
 			lg.checks.passed++
 		default:

@@ -59,6 +59,9 @@ func TestRunAgainstMatchService(t *testing.T) {
 		"REDIS_CLUSTER_ADDRS=",
 		"MATCH_KEY_PREFIX=" + redistest.Prefix(t),
 		"RATE_LIMIT_RPS=0",
+		// One open stream per caller: each sampled game's checker must
+		// watch as a caller of its own.
+		"GRPC_MAX_STREAMS_PER_CALLER=1",
 		"LOG_LEVEL=warn",
 		// Flags within a fifth of a second of the deadline (the
 		// time-loss endings).
@@ -99,8 +102,12 @@ func TestRunAgainstMatchService(t *testing.T) {
 		// Random games from the standard start rarely end within the
 		// run: their events are checked up to the end of the run (a
 		// violation fails it); the endings below check whole games.
-		out := runLoadgen(ctx, t, "-addr", addr, "-keys", keys, "-games", "2", "-check-sample", "1",
-			"-warmup", "200ms", "-duration", "2s")
+		// Three games at once, each followed by its own checker: the
+		// service allows one open stream per caller
+		// (GRPC_MAX_STREAMS_PER_CALLER=1), so a checker identity shared
+		// by the games leaves some unfollowed (and fails the run).
+		out := runLoadgen(ctx, t, "-addr", addr, "-keys", keys, "-games", "3", "-check-sample", "1",
+			"-think", "100ms", "-warmup", "200ms", "-duration", "2s")
 		r, err := parseReport(out)
 		if err != nil {
 			t.Errorf("bad report: %v\n%s", err, out)
@@ -158,7 +165,7 @@ var (
 	delayLine    = regexp.MustCompile(`(?m)^watch delay p50=(\S+) p90=(\S+) p99=(\S+) max=(\S+)$`)
 	watchErrLine = regexp.MustCompile(`(?m)^watch errors=(\d+) gaps=\d+ repeated=\d+ snapshots=\d+ failed streams=\d+$`)
 	anyWatchLine = regexp.MustCompile(`(?m)^watch `)
-	checkLine    = regexp.MustCompile(`(?m)^check games=(\d+) passed=(\d+) unfinished=(\d+) violations=(\d+)$`)
+	checkLine    = regexp.MustCompile(`(?m)^check games=(\d+) passed=(\d+) unfinished=(\d+) violations=(\d+) not followed=(\d+)$`)
 	anyCheckLine = regexp.MustCompile(`(?m)^check `)
 )
 
