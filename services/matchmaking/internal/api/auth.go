@@ -119,8 +119,15 @@ func (a *Auth) sign(playerID, name string, now time.Time) (string, time.Time, er
 // RefreshSession implements AuthService.RefreshSession: a new player
 // token for the session's player and the session's next refresh token.
 func (a *Auth) RefreshSession(ctx context.Context, req *authv1.RefreshSessionRequest) (*authv1.RefreshSessionResponse, error) {
+	return a.renew(ctx, req.GetRefreshToken(), "")
+}
+
+// renew rotates a session's refresh token (renaming its player when name
+// is set) and signs a new player token for it: RefreshSession and
+// SetDisplayName answer with the same fields.
+func (a *Auth) renew(ctx context.Context, refreshToken, name string) (*authv1.RefreshSessionResponse, error) {
 	now := a.now()
-	sess, refresh, refreshExp, err := a.sessions.Rotate(ctx, req.GetRefreshToken(), now, "")
+	sess, refresh, refreshExp, err := a.sessions.Rotate(ctx, refreshToken, now, name)
 	if err != nil {
 		return nil, a.sessionStatus(ctx, err)
 	}
@@ -153,22 +160,13 @@ func (a *Auth) SetDisplayName(ctx context.Context, req *authv1.SetDisplayNameReq
 	if err != nil {
 		return nil, rpcerr.Auth.Invalid(reasonInvalid, rpcerr.Field(nil, "display_name", err.Error()), "display_name")
 	}
-	now := a.now()
-	sess, refresh, refreshExp, err := a.sessions.Rotate(ctx, req.GetRefreshToken(), now, name)
-	if err != nil {
-		return nil, a.sessionStatus(ctx, err)
-	}
-	token, exp, err := a.sign(sess.PlayerID, sess.DisplayName, now)
+	r, err := a.renew(ctx, req.GetRefreshToken(), name)
 	if err != nil {
 		return nil, err
 	}
 	return &authv1.SetDisplayNameResponse{
-		PlayerId:         sess.PlayerID,
-		DisplayName:      sess.DisplayName,
-		Token:            token,
-		ExpiresAt:        timestamppb.New(exp),
-		RefreshToken:     refresh,
-		RefreshExpiresAt: timestamppb.New(refreshExp),
+		PlayerId: r.GetPlayerId(), DisplayName: r.GetDisplayName(), Token: r.GetToken(), ExpiresAt: r.GetExpiresAt(),
+		RefreshToken: r.GetRefreshToken(), RefreshExpiresAt: r.GetRefreshExpiresAt(),
 	}, nil
 }
 
