@@ -314,9 +314,8 @@ func bestRun(tickets []Ticket, w Window, byRating []int, free *list, a int) ([Gr
 		}
 		start = free.prev[start]
 	}
-	var best, run [GroupSize]int
-	var idx [GroupSize]int
-	bestSpread, bestWait := -1.0, time.Duration(0)
+	var run [GroupSize]int
+	c := choice{tickets: tickets, w: w, byRating: byRating}
 	for s := start; s >= 0; s = free.next[s] {
 		m, k := 0, s
 		for ; m < GroupSize && k >= 0; m, k = m+1, free.next[k] {
@@ -325,25 +324,41 @@ func bestRun(tickets []Ticket, w Window, byRating []int, free *list, a int) ([Gr
 		if m < GroupSize || !slices.Contains(run[:], a) {
 			break
 		}
-		for m, k := range run {
-			idx[m] = byRating[k]
-		}
-		// Smallest spread first; on a tie, the run that has waited
-		// longest in total, so the youngest ticket is the one left out.
-		spread := spreadOf(tickets, idx[:])
-		var wait time.Duration
-		for _, i := range idx {
-			wait += tickets[i].Wait
-		}
-		better := bestSpread < 0 || spread < bestSpread || (spread == bestSpread && wait > bestWait)
-		if better && Acceptable(w, tickets, idx[:]) {
-			bestSpread, bestWait, best = spread, wait, run
-		}
+		c.offer(run)
 		if s == a {
 			break
 		}
 	}
-	return best, bestSpread >= 0
+	return c.best, c.found
+}
+
+// choice keeps the best acceptable group of those offered: the smallest
+// rating spread first; on a tie, the group that has waited longest in
+// total, so the youngest ticket is the one left out.
+type choice struct {
+	tickets  []Ticket
+	w        Window
+	byRating []int
+
+	best   [GroupSize]int
+	found  bool
+	spread float64
+	wait   time.Duration
+}
+
+// offer considers g (positions in rating order).
+func (c *choice) offer(g [GroupSize]int) {
+	var idx [GroupSize]int
+	var wait time.Duration
+	for n, x := range g {
+		idx[n] = c.byRating[x]
+		wait += c.tickets[idx[n]].Wait
+	}
+	spread := spreadOf(c.tickets, idx[:])
+	better := !c.found || spread < c.spread || (spread == c.spread && wait > c.wait)
+	if better && Acceptable(c.w, c.tickets, idx[:]) {
+		c.best, c.found, c.spread, c.wait = g, true, spread, wait
+	}
 }
 
 // avoidReach is how many free neighbours on each side of an anchor
@@ -367,9 +382,7 @@ func bestGroup(tickets []Ticket, w Window, byRating []int, free *list, apart con
 			m++
 		}
 	}
-	var best [GroupSize]int
-	bestSpread, bestWait := -1.0, time.Duration(0)
-	var idx [GroupSize]int
+	c := choice{tickets: tickets, w: w, byRating: byRating}
 	for i := range m {
 		for j := i + 1; j < m; j++ {
 			if apart.blocked(cand[i], cand[j]) {
@@ -384,23 +397,12 @@ func bestGroup(tickets []Ticket, w Window, byRating []int, free *list, apart con
 					if !slices.Contains(g[:], a) || apart.blocked(cand[i], cand[l]) || apart.blocked(cand[j], cand[l]) || apart.blocked(cand[k], cand[l]) {
 						continue
 					}
-					for n, x := range g {
-						idx[n] = byRating[x]
-					}
-					spread := spreadOf(tickets, idx[:])
-					var wait time.Duration
-					for _, x := range idx {
-						wait += tickets[x].Wait
-					}
-					better := bestSpread < 0 || spread < bestSpread || (spread == bestSpread && wait > bestWait)
-					if better && Acceptable(w, tickets, idx[:]) {
-						bestSpread, bestWait, best = spread, wait, g
-					}
+					c.offer(g)
 				}
 			}
 		}
 	}
-	return best, bestSpread >= 0
+	return c.best, c.found
 }
 
 // neighbourhood returns a and up to avoidReach free positions on each side
