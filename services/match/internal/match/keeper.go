@@ -108,7 +108,13 @@ type Keeper struct {
 	// none), and until when they may be worked (monotonic clock).
 	held       [store.KeeperRanges]string
 	validUntil time.Time
+	// turn is where in its partitions the next scan starts.
+	turn int
 }
+
+// scanStride is how far on each scan starts from the last one: the
+// partitions store.Scan reads in one round trip.
+const scanStride = 32
 
 // The reasons of match_keeper_lease_lost_total.
 var (
@@ -294,8 +300,22 @@ func (k *Keeper) scan(ctx context.Context) error {
 		// heartbeat renews the leases well before they expire; what a
 		// scan cut short left (deadlines, outbox entries) stays for the
 		// next one.
+		//
+		// A scan cut short that way is no failure: the next one starts
+		// after the interval, not after a growing backoff (which, on a
+		// loaded machine whose scans all ran long, delayed flags by
+		// seconds and let the leases lapse). It starts a chunk further
+		// on, so that no partition waits behind others for ever.
+		k.turn = (k.turn + scanStride) % len(parts)
+		parts = slices.Concat(parts[k.turn:], parts[:k.turn])
 		wctx, cancel := context.WithDeadline(ctx, sent.Add((k.cfg.LeaseTTL-k.cfg.LeaseMargin)/2))
-		errs = append(errs, k.tick(wctx, parts))
+		if err := k.tick(wctx, parts); err != nil {
+			if ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
+				k.log.Debug("keeper scan cut short at the end of its time", "err", err)
+			} else {
+				errs = append(errs, err)
+			}
+		}
 		cancel()
 	}
 	return errors.Join(errs...)
