@@ -64,19 +64,25 @@ func (s *Service) Watch(ctx context.Context, c Caller, id string, from uint64, s
 	}
 	defer w.Close()
 
-	ws := &watchState{svc: s, c: c, id: id, send: send}
+	ws := &watchState{svc: s, c: c, id: id, send: send, lost: w.Lost()}
 	if err := ws.start(ctx, from); err != nil || ws.done {
 		return err
 	}
+	return ws.follow(ctx, w.C, w.Closed())
+}
+
+// follow sends the live items of the hub until the match ends, the watcher
+// is dropped (lost) or closed, or ctx ends.
+func (ws *watchState) follow(ctx context.Context, items <-chan *fanout.Item, closed <-chan struct{}) error {
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-w.Lost():
+		case <-ws.lost:
 			return ErrSlowConsumer
-		case <-w.Closed():
+		case <-closed:
 			return fanout.ErrClosed
-		case it := <-w.C:
+		case it := <-items:
 			var err error
 			switch {
 			case it.Private != nil:
@@ -108,6 +114,8 @@ type watchState struct {
 	c    Caller
 	id   string
 	send func(WatchItem) error
+	// lost is closed when the hub dropped the watcher (fanout.Watcher.Lost).
+	lost <-chan struct{}
 	// last is the last version received; the events after sent are
 	// pending until they are visible to the caller.
 	last    uint64
