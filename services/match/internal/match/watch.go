@@ -64,19 +64,30 @@ func (s *Service) Watch(ctx context.Context, c Caller, id string, from uint64, s
 	}
 	defer w.Close()
 
-	ws := &watchState{svc: s, c: c, id: id, send: send}
+	ws := &watchState{svc: s, c: c, id: id, send: send, lost: w.Lost()}
 	if err := ws.start(ctx, from); err != nil || ws.done {
 		return err
 	}
+	return ws.follow(ctx, w.C, w.Closed())
+}
+
+// follow sends the live items of the hub until the match ends, the watcher
+// is dropped (lost) or closed, or ctx ends.
+func (ws *watchState) follow(ctx context.Context, items <-chan *fanout.Item, closed <-chan struct{}) error {
 	for {
+		// A dropped watcher may still hold items: a select with both
+		// ready picks at random, and would go on with them.
+		if ws.dropped() {
+			return ErrSlowConsumer
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-w.Lost():
+		case <-ws.lost:
 			return ErrSlowConsumer
-		case <-w.Closed():
+		case <-closed:
 			return fanout.ErrClosed
-		case it := <-w.C:
+		case it := <-items:
 			var err error
 			switch {
 			case it.Private != nil:
@@ -108,6 +119,8 @@ type watchState struct {
 	c    Caller
 	id   string
 	send func(WatchItem) error
+	// lost is closed when the hub dropped the watcher (fanout.Watcher.Lost).
+	lost <-chan struct{}
 	// last is the last version received; the events after sent are
 	// pending until they are visible to the caller.
 	last    uint64
@@ -121,6 +134,29 @@ type watchState struct {
 	done  bool
 	// premoves are the caller's queues as last sent (premove.go).
 	premoves map[rules.Seat]Premoves
+}
+
+// dropped reports whether the hub dropped the watcher.
+func (ws *watchState) dropped() bool {
+	select {
+	case <-ws.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// emit sends an item to the client unless the hub dropped the watcher. A
+// watcher is dropped while it is stuck in a send (a client that does not
+// read); what it does next (the rest of a batch, a catch-up from the store
+// up to the end of the match) must not go on as if nothing happened: the
+// stream would end with OK instead of SLOW_CONSUMER, and a dropped watcher
+// would keep reading the store.
+func (ws *watchState) emit(it WatchItem) error {
+	if ws.dropped() {
+		return ErrSlowConsumer
+	}
+	return ws.send(it)
 }
 
 // errSend marks a failure to send to the client: the stream is over.
@@ -141,6 +177,9 @@ func (ws *watchState) retryCatchUp(ctx context.Context, err error) error {
 		var se errSend
 		if errors.As(err, &se) || ctx.Err() != nil || errors.Is(err, ErrNotFound) {
 			return err
+		}
+		if ws.dropped() {
+			return ErrSlowConsumer
 		}
 		select {
 		case <-ctx.Done():
@@ -202,7 +241,7 @@ func (ws *watchState) sendSnapshot(snap *View) error {
 	}
 	ws.last, ws.pending = snap.Version, ws.pending[:0]
 	ws.done = snap.Status != StatusActive
-	if err := ws.send(WatchItem{Version: snap.Version, Snapshot: snap, LegalMoves: snap.LegalMoves}); err != nil {
+	if err := ws.emit(WatchItem{Version: snap.Version, Snapshot: snap, LegalMoves: snap.LegalMoves}); err != nil {
 		return errSend{err}
 	}
 	return nil
@@ -314,7 +353,7 @@ func (ws *watchState) sendEvents(ctx context.Context, evs []fanout.Event) error 
 		if i == len(ws.pending)-1 && ws.mayMoveAfter(ev) {
 			item.LegalMoves = ws.svc.LegalMovesAt(ctx, ws.c, ws.id, ev.Version)
 		}
-		if err := ws.send(item); err != nil {
+		if err := ws.emit(item); err != nil {
 			return errSend{err}
 		}
 		if ev.Final() {
@@ -362,7 +401,7 @@ func (ws *watchState) sendPremoves(ctx context.Context, ps []Premoves) error {
 				return err
 			}
 		}
-		if err := ws.send(WatchItem{Version: ws.last, Premoves: p}); err != nil {
+		if err := ws.emit(WatchItem{Version: ws.last, Premoves: p}); err != nil {
 			return errSend{err}
 		}
 		ws.sentPremoves(*p)
