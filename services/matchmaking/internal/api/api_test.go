@@ -57,7 +57,7 @@ type harness struct {
 	auth  authv1.AuthServiceClient
 }
 
-func newHarness(t *testing.T, kind redistest.Kind, set Settings) *harness {
+func newHarness(t testing.TB, kind redistest.Kind, set Settings) *harness {
 	t.Helper()
 	rdb, prefix := kind.Client(t)
 	names := make([]string, len(testQueues))
@@ -119,7 +119,7 @@ func as(token string) grpc.CallOption {
 	return grpc.PerRPCCredentials(auth.BearerToken(token, true))
 }
 
-func (h *harness) guest(t *testing.T, name string) *authv1.GuestLoginResponse {
+func (h *harness) guest(t testing.TB, name string) *authv1.GuestLoginResponse {
 	t.Helper()
 	resp, err := h.auth.GuestLogin(context.Background(), &authv1.GuestLoginRequest{DisplayName: name})
 	if err != nil {
@@ -128,7 +128,7 @@ func (h *harness) guest(t *testing.T, name string) *authv1.GuestLoginResponse {
 	return resp
 }
 
-func (h *harness) token(t *testing.T, id auth.Identity) string {
+func (h *harness) token(t testing.TB, id auth.Identity) string {
 	t.Helper()
 	tok, _, err := h.keys.Sign(id, time.Now(), time.Hour)
 	if err != nil {
