@@ -98,18 +98,7 @@ func TestFollowResumesFromTheLastVersionAfterADrop(t *testing.T) {
 		}}}},
 	}
 	fake := &fakeMatches{events: events, dropAfter: 2}
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
-	matchv1.RegisterMatchServiceServer(srv, fake)
-	go srv.Serve(lis)
-	defer srv.Stop()
-	cc, err := grpc.NewClient("passthrough:///fake", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	c := &Client{Match: matchv1.NewMatchServiceClient(cc)}
+	c := fakeClient(t, fake)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -157,18 +146,7 @@ func TestFollowDeliversPremoveQueues(t *testing.T) {
 		moveEvent(3, gamev1.Seat_SEAT_BLUE, gamev1.Seat_SEAT_YELLOW, "m8-l8"),
 		{Version: 4, Ply: 2, Event: &eventsv1.MatchEvent_MatchAborted{MatchAborted: &eventsv1.MatchAborted{Reason: "test"}}},
 	}}
-	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
-	matchv1.RegisterMatchServiceServer(srv, fake)
-	go srv.Serve(lis)
-	defer srv.Stop()
-	cc, err := grpc.NewClient("passthrough:///fake", grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	c := &Client{Match: matchv1.NewMatchServiceClient(cc)}
+	c := fakeClient(t, fake)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var got []string
@@ -192,22 +170,29 @@ func TestFollowDeliversPremoveQueues(t *testing.T) {
 }
 
 func TestFollowStopsOnPermanentErrors(t *testing.T) {
+	c := fakeClient(t, &matchv1.UnimplementedMatchServiceServer{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := c.Follow(ctx, "m1", FollowOptions{}, func(Update) error { return nil })
+	if status.Code(err) != codes.Unimplemented {
+		t.Fatalf("Follow = %v, want the Unimplemented error at once", err)
+	}
+}
+
+// fakeClient serves srv over an in-memory connection for the test and
+// returns a Client of it.
+func fakeClient(t *testing.T, srv matchv1.MatchServiceServer) *Client {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer()
-	matchv1.RegisterMatchServiceServer(srv, &matchv1.UnimplementedMatchServiceServer{})
-	go srv.Serve(lis)
-	defer srv.Stop()
+	gs := grpc.NewServer()
+	matchv1.RegisterMatchServiceServer(gs, srv)
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
 	cc, err := grpc.NewClient("passthrough:///fake", grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cc.Close()
-	c := &Client{Match: matchv1.NewMatchServiceClient(cc)}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err = c.Follow(ctx, "m1", FollowOptions{}, func(Update) error { return nil })
-	if status.Code(err) != codes.Unimplemented {
-		t.Fatalf("Follow = %v, want the Unimplemented error at once", err)
-	}
+	t.Cleanup(func() { cc.Close() })
+	return &Client{Match: matchv1.NewMatchServiceClient(cc)}
 }

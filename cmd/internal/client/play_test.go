@@ -2,16 +2,12 @@ package client
 
 import (
 	"context"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 )
@@ -56,18 +52,7 @@ func TestTurnResign(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := &fakeResign{errs: tc.errs}
-			lis := bufconn.Listen(1 << 20)
-			srv := grpc.NewServer()
-			matchv1.RegisterMatchServiceServer(srv, fake)
-			go srv.Serve(lis)
-			defer srv.Stop()
-			cc, err := grpc.NewClient("passthrough:///fake", grpc.WithTransportCredentials(insecure.NewCredentials()),
-				grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cc.Close()
-			c := &Client{Match: matchv1.NewMatchServiceClient(cc)}
+			c := fakeClient(t, fake)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			acted, err := c.Turn(ctx, "m1", func(context.Context, *matchv1.Match) (string, error) { return "", ErrResign })
@@ -113,22 +98,12 @@ func TestTurnSinceClaimsThinkTime(t *testing.T) {
 	}{{"turn seen a second ago", time.Second, true}, {"no turn start known", 0, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake := &fakeMove{}
-			lis := bufconn.Listen(1 << 20)
-			srv := grpc.NewServer()
-			matchv1.RegisterMatchServiceServer(srv, fake)
-			go srv.Serve(lis)
-			defer srv.Stop()
-			cc, err := grpc.NewClient("passthrough:///fake", grpc.WithTransportCredentials(insecure.NewCredentials()),
-				grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cc.Close()
-			c := &Client{Match: matchv1.NewMatchServiceClient(cc)}
+			c := fakeClient(t, fake)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			choose := func(context.Context, *matchv1.Match) (string, error) { return "d2-d3", nil }
 			var acted bool
+			var err error
 			if tc.ago == 0 {
 				acted, err = c.Turn(ctx, "m1", choose)
 			} else {
