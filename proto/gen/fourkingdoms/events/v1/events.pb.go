@@ -406,7 +406,10 @@ type MatchCreated struct {
 	// Whether the server claims automatically (RuleSet.AutoClaimWin as
 	// CreateMatchRequest.auto_claim_win set it). Unset in matches created
 	// before this field: the rule set's default (off).
-	AutoClaimWin  *bool `protobuf:"varint,8,opt,name=auto_claim_win,json=autoClaimWin,proto3,oneof" json:"auto_claim_win,omitempty"`
+	AutoClaimWin *bool `protobuf:"varint,8,opt,name=auto_claim_win,json=autoClaimWin,proto3,oneof" json:"auto_claim_win,omitempty"`
+	// True if the match does not count for ratings
+	// (CreateMatchRequest.unrated).
+	Unrated       bool `protobuf:"varint,9,opt,name=unrated,proto3" json:"unrated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -493,6 +496,13 @@ func (x *MatchCreated) GetClaimWin() bool {
 func (x *MatchCreated) GetAutoClaimWin() bool {
 	if x != nil && x.AutoClaimWin != nil {
 		return *x.AutoClaimWin
+	}
+	return false
+}
+
+func (x *MatchCreated) GetUnrated() bool {
+	if x != nil {
+		return x.Unrated
 	}
 	return false
 }
@@ -994,7 +1004,7 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\rmatch_aborted\x18\x10 \x01(\v2$.fourkingdoms.events.v1.MatchAbortedH\x00R\fmatchAborted\x12E\n" +
 	"\vwin_claimed\x18\x11 \x01(\v2\".fourkingdoms.events.v1.WinClaimedH\x00R\n" +
 	"winClaimedB\a\n" +
-	"\x05event\"\x97\x03\n" +
+	"\x05event\"\xb1\x03\n" +
 	"\fMatchCreated\x12\x19\n" +
 	"\brule_set\x18\x01 \x01(\tR\aruleSet\x12D\n" +
 	"\ftime_control\x18\x02 \x01(\v2!.fourkingdoms.game.v1.TimeControlR\vtimeControl\x12:\n" +
@@ -1003,7 +1013,8 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\ato_move\x18\x05 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x06toMove\x123\n" +
 	"\x06clocks\x18\x06 \x03(\v2\x1b.fourkingdoms.game.v1.ClockR\x06clocks\x12 \n" +
 	"\tclaim_win\x18\a \x01(\bH\x00R\bclaimWin\x88\x01\x01\x12)\n" +
-	"\x0eauto_claim_win\x18\b \x01(\bH\x01R\fautoClaimWin\x88\x01\x01B\f\n" +
+	"\x0eauto_claim_win\x18\b \x01(\bH\x01R\fautoClaimWin\x88\x01\x01\x12\x18\n" +
+	"\aunrated\x18\t \x01(\bR\aunratedB\f\n" +
 	"\n" +
 	"_claim_winB\x11\n" +
 	"\x0f_auto_claim_win\"\xf2\x02\n" +

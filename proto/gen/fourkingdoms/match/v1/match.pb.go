@@ -206,7 +206,10 @@ type Match struct {
 	// True when the caller holds a seat that may claim the win now: ClaimWin
 	// would succeed (docs/rules.md section 8.3). Computed by the server's rules
 	// engine, so a client offers the claim exactly when it is allowed.
-	CanClaimWin   bool `protobuf:"varint,18,opt,name=can_claim_win,json=canClaimWin,proto3" json:"can_claim_win,omitempty"`
+	CanClaimWin bool `protobuf:"varint,18,opt,name=can_claim_win,json=canClaimWin,proto3" json:"can_claim_win,omitempty"`
+	// True if the match does not count for ratings
+	// (CreateMatchRequest.unrated).
+	Unrated       bool `protobuf:"varint,19,opt,name=unrated,proto3" json:"unrated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -363,6 +366,13 @@ func (x *Match) GetPremoves() []*PremoveQueue {
 func (x *Match) GetCanClaimWin() bool {
 	if x != nil {
 		return x.CanClaimWin
+	}
+	return false
+}
+
+func (x *Match) GetUnrated() bool {
+	if x != nil {
+		return x.Unrated
 	}
 	return false
 }
@@ -578,7 +588,10 @@ type CreateMatchRequest struct {
 	// win for the leader of the last two live players once the other can no
 	// longer end ranked above them (docs/rules.md section 8.3;
 	// RuleSet.AutoClaimWin); unset keeps the rule set's default (off in both).
-	AutoClaimWin  *bool `protobuf:"varint,8,opt,name=auto_claim_win,json=autoClaimWin,proto3,oneof" json:"auto_claim_win,omitempty"`
+	AutoClaimWin *bool `protobuf:"varint,8,opt,name=auto_claim_win,json=autoClaimWin,proto3,oneof" json:"auto_claim_win,omitempty"`
+	// True if the match does not count for ratings: its MatchFinished is
+	// never published to the rating stream (private tables played for fun).
+	Unrated       bool `protobuf:"varint,9,opt,name=unrated,proto3" json:"unrated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -665,6 +678,13 @@ func (x *CreateMatchRequest) GetClaimWin() bool {
 func (x *CreateMatchRequest) GetAutoClaimWin() bool {
 	if x != nil && x.AutoClaimWin != nil {
 		return *x.AutoClaimWin
+	}
+	return false
+}
+
+func (x *CreateMatchRequest) GetUnrated() bool {
+	if x != nil {
+		return x.Unrated
 	}
 	return false
 }
@@ -1878,7 +1898,7 @@ var File_fourkingdoms_match_v1_match_proto protoreflect.FileDescriptor
 
 const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\n" +
-	"!fourkingdoms/match/v1/match.proto\x12\x15fourkingdoms.match.v1\x1a#fourkingdoms/events/v1/events.proto\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd1\x06\n" +
+	"!fourkingdoms/match/v1/match.proto\x12\x15fourkingdoms.match.v1\x1a#fourkingdoms/events/v1/events.proto\x1a\x1ffourkingdoms/game/v1/game.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xeb\x06\n" +
 	"\x05Match\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12:\n" +
 	"\x06status\x18\x02 \x01(\x0e2\".fourkingdoms.match.v1.MatchStatusR\x06status\x12\x19\n" +
@@ -1901,7 +1921,8 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\vfinished_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12?\n" +
 	"\bpremoves\x18\x11 \x03(\v2#.fourkingdoms.match.v1.PremoveQueueR\bpremoves\x12\"\n" +
-	"\rcan_claim_win\x18\x12 \x01(\bR\vcanClaimWin\"\xab\x02\n" +
+	"\rcan_claim_win\x18\x12 \x01(\bR\vcanClaimWin\x12\x18\n" +
+	"\aunrated\x18\x13 \x01(\bR\aunrated\"\xab\x02\n" +
 	"\tSeatState\x12.\n" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x124\n" +
 	"\x06player\x18\x02 \x01(\v2\x1c.fourkingdoms.game.v1.PlayerR\x06player\x128\n" +
@@ -1916,7 +1937,7 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\x04kind\x18\x03 \x01(\x0e2\x1f.fourkingdoms.game.v1.PieceKindR\x04kind\x12\x12\n" +
 	"\x04dead\x18\x04 \x01(\bR\x04dead\x12\x16\n" +
 	"\x06zombie\x18\x05 \x01(\bR\x06zombie\x12\x1a\n" +
-	"\bpromoted\x18\x06 \x01(\bR\bpromoted\"\x93\x03\n" +
+	"\bpromoted\x18\x06 \x01(\bR\bpromoted\"\xad\x03\n" +
 	"\x12CreateMatchRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12:\n" +
@@ -1927,7 +1948,8 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"start_fen4\x18\x05 \x01(\tH\x00R\tstartFen4\x88\x01\x01\x12\x17\n" +
 	"\x04seed\x18\x06 \x01(\x04H\x01R\x04seed\x88\x01\x01\x12 \n" +
 	"\tclaim_win\x18\a \x01(\bH\x02R\bclaimWin\x88\x01\x01\x12)\n" +
-	"\x0eauto_claim_win\x18\b \x01(\bH\x03R\fautoClaimWin\x88\x01\x01B\r\n" +
+	"\x0eauto_claim_win\x18\b \x01(\bH\x03R\fautoClaimWin\x88\x01\x01\x12\x18\n" +
+	"\aunrated\x18\t \x01(\bR\aunratedB\r\n" +
 	"\v_start_fen4B\a\n" +
 	"\x05_seedB\f\n" +
 	"\n" +

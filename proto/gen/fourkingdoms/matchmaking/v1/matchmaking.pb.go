@@ -91,6 +91,178 @@ func (TicketState) EnumDescriptor() ([]byte, []int) {
 	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{0}
 }
 
+// SeatMode is how a private table's seat is filled.
+type SeatMode int32
+
+const (
+	// Not set: treated as SEAT_MODE_OPEN.
+	SeatMode_SEAT_MODE_UNSPECIFIED SeatMode = 0
+	// Open to a player who joins with the invite code.
+	SeatMode_SEAT_MODE_OPEN SeatMode = 1
+	// Taken by a bot of the seat's bot level when the table starts.
+	SeatMode_SEAT_MODE_BOT SeatMode = 2
+)
+
+// Enum value maps for SeatMode.
+var (
+	SeatMode_name = map[int32]string{
+		0: "SEAT_MODE_UNSPECIFIED",
+		1: "SEAT_MODE_OPEN",
+		2: "SEAT_MODE_BOT",
+	}
+	SeatMode_value = map[string]int32{
+		"SEAT_MODE_UNSPECIFIED": 0,
+		"SEAT_MODE_OPEN":        1,
+		"SEAT_MODE_BOT":         2,
+	}
+)
+
+func (x SeatMode) Enum() *SeatMode {
+	p := new(SeatMode)
+	*p = x
+	return p
+}
+
+func (x SeatMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SeatMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_enumTypes[1].Descriptor()
+}
+
+func (SeatMode) Type() protoreflect.EnumType {
+	return &file_fourkingdoms_matchmaking_v1_matchmaking_proto_enumTypes[1]
+}
+
+func (x SeatMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SeatMode.Descriptor instead.
+func (SeatMode) EnumDescriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{1}
+}
+
+// TableState is the life-cycle state of a private table.
+type TableState int32
+
+const (
+	// Not set.
+	TableState_TABLE_STATE_UNSPECIFIED TableState = 0
+	// Players are joining.
+	TableState_TABLE_STATE_OPEN TableState = 1
+	// The match was created (final).
+	TableState_TABLE_STATE_STARTED TableState = 2
+	// The table closed: its last human left, or it stayed idle too long
+	// (final).
+	TableState_TABLE_STATE_CLOSED TableState = 3
+)
+
+// Enum value maps for TableState.
+var (
+	TableState_name = map[int32]string{
+		0: "TABLE_STATE_UNSPECIFIED",
+		1: "TABLE_STATE_OPEN",
+		2: "TABLE_STATE_STARTED",
+		3: "TABLE_STATE_CLOSED",
+	}
+	TableState_value = map[string]int32{
+		"TABLE_STATE_UNSPECIFIED": 0,
+		"TABLE_STATE_OPEN":        1,
+		"TABLE_STATE_STARTED":     2,
+		"TABLE_STATE_CLOSED":      3,
+	}
+)
+
+func (x TableState) Enum() *TableState {
+	p := new(TableState)
+	*p = x
+	return p
+}
+
+func (x TableState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TableState) Descriptor() protoreflect.EnumDescriptor {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_enumTypes[2].Descriptor()
+}
+
+func (TableState) Type() protoreflect.EnumType {
+	return &file_fourkingdoms_matchmaking_v1_matchmaking_proto_enumTypes[2]
+}
+
+func (x TableState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TableState.Descriptor instead.
+func (TableState) EnumDescriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{2}
+}
+
+// RematchState is the life-cycle state of a rematch offer.
+type RematchState int32
+
+const (
+	// Not set.
+	RematchState_REMATCH_STATE_UNSPECIFIED RematchState = 0
+	// Waiting for the other humans.
+	RematchState_REMATCH_STATE_OFFERED RematchState = 1
+	// Every human accepted: the new match was created (final).
+	RematchState_REMATCH_STATE_STARTED RematchState = 2
+	// Someone declined (final).
+	RematchState_REMATCH_STATE_DECLINED RematchState = 3
+	// The rematch window passed (final).
+	RematchState_REMATCH_STATE_EXPIRED RematchState = 4
+)
+
+// Enum value maps for RematchState.
+var (
+	RematchState_name = map[int32]string{
+		0: "REMATCH_STATE_UNSPECIFIED",
+		1: "REMATCH_STATE_OFFERED",
+		2: "REMATCH_STATE_STARTED",
+		3: "REMATCH_STATE_DECLINED",
+		4: "REMATCH_STATE_EXPIRED",
+	}
+	RematchState_value = map[string]int32{
+		"REMATCH_STATE_UNSPECIFIED": 0,
+		"REMATCH_STATE_OFFERED":     1,
+		"REMATCH_STATE_STARTED":     2,
+		"REMATCH_STATE_DECLINED":    3,
+		"REMATCH_STATE_EXPIRED":     4,
+	}
+)
+
+func (x RematchState) Enum() *RematchState {
+	p := new(RematchState)
+	*p = x
+	return p
+}
+
+func (x RematchState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RematchState) Descriptor() protoreflect.EnumDescriptor {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_enumTypes[3].Descriptor()
+}
+
+func (RematchState) Type() protoreflect.EnumType {
+	return &file_fourkingdoms_matchmaking_v1_matchmaking_proto_enumTypes[3]
+}
+
+func (x RematchState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RematchState.Descriptor instead.
+func (RematchState) EnumDescriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{3}
+}
+
 // Queue is one configured matchmaking queue.
 type Queue struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1227,6 +1399,1131 @@ func (x *ListQueuesResponse) GetQueues() []*Queue {
 	return nil
 }
 
+// TableSeat is one seat of a private table.
+type TableSeat struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The seat.
+	Seat v1.Seat `protobuf:"varint,1,opt,name=seat,proto3,enum=fourkingdoms.game.v1.Seat" json:"seat,omitempty"`
+	// How the seat is filled.
+	Mode SeatMode `protobuf:"varint,2,opt,name=mode,proto3,enum=fourkingdoms.matchmaking.v1.SeatMode" json:"mode,omitempty"`
+	// The bot level ("random", "greedy") of a bot seat.
+	BotLevel string `protobuf:"bytes,3,opt,name=bot_level,json=botLevel,proto3" json:"bot_level,omitempty"`
+	// The player sitting there; unset while an open seat is free, and for a
+	// bot seat until the table starts.
+	Player        *v1.Player `protobuf:"bytes,4,opt,name=player,proto3" json:"player,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TableSeat) Reset() {
+	*x = TableSeat{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TableSeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TableSeat) ProtoMessage() {}
+
+func (x *TableSeat) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TableSeat.ProtoReflect.Descriptor instead.
+func (*TableSeat) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *TableSeat) GetSeat() v1.Seat {
+	if x != nil {
+		return x.Seat
+	}
+	return v1.Seat(0)
+}
+
+func (x *TableSeat) GetMode() SeatMode {
+	if x != nil {
+		return x.Mode
+	}
+	return SeatMode_SEAT_MODE_UNSPECIFIED
+}
+
+func (x *TableSeat) GetBotLevel() string {
+	if x != nil {
+		return x.BotLevel
+	}
+	return ""
+}
+
+func (x *TableSeat) GetPlayer() *v1.Player {
+	if x != nil {
+		return x.Player
+	}
+	return nil
+}
+
+// Table is a private table.
+type Table struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The invite code: 12 characters of Crockford base32 (60 random bits),
+	// shown in groups of four ("7KQ2-M9XD-4TBA"); JoinTable accepts it with
+	// or without dashes and in either case.
+	Code string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	// The invite link of the deployment's web client, for example
+	// "https://example.org/#table=7KQ2M9XD4TBA"; empty when the deployment
+	// has no public address configured.
+	Link string `protobuf:"bytes,2,opt,name=link,proto3" json:"link,omitempty"`
+	// The host's player id: the only one who may start the table.
+	HostPlayerId string `protobuf:"bytes,3,opt,name=host_player_id,json=hostPlayerId,proto3" json:"host_player_id,omitempty"`
+	// Rule set name.
+	RuleSet string `protobuf:"bytes,4,opt,name=rule_set,json=ruleSet,proto3" json:"rule_set,omitempty"`
+	// The time control.
+	TimeControl *v1.TimeControl `protobuf:"bytes,5,opt,name=time_control,json=timeControl,proto3" json:"time_control,omitempty"`
+	// True if the match counts for ratings.
+	Rated bool `protobuf:"varint,6,opt,name=rated,proto3" json:"rated,omitempty"`
+	// The four seats, Red, Blue, Yellow, Green.
+	Seats []*TableSeat `protobuf:"bytes,7,rep,name=seats,proto3" json:"seats,omitempty"`
+	// Current state.
+	State TableState `protobuf:"varint,8,opt,name=state,proto3,enum=fourkingdoms.matchmaking.v1.TableState" json:"state,omitempty"`
+	// The match, set when state is STARTED.
+	MatchId string `protobuf:"bytes,9,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	// When the table closes unless something happens at it.
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// Increases by one with every change of the table.
+	Version       uint64 `protobuf:"varint,11,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Table) Reset() {
+	*x = Table{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Table) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Table) ProtoMessage() {}
+
+func (x *Table) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Table.ProtoReflect.Descriptor instead.
+func (*Table) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Table) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *Table) GetLink() string {
+	if x != nil {
+		return x.Link
+	}
+	return ""
+}
+
+func (x *Table) GetHostPlayerId() string {
+	if x != nil {
+		return x.HostPlayerId
+	}
+	return ""
+}
+
+func (x *Table) GetRuleSet() string {
+	if x != nil {
+		return x.RuleSet
+	}
+	return ""
+}
+
+func (x *Table) GetTimeControl() *v1.TimeControl {
+	if x != nil {
+		return x.TimeControl
+	}
+	return nil
+}
+
+func (x *Table) GetRated() bool {
+	if x != nil {
+		return x.Rated
+	}
+	return false
+}
+
+func (x *Table) GetSeats() []*TableSeat {
+	if x != nil {
+		return x.Seats
+	}
+	return nil
+}
+
+func (x *Table) GetState() TableState {
+	if x != nil {
+		return x.State
+	}
+	return TableState_TABLE_STATE_UNSPECIFIED
+}
+
+func (x *Table) GetMatchId() string {
+	if x != nil {
+		return x.MatchId
+	}
+	return ""
+}
+
+func (x *Table) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *Table) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+// CreateTableRequest describes the table to open.
+type CreateTableRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Rule set name; empty means "fourkingdoms".
+	RuleSet string `protobuf:"bytes,1,opt,name=rule_set,json=ruleSet,proto3" json:"rule_set,omitempty"`
+	// The time control: a configured queue's time control name is enough,
+	// or a full time control. Required.
+	TimeControl *v1.TimeControl `protobuf:"bytes,2,opt,name=time_control,json=timeControl,proto3" json:"time_control,omitempty"`
+	// True if the match counts for ratings (rated tables need every seat
+	// filled by a player or a bot, as queue games).
+	Rated bool `protobuf:"varint,3,opt,name=rated,proto3" json:"rated,omitempty"`
+	// How each seat is filled; seats not listed are open. At least one seat
+	// must be open for the host.
+	Seats []*TableSeat `protobuf:"bytes,4,rep,name=seats,proto3" json:"seats,omitempty"`
+	// The host's seat; unset means the first open seat.
+	HostSeat      v1.Seat `protobuf:"varint,5,opt,name=host_seat,json=hostSeat,proto3,enum=fourkingdoms.game.v1.Seat" json:"host_seat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTableRequest) Reset() {
+	*x = CreateTableRequest{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTableRequest) ProtoMessage() {}
+
+func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
+func (*CreateTableRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CreateTableRequest) GetRuleSet() string {
+	if x != nil {
+		return x.RuleSet
+	}
+	return ""
+}
+
+func (x *CreateTableRequest) GetTimeControl() *v1.TimeControl {
+	if x != nil {
+		return x.TimeControl
+	}
+	return nil
+}
+
+func (x *CreateTableRequest) GetRated() bool {
+	if x != nil {
+		return x.Rated
+	}
+	return false
+}
+
+func (x *CreateTableRequest) GetSeats() []*TableSeat {
+	if x != nil {
+		return x.Seats
+	}
+	return nil
+}
+
+func (x *CreateTableRequest) GetHostSeat() v1.Seat {
+	if x != nil {
+		return x.HostSeat
+	}
+	return v1.Seat(0)
+}
+
+// CreateTableResponse is the new table.
+type CreateTableResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The table, with the host seated.
+	Table         *Table `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTableResponse) Reset() {
+	*x = CreateTableResponse{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTableResponse) ProtoMessage() {}
+
+func (x *CreateTableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTableResponse.ProtoReflect.Descriptor instead.
+func (*CreateTableResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *CreateTableResponse) GetTable() *Table {
+	if x != nil {
+		return x.Table
+	}
+	return nil
+}
+
+// JoinTableRequest names the table and, optionally, the seat.
+type JoinTableRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The invite code.
+	Code string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	// The seat wanted; unset means the first free open seat.
+	Seat          v1.Seat `protobuf:"varint,2,opt,name=seat,proto3,enum=fourkingdoms.game.v1.Seat" json:"seat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinTableRequest) Reset() {
+	*x = JoinTableRequest{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinTableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinTableRequest) ProtoMessage() {}
+
+func (x *JoinTableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinTableRequest.ProtoReflect.Descriptor instead.
+func (*JoinTableRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *JoinTableRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *JoinTableRequest) GetSeat() v1.Seat {
+	if x != nil {
+		return x.Seat
+	}
+	return v1.Seat(0)
+}
+
+// JoinTableResponse is the table after joining.
+type JoinTableResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The table.
+	Table *Table `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// The caller's seat.
+	Seat          v1.Seat `protobuf:"varint,2,opt,name=seat,proto3,enum=fourkingdoms.game.v1.Seat" json:"seat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinTableResponse) Reset() {
+	*x = JoinTableResponse{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinTableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinTableResponse) ProtoMessage() {}
+
+func (x *JoinTableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinTableResponse.ProtoReflect.Descriptor instead.
+func (*JoinTableResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *JoinTableResponse) GetTable() *Table {
+	if x != nil {
+		return x.Table
+	}
+	return nil
+}
+
+func (x *JoinTableResponse) GetSeat() v1.Seat {
+	if x != nil {
+		return x.Seat
+	}
+	return v1.Seat(0)
+}
+
+// LeaveTableRequest names the table.
+type LeaveTableRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The invite code.
+	Code          string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveTableRequest) Reset() {
+	*x = LeaveTableRequest{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveTableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveTableRequest) ProtoMessage() {}
+
+func (x *LeaveTableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveTableRequest.ProtoReflect.Descriptor instead.
+func (*LeaveTableRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *LeaveTableRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+// LeaveTableResponse is the table after leaving.
+type LeaveTableResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The table (CLOSED if the caller was its last human).
+	Table         *Table `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveTableResponse) Reset() {
+	*x = LeaveTableResponse{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveTableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveTableResponse) ProtoMessage() {}
+
+func (x *LeaveTableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveTableResponse.ProtoReflect.Descriptor instead.
+func (*LeaveTableResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *LeaveTableResponse) GetTable() *Table {
+	if x != nil {
+		return x.Table
+	}
+	return nil
+}
+
+// StartTableRequest names the table to start.
+type StartTableRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The invite code.
+	Code string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	// Give the open seats still free to bots of fill_bot_level.
+	FillWithBots bool `protobuf:"varint,2,opt,name=fill_with_bots,json=fillWithBots,proto3" json:"fill_with_bots,omitempty"`
+	// The level of the bots that fill free seats; empty means "greedy".
+	FillBotLevel  string `protobuf:"bytes,3,opt,name=fill_bot_level,json=fillBotLevel,proto3" json:"fill_bot_level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartTableRequest) Reset() {
+	*x = StartTableRequest{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartTableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartTableRequest) ProtoMessage() {}
+
+func (x *StartTableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartTableRequest.ProtoReflect.Descriptor instead.
+func (*StartTableRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *StartTableRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *StartTableRequest) GetFillWithBots() bool {
+	if x != nil {
+		return x.FillWithBots
+	}
+	return false
+}
+
+func (x *StartTableRequest) GetFillBotLevel() string {
+	if x != nil {
+		return x.FillBotLevel
+	}
+	return ""
+}
+
+// StartTableResponse is the started table.
+type StartTableResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The table, STARTED, with its match id.
+	Table         *Table `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartTableResponse) Reset() {
+	*x = StartTableResponse{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartTableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartTableResponse) ProtoMessage() {}
+
+func (x *StartTableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartTableResponse.ProtoReflect.Descriptor instead.
+func (*StartTableResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *StartTableResponse) GetTable() *Table {
+	if x != nil {
+		return x.Table
+	}
+	return nil
+}
+
+// WatchTableRequest names the table.
+type WatchTableRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The invite code.
+	Code          string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchTableRequest) Reset() {
+	*x = WatchTableRequest{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchTableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchTableRequest) ProtoMessage() {}
+
+func (x *WatchTableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchTableRequest.ProtoReflect.Descriptor instead.
+func (*WatchTableRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *WatchTableRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+// WatchTableResponse is the table's state after a change.
+type WatchTableResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The table.
+	Table         *Table `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchTableResponse) Reset() {
+	*x = WatchTableResponse{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchTableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchTableResponse) ProtoMessage() {}
+
+func (x *WatchTableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchTableResponse.ProtoReflect.Descriptor instead.
+func (*WatchTableResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *WatchTableResponse) GetTable() *Table {
+	if x != nil {
+		return x.Table
+	}
+	return nil
+}
+
+// Rematch is a rematch offer for a finished match.
+type Rematch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The finished match.
+	MatchId string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	// Current state.
+	State RematchState `protobuf:"varint,2,opt,name=state,proto3,enum=fourkingdoms.matchmaking.v1.RematchState" json:"state,omitempty"`
+	// The humans of the match who have offered or accepted so far.
+	AcceptedPlayerIds []string `protobuf:"bytes,3,rep,name=accepted_player_ids,json=acceptedPlayerIds,proto3" json:"accepted_player_ids,omitempty"`
+	// The humans of the match (the ones who must accept).
+	PlayerIds []string `protobuf:"bytes,4,rep,name=player_ids,json=playerIds,proto3" json:"player_ids,omitempty"`
+	// The player who declined, when state is DECLINED.
+	DeclinedBy string `protobuf:"bytes,5,opt,name=declined_by,json=declinedBy,proto3" json:"declined_by,omitempty"`
+	// The new match, when state is STARTED.
+	NewMatchId string `protobuf:"bytes,6,opt,name=new_match_id,json=newMatchId,proto3" json:"new_match_id,omitempty"`
+	// When the offer expires unless every human accepted.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rematch) Reset() {
+	*x = Rematch{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rematch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rematch) ProtoMessage() {}
+
+func (x *Rematch) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rematch.ProtoReflect.Descriptor instead.
+func (*Rematch) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *Rematch) GetMatchId() string {
+	if x != nil {
+		return x.MatchId
+	}
+	return ""
+}
+
+func (x *Rematch) GetState() RematchState {
+	if x != nil {
+		return x.State
+	}
+	return RematchState_REMATCH_STATE_UNSPECIFIED
+}
+
+func (x *Rematch) GetAcceptedPlayerIds() []string {
+	if x != nil {
+		return x.AcceptedPlayerIds
+	}
+	return nil
+}
+
+func (x *Rematch) GetPlayerIds() []string {
+	if x != nil {
+		return x.PlayerIds
+	}
+	return nil
+}
+
+func (x *Rematch) GetDeclinedBy() string {
+	if x != nil {
+		return x.DeclinedBy
+	}
+	return ""
+}
+
+func (x *Rematch) GetNewMatchId() string {
+	if x != nil {
+		return x.NewMatchId
+	}
+	return ""
+}
+
+func (x *Rematch) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+// OfferRematchRequest names the finished match.
+type OfferRematchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The finished match.
+	MatchId       string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OfferRematchRequest) Reset() {
+	*x = OfferRematchRequest{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OfferRematchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OfferRematchRequest) ProtoMessage() {}
+
+func (x *OfferRematchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OfferRematchRequest.ProtoReflect.Descriptor instead.
+func (*OfferRematchRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *OfferRematchRequest) GetMatchId() string {
+	if x != nil {
+		return x.MatchId
+	}
+	return ""
+}
+
+// OfferRematchResponse is the offer after the call.
+type OfferRematchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The offer.
+	Rematch       *Rematch `protobuf:"bytes,1,opt,name=rematch,proto3" json:"rematch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OfferRematchResponse) Reset() {
+	*x = OfferRematchResponse{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OfferRematchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OfferRematchResponse) ProtoMessage() {}
+
+func (x *OfferRematchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OfferRematchResponse.ProtoReflect.Descriptor instead.
+func (*OfferRematchResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *OfferRematchResponse) GetRematch() *Rematch {
+	if x != nil {
+		return x.Rematch
+	}
+	return nil
+}
+
+// DeclineRematchRequest names the finished match.
+type DeclineRematchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The finished match.
+	MatchId       string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeclineRematchRequest) Reset() {
+	*x = DeclineRematchRequest{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeclineRematchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeclineRematchRequest) ProtoMessage() {}
+
+func (x *DeclineRematchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeclineRematchRequest.ProtoReflect.Descriptor instead.
+func (*DeclineRematchRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *DeclineRematchRequest) GetMatchId() string {
+	if x != nil {
+		return x.MatchId
+	}
+	return ""
+}
+
+// DeclineRematchResponse is the offer after declining.
+type DeclineRematchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The offer, DECLINED.
+	Rematch       *Rematch `protobuf:"bytes,1,opt,name=rematch,proto3" json:"rematch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeclineRematchResponse) Reset() {
+	*x = DeclineRematchResponse{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeclineRematchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeclineRematchResponse) ProtoMessage() {}
+
+func (x *DeclineRematchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeclineRematchResponse.ProtoReflect.Descriptor instead.
+func (*DeclineRematchResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *DeclineRematchResponse) GetRematch() *Rematch {
+	if x != nil {
+		return x.Rematch
+	}
+	return nil
+}
+
+// WatchRematchRequest names the finished match.
+type WatchRematchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The finished match.
+	MatchId       string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchRematchRequest) Reset() {
+	*x = WatchRematchRequest{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRematchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRematchRequest) ProtoMessage() {}
+
+func (x *WatchRematchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRematchRequest.ProtoReflect.Descriptor instead.
+func (*WatchRematchRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *WatchRematchRequest) GetMatchId() string {
+	if x != nil {
+		return x.MatchId
+	}
+	return ""
+}
+
+// WatchRematchResponse is the offer after a change.
+type WatchRematchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The offer.
+	Rematch       *Rematch `protobuf:"bytes,1,opt,name=rematch,proto3" json:"rematch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchRematchResponse) Reset() {
+	*x = WatchRematchResponse{}
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRematchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRematchResponse) ProtoMessage() {}
+
+func (x *WatchRematchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRematchResponse.ProtoReflect.Descriptor instead.
+func (*WatchRematchResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *WatchRematchResponse) GetRematch() *Rematch {
+	if x != nil {
+		return x.Rematch
+	}
+	return nil
+}
+
 var File_fourkingdoms_matchmaking_v1_matchmaking_proto protoreflect.FileDescriptor
 
 const file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDesc = "" +
@@ -1298,20 +2595,118 @@ const file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDesc = "" +
 	"computedAt\"\x13\n" +
 	"\x11ListQueuesRequest\"P\n" +
 	"\x12ListQueuesResponse\x12:\n" +
-	"\x06queues\x18\x01 \x03(\v2\".fourkingdoms.matchmaking.v1.QueueR\x06queues*\x97\x01\n" +
+	"\x06queues\x18\x01 \x03(\v2\".fourkingdoms.matchmaking.v1.QueueR\x06queues\"\xc9\x01\n" +
+	"\tTableSeat\x12.\n" +
+	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x129\n" +
+	"\x04mode\x18\x02 \x01(\x0e2%.fourkingdoms.matchmaking.v1.SeatModeR\x04mode\x12\x1b\n" +
+	"\tbot_level\x18\x03 \x01(\tR\bbotLevel\x124\n" +
+	"\x06player\x18\x04 \x01(\v2\x1c.fourkingdoms.game.v1.PlayerR\x06player\"\xb9\x03\n" +
+	"\x05Table\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\x12\x12\n" +
+	"\x04link\x18\x02 \x01(\tR\x04link\x12$\n" +
+	"\x0ehost_player_id\x18\x03 \x01(\tR\fhostPlayerId\x12\x19\n" +
+	"\brule_set\x18\x04 \x01(\tR\aruleSet\x12D\n" +
+	"\ftime_control\x18\x05 \x01(\v2!.fourkingdoms.game.v1.TimeControlR\vtimeControl\x12\x14\n" +
+	"\x05rated\x18\x06 \x01(\bR\x05rated\x12<\n" +
+	"\x05seats\x18\a \x03(\v2&.fourkingdoms.matchmaking.v1.TableSeatR\x05seats\x12=\n" +
+	"\x05state\x18\b \x01(\x0e2'.fourkingdoms.matchmaking.v1.TableStateR\x05state\x12\x19\n" +
+	"\bmatch_id\x18\t \x01(\tR\amatchId\x129\n" +
+	"\n" +
+	"expires_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x18\n" +
+	"\aversion\x18\v \x01(\x04R\aversion\"\x82\x02\n" +
+	"\x12CreateTableRequest\x12\x19\n" +
+	"\brule_set\x18\x01 \x01(\tR\aruleSet\x12D\n" +
+	"\ftime_control\x18\x02 \x01(\v2!.fourkingdoms.game.v1.TimeControlR\vtimeControl\x12\x14\n" +
+	"\x05rated\x18\x03 \x01(\bR\x05rated\x12<\n" +
+	"\x05seats\x18\x04 \x03(\v2&.fourkingdoms.matchmaking.v1.TableSeatR\x05seats\x127\n" +
+	"\thost_seat\x18\x05 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\bhostSeat\"O\n" +
+	"\x13CreateTableResponse\x128\n" +
+	"\x05table\x18\x01 \x01(\v2\".fourkingdoms.matchmaking.v1.TableR\x05table\"V\n" +
+	"\x10JoinTableRequest\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\x12.\n" +
+	"\x04seat\x18\x02 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\"}\n" +
+	"\x11JoinTableResponse\x128\n" +
+	"\x05table\x18\x01 \x01(\v2\".fourkingdoms.matchmaking.v1.TableR\x05table\x12.\n" +
+	"\x04seat\x18\x02 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\"'\n" +
+	"\x11LeaveTableRequest\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\"N\n" +
+	"\x12LeaveTableResponse\x128\n" +
+	"\x05table\x18\x01 \x01(\v2\".fourkingdoms.matchmaking.v1.TableR\x05table\"s\n" +
+	"\x11StartTableRequest\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\x12$\n" +
+	"\x0efill_with_bots\x18\x02 \x01(\bR\ffillWithBots\x12$\n" +
+	"\x0efill_bot_level\x18\x03 \x01(\tR\ffillBotLevel\"N\n" +
+	"\x12StartTableResponse\x128\n" +
+	"\x05table\x18\x01 \x01(\v2\".fourkingdoms.matchmaking.v1.TableR\x05table\"'\n" +
+	"\x11WatchTableRequest\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\"N\n" +
+	"\x12WatchTableResponse\x128\n" +
+	"\x05table\x18\x01 \x01(\v2\".fourkingdoms.matchmaking.v1.TableR\x05table\"\xb2\x02\n" +
+	"\aRematch\x12\x19\n" +
+	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12?\n" +
+	"\x05state\x18\x02 \x01(\x0e2).fourkingdoms.matchmaking.v1.RematchStateR\x05state\x12.\n" +
+	"\x13accepted_player_ids\x18\x03 \x03(\tR\x11acceptedPlayerIds\x12\x1d\n" +
+	"\n" +
+	"player_ids\x18\x04 \x03(\tR\tplayerIds\x12\x1f\n" +
+	"\vdeclined_by\x18\x05 \x01(\tR\n" +
+	"declinedBy\x12 \n" +
+	"\fnew_match_id\x18\x06 \x01(\tR\n" +
+	"newMatchId\x129\n" +
+	"\n" +
+	"expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"0\n" +
+	"\x13OfferRematchRequest\x12\x19\n" +
+	"\bmatch_id\x18\x01 \x01(\tR\amatchId\"V\n" +
+	"\x14OfferRematchResponse\x12>\n" +
+	"\arematch\x18\x01 \x01(\v2$.fourkingdoms.matchmaking.v1.RematchR\arematch\"2\n" +
+	"\x15DeclineRematchRequest\x12\x19\n" +
+	"\bmatch_id\x18\x01 \x01(\tR\amatchId\"X\n" +
+	"\x16DeclineRematchResponse\x12>\n" +
+	"\arematch\x18\x01 \x01(\v2$.fourkingdoms.matchmaking.v1.RematchR\arematch\"0\n" +
+	"\x13WatchRematchRequest\x12\x19\n" +
+	"\bmatch_id\x18\x01 \x01(\tR\amatchId\"V\n" +
+	"\x14WatchRematchResponse\x12>\n" +
+	"\arematch\x18\x01 \x01(\v2$.fourkingdoms.matchmaking.v1.RematchR\arematch*\x97\x01\n" +
 	"\vTicketState\x12\x1c\n" +
 	"\x18TICKET_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16TICKET_STATE_SEARCHING\x10\x01\x12\x18\n" +
 	"\x14TICKET_STATE_MATCHED\x10\x02\x12\x1a\n" +
 	"\x16TICKET_STATE_CANCELLED\x10\x03\x12\x18\n" +
-	"\x14TICKET_STATE_EXPIRED\x10\x042\xca\x04\n" +
+	"\x14TICKET_STATE_EXPIRED\x10\x04*L\n" +
+	"\bSeatMode\x12\x19\n" +
+	"\x15SEAT_MODE_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eSEAT_MODE_OPEN\x10\x01\x12\x11\n" +
+	"\rSEAT_MODE_BOT\x10\x02*p\n" +
+	"\n" +
+	"TableState\x12\x1b\n" +
+	"\x17TABLE_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10TABLE_STATE_OPEN\x10\x01\x12\x17\n" +
+	"\x13TABLE_STATE_STARTED\x10\x02\x12\x16\n" +
+	"\x12TABLE_STATE_CLOSED\x10\x03*\x9a\x01\n" +
+	"\fRematchState\x12\x1d\n" +
+	"\x19REMATCH_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15REMATCH_STATE_OFFERED\x10\x01\x12\x19\n" +
+	"\x15REMATCH_STATE_STARTED\x10\x02\x12\x1a\n" +
+	"\x16REMATCH_STATE_DECLINED\x10\x03\x12\x19\n" +
+	"\x15REMATCH_STATE_EXPIRED\x10\x042\xde\v\n" +
 	"\x12MatchmakingService\x12d\n" +
 	"\aEnqueue\x12+.fourkingdoms.matchmaking.v1.EnqueueRequest\x1a,.fourkingdoms.matchmaking.v1.EnqueueResponse\x12r\n" +
 	"\vWatchTicket\x12/.fourkingdoms.matchmaking.v1.WatchTicketRequest\x1a0.fourkingdoms.matchmaking.v1.WatchTicketResponse0\x01\x12s\n" +
 	"\fCancelTicket\x120.fourkingdoms.matchmaking.v1.CancelTicketRequest\x1a1.fourkingdoms.matchmaking.v1.CancelTicketResponse\x12v\n" +
 	"\rGetQueueStats\x121.fourkingdoms.matchmaking.v1.GetQueueStatsRequest\x1a2.fourkingdoms.matchmaking.v1.GetQueueStatsResponse\x12m\n" +
 	"\n" +
-	"ListQueues\x12..fourkingdoms.matchmaking.v1.ListQueuesRequest\x1a/.fourkingdoms.matchmaking.v1.ListQueuesResponseB\x9b\x02\n" +
+	"ListQueues\x12..fourkingdoms.matchmaking.v1.ListQueuesRequest\x1a/.fourkingdoms.matchmaking.v1.ListQueuesResponse\x12p\n" +
+	"\vCreateTable\x12/.fourkingdoms.matchmaking.v1.CreateTableRequest\x1a0.fourkingdoms.matchmaking.v1.CreateTableResponse\x12j\n" +
+	"\tJoinTable\x12-.fourkingdoms.matchmaking.v1.JoinTableRequest\x1a..fourkingdoms.matchmaking.v1.JoinTableResponse\x12m\n" +
+	"\n" +
+	"LeaveTable\x12..fourkingdoms.matchmaking.v1.LeaveTableRequest\x1a/.fourkingdoms.matchmaking.v1.LeaveTableResponse\x12m\n" +
+	"\n" +
+	"StartTable\x12..fourkingdoms.matchmaking.v1.StartTableRequest\x1a/.fourkingdoms.matchmaking.v1.StartTableResponse\x12o\n" +
+	"\n" +
+	"WatchTable\x12..fourkingdoms.matchmaking.v1.WatchTableRequest\x1a/.fourkingdoms.matchmaking.v1.WatchTableResponse0\x01\x12s\n" +
+	"\fOfferRematch\x120.fourkingdoms.matchmaking.v1.OfferRematchRequest\x1a1.fourkingdoms.matchmaking.v1.OfferRematchResponse\x12y\n" +
+	"\x0eDeclineRematch\x122.fourkingdoms.matchmaking.v1.DeclineRematchRequest\x1a3.fourkingdoms.matchmaking.v1.DeclineRematchResponse\x12u\n" +
+	"\fWatchRematch\x120.fourkingdoms.matchmaking.v1.WatchRematchRequest\x1a1.fourkingdoms.matchmaking.v1.WatchRematchResponse0\x01B\x9b\x02\n" +
 	"\x1fcom.fourkingdoms.matchmaking.v1B\x10MatchmakingProtoP\x01ZXgithub.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1;matchmakingv1\xa2\x02\x03FMX\xaa\x02\x1bFourkingdoms.Matchmaking.V1\xca\x02\x1bFourkingdoms\\Matchmaking\\V1\xe2\x02'Fourkingdoms\\Matchmaking\\V1\\GPBMetadata\xea\x02\x1dFourkingdoms::Matchmaking::V1b\x06proto3"
 
 var (
@@ -1326,72 +2721,133 @@ func file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescGZIP() []byte {
 	return file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDescData
 }
 
-var file_fourkingdoms_matchmaking_v1_matchmaking_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_fourkingdoms_matchmaking_v1_matchmaking_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_fourkingdoms_matchmaking_v1_matchmaking_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_fourkingdoms_matchmaking_v1_matchmaking_proto_goTypes = []any{
-	(TicketState)(0),              // 0: fourkingdoms.matchmaking.v1.TicketState
-	(*Queue)(nil),                 // 1: fourkingdoms.matchmaking.v1.Queue
-	(*QueueKey)(nil),              // 2: fourkingdoms.matchmaking.v1.QueueKey
-	(*Ticket)(nil),                // 3: fourkingdoms.matchmaking.v1.Ticket
-	(*EnqueueRequest)(nil),        // 4: fourkingdoms.matchmaking.v1.EnqueueRequest
-	(*EnqueueResponse)(nil),       // 5: fourkingdoms.matchmaking.v1.EnqueueResponse
-	(*WatchTicketRequest)(nil),    // 6: fourkingdoms.matchmaking.v1.WatchTicketRequest
-	(*WatchTicketResponse)(nil),   // 7: fourkingdoms.matchmaking.v1.WatchTicketResponse
-	(*Searching)(nil),             // 8: fourkingdoms.matchmaking.v1.Searching
-	(*Matched)(nil),               // 9: fourkingdoms.matchmaking.v1.Matched
-	(*Cancelled)(nil),             // 10: fourkingdoms.matchmaking.v1.Cancelled
-	(*Expired)(nil),               // 11: fourkingdoms.matchmaking.v1.Expired
-	(*CancelTicketRequest)(nil),   // 12: fourkingdoms.matchmaking.v1.CancelTicketRequest
-	(*CancelTicketResponse)(nil),  // 13: fourkingdoms.matchmaking.v1.CancelTicketResponse
-	(*GetQueueStatsRequest)(nil),  // 14: fourkingdoms.matchmaking.v1.GetQueueStatsRequest
-	(*GetQueueStatsResponse)(nil), // 15: fourkingdoms.matchmaking.v1.GetQueueStatsResponse
-	(*QueueStats)(nil),            // 16: fourkingdoms.matchmaking.v1.QueueStats
-	(*ListQueuesRequest)(nil),     // 17: fourkingdoms.matchmaking.v1.ListQueuesRequest
-	(*ListQueuesResponse)(nil),    // 18: fourkingdoms.matchmaking.v1.ListQueuesResponse
-	(*v1.TimeControl)(nil),        // 19: fourkingdoms.game.v1.TimeControl
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
-	(v1.Seat)(0),                  // 22: fourkingdoms.game.v1.Seat
+	(TicketState)(0),               // 0: fourkingdoms.matchmaking.v1.TicketState
+	(SeatMode)(0),                  // 1: fourkingdoms.matchmaking.v1.SeatMode
+	(TableState)(0),                // 2: fourkingdoms.matchmaking.v1.TableState
+	(RematchState)(0),              // 3: fourkingdoms.matchmaking.v1.RematchState
+	(*Queue)(nil),                  // 4: fourkingdoms.matchmaking.v1.Queue
+	(*QueueKey)(nil),               // 5: fourkingdoms.matchmaking.v1.QueueKey
+	(*Ticket)(nil),                 // 6: fourkingdoms.matchmaking.v1.Ticket
+	(*EnqueueRequest)(nil),         // 7: fourkingdoms.matchmaking.v1.EnqueueRequest
+	(*EnqueueResponse)(nil),        // 8: fourkingdoms.matchmaking.v1.EnqueueResponse
+	(*WatchTicketRequest)(nil),     // 9: fourkingdoms.matchmaking.v1.WatchTicketRequest
+	(*WatchTicketResponse)(nil),    // 10: fourkingdoms.matchmaking.v1.WatchTicketResponse
+	(*Searching)(nil),              // 11: fourkingdoms.matchmaking.v1.Searching
+	(*Matched)(nil),                // 12: fourkingdoms.matchmaking.v1.Matched
+	(*Cancelled)(nil),              // 13: fourkingdoms.matchmaking.v1.Cancelled
+	(*Expired)(nil),                // 14: fourkingdoms.matchmaking.v1.Expired
+	(*CancelTicketRequest)(nil),    // 15: fourkingdoms.matchmaking.v1.CancelTicketRequest
+	(*CancelTicketResponse)(nil),   // 16: fourkingdoms.matchmaking.v1.CancelTicketResponse
+	(*GetQueueStatsRequest)(nil),   // 17: fourkingdoms.matchmaking.v1.GetQueueStatsRequest
+	(*GetQueueStatsResponse)(nil),  // 18: fourkingdoms.matchmaking.v1.GetQueueStatsResponse
+	(*QueueStats)(nil),             // 19: fourkingdoms.matchmaking.v1.QueueStats
+	(*ListQueuesRequest)(nil),      // 20: fourkingdoms.matchmaking.v1.ListQueuesRequest
+	(*ListQueuesResponse)(nil),     // 21: fourkingdoms.matchmaking.v1.ListQueuesResponse
+	(*TableSeat)(nil),              // 22: fourkingdoms.matchmaking.v1.TableSeat
+	(*Table)(nil),                  // 23: fourkingdoms.matchmaking.v1.Table
+	(*CreateTableRequest)(nil),     // 24: fourkingdoms.matchmaking.v1.CreateTableRequest
+	(*CreateTableResponse)(nil),    // 25: fourkingdoms.matchmaking.v1.CreateTableResponse
+	(*JoinTableRequest)(nil),       // 26: fourkingdoms.matchmaking.v1.JoinTableRequest
+	(*JoinTableResponse)(nil),      // 27: fourkingdoms.matchmaking.v1.JoinTableResponse
+	(*LeaveTableRequest)(nil),      // 28: fourkingdoms.matchmaking.v1.LeaveTableRequest
+	(*LeaveTableResponse)(nil),     // 29: fourkingdoms.matchmaking.v1.LeaveTableResponse
+	(*StartTableRequest)(nil),      // 30: fourkingdoms.matchmaking.v1.StartTableRequest
+	(*StartTableResponse)(nil),     // 31: fourkingdoms.matchmaking.v1.StartTableResponse
+	(*WatchTableRequest)(nil),      // 32: fourkingdoms.matchmaking.v1.WatchTableRequest
+	(*WatchTableResponse)(nil),     // 33: fourkingdoms.matchmaking.v1.WatchTableResponse
+	(*Rematch)(nil),                // 34: fourkingdoms.matchmaking.v1.Rematch
+	(*OfferRematchRequest)(nil),    // 35: fourkingdoms.matchmaking.v1.OfferRematchRequest
+	(*OfferRematchResponse)(nil),   // 36: fourkingdoms.matchmaking.v1.OfferRematchResponse
+	(*DeclineRematchRequest)(nil),  // 37: fourkingdoms.matchmaking.v1.DeclineRematchRequest
+	(*DeclineRematchResponse)(nil), // 38: fourkingdoms.matchmaking.v1.DeclineRematchResponse
+	(*WatchRematchRequest)(nil),    // 39: fourkingdoms.matchmaking.v1.WatchRematchRequest
+	(*WatchRematchResponse)(nil),   // 40: fourkingdoms.matchmaking.v1.WatchRematchResponse
+	(*v1.TimeControl)(nil),         // 41: fourkingdoms.game.v1.TimeControl
+	(*durationpb.Duration)(nil),    // 42: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 43: google.protobuf.Timestamp
+	(v1.Seat)(0),                   // 44: fourkingdoms.game.v1.Seat
+	(*v1.Player)(nil),              // 45: fourkingdoms.game.v1.Player
 }
 var file_fourkingdoms_matchmaking_v1_matchmaking_proto_depIdxs = []int32{
-	19, // 0: fourkingdoms.matchmaking.v1.Queue.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	20, // 1: fourkingdoms.matchmaking.v1.Queue.bot_fill_after:type_name -> google.protobuf.Duration
-	19, // 2: fourkingdoms.matchmaking.v1.QueueKey.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	41, // 0: fourkingdoms.matchmaking.v1.Queue.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	42, // 1: fourkingdoms.matchmaking.v1.Queue.bot_fill_after:type_name -> google.protobuf.Duration
+	41, // 2: fourkingdoms.matchmaking.v1.QueueKey.time_control:type_name -> fourkingdoms.game.v1.TimeControl
 	0,  // 3: fourkingdoms.matchmaking.v1.Ticket.state:type_name -> fourkingdoms.matchmaking.v1.TicketState
-	21, // 4: fourkingdoms.matchmaking.v1.Ticket.created_at:type_name -> google.protobuf.Timestamp
-	21, // 5: fourkingdoms.matchmaking.v1.Ticket.expires_at:type_name -> google.protobuf.Timestamp
-	22, // 6: fourkingdoms.matchmaking.v1.Ticket.seat:type_name -> fourkingdoms.game.v1.Seat
-	2,  // 7: fourkingdoms.matchmaking.v1.EnqueueRequest.key:type_name -> fourkingdoms.matchmaking.v1.QueueKey
-	3,  // 8: fourkingdoms.matchmaking.v1.EnqueueResponse.ticket:type_name -> fourkingdoms.matchmaking.v1.Ticket
-	8,  // 9: fourkingdoms.matchmaking.v1.WatchTicketResponse.searching:type_name -> fourkingdoms.matchmaking.v1.Searching
-	9,  // 10: fourkingdoms.matchmaking.v1.WatchTicketResponse.matched:type_name -> fourkingdoms.matchmaking.v1.Matched
-	10, // 11: fourkingdoms.matchmaking.v1.WatchTicketResponse.cancelled:type_name -> fourkingdoms.matchmaking.v1.Cancelled
-	11, // 12: fourkingdoms.matchmaking.v1.WatchTicketResponse.expired:type_name -> fourkingdoms.matchmaking.v1.Expired
-	20, // 13: fourkingdoms.matchmaking.v1.Searching.waited:type_name -> google.protobuf.Duration
-	22, // 14: fourkingdoms.matchmaking.v1.Matched.seat:type_name -> fourkingdoms.game.v1.Seat
-	3,  // 15: fourkingdoms.matchmaking.v1.CancelTicketResponse.ticket:type_name -> fourkingdoms.matchmaking.v1.Ticket
-	16, // 16: fourkingdoms.matchmaking.v1.GetQueueStatsResponse.stats:type_name -> fourkingdoms.matchmaking.v1.QueueStats
-	20, // 17: fourkingdoms.matchmaking.v1.QueueStats.wait_p50:type_name -> google.protobuf.Duration
-	20, // 18: fourkingdoms.matchmaking.v1.QueueStats.wait_p90:type_name -> google.protobuf.Duration
-	20, // 19: fourkingdoms.matchmaking.v1.QueueStats.wait_p99:type_name -> google.protobuf.Duration
-	20, // 20: fourkingdoms.matchmaking.v1.QueueStats.window:type_name -> google.protobuf.Duration
-	21, // 21: fourkingdoms.matchmaking.v1.QueueStats.computed_at:type_name -> google.protobuf.Timestamp
-	1,  // 22: fourkingdoms.matchmaking.v1.ListQueuesResponse.queues:type_name -> fourkingdoms.matchmaking.v1.Queue
-	4,  // 23: fourkingdoms.matchmaking.v1.MatchmakingService.Enqueue:input_type -> fourkingdoms.matchmaking.v1.EnqueueRequest
-	6,  // 24: fourkingdoms.matchmaking.v1.MatchmakingService.WatchTicket:input_type -> fourkingdoms.matchmaking.v1.WatchTicketRequest
-	12, // 25: fourkingdoms.matchmaking.v1.MatchmakingService.CancelTicket:input_type -> fourkingdoms.matchmaking.v1.CancelTicketRequest
-	14, // 26: fourkingdoms.matchmaking.v1.MatchmakingService.GetQueueStats:input_type -> fourkingdoms.matchmaking.v1.GetQueueStatsRequest
-	17, // 27: fourkingdoms.matchmaking.v1.MatchmakingService.ListQueues:input_type -> fourkingdoms.matchmaking.v1.ListQueuesRequest
-	5,  // 28: fourkingdoms.matchmaking.v1.MatchmakingService.Enqueue:output_type -> fourkingdoms.matchmaking.v1.EnqueueResponse
-	7,  // 29: fourkingdoms.matchmaking.v1.MatchmakingService.WatchTicket:output_type -> fourkingdoms.matchmaking.v1.WatchTicketResponse
-	13, // 30: fourkingdoms.matchmaking.v1.MatchmakingService.CancelTicket:output_type -> fourkingdoms.matchmaking.v1.CancelTicketResponse
-	15, // 31: fourkingdoms.matchmaking.v1.MatchmakingService.GetQueueStats:output_type -> fourkingdoms.matchmaking.v1.GetQueueStatsResponse
-	18, // 32: fourkingdoms.matchmaking.v1.MatchmakingService.ListQueues:output_type -> fourkingdoms.matchmaking.v1.ListQueuesResponse
-	28, // [28:33] is the sub-list for method output_type
-	23, // [23:28] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	43, // 4: fourkingdoms.matchmaking.v1.Ticket.created_at:type_name -> google.protobuf.Timestamp
+	43, // 5: fourkingdoms.matchmaking.v1.Ticket.expires_at:type_name -> google.protobuf.Timestamp
+	44, // 6: fourkingdoms.matchmaking.v1.Ticket.seat:type_name -> fourkingdoms.game.v1.Seat
+	5,  // 7: fourkingdoms.matchmaking.v1.EnqueueRequest.key:type_name -> fourkingdoms.matchmaking.v1.QueueKey
+	6,  // 8: fourkingdoms.matchmaking.v1.EnqueueResponse.ticket:type_name -> fourkingdoms.matchmaking.v1.Ticket
+	11, // 9: fourkingdoms.matchmaking.v1.WatchTicketResponse.searching:type_name -> fourkingdoms.matchmaking.v1.Searching
+	12, // 10: fourkingdoms.matchmaking.v1.WatchTicketResponse.matched:type_name -> fourkingdoms.matchmaking.v1.Matched
+	13, // 11: fourkingdoms.matchmaking.v1.WatchTicketResponse.cancelled:type_name -> fourkingdoms.matchmaking.v1.Cancelled
+	14, // 12: fourkingdoms.matchmaking.v1.WatchTicketResponse.expired:type_name -> fourkingdoms.matchmaking.v1.Expired
+	42, // 13: fourkingdoms.matchmaking.v1.Searching.waited:type_name -> google.protobuf.Duration
+	44, // 14: fourkingdoms.matchmaking.v1.Matched.seat:type_name -> fourkingdoms.game.v1.Seat
+	6,  // 15: fourkingdoms.matchmaking.v1.CancelTicketResponse.ticket:type_name -> fourkingdoms.matchmaking.v1.Ticket
+	19, // 16: fourkingdoms.matchmaking.v1.GetQueueStatsResponse.stats:type_name -> fourkingdoms.matchmaking.v1.QueueStats
+	42, // 17: fourkingdoms.matchmaking.v1.QueueStats.wait_p50:type_name -> google.protobuf.Duration
+	42, // 18: fourkingdoms.matchmaking.v1.QueueStats.wait_p90:type_name -> google.protobuf.Duration
+	42, // 19: fourkingdoms.matchmaking.v1.QueueStats.wait_p99:type_name -> google.protobuf.Duration
+	42, // 20: fourkingdoms.matchmaking.v1.QueueStats.window:type_name -> google.protobuf.Duration
+	43, // 21: fourkingdoms.matchmaking.v1.QueueStats.computed_at:type_name -> google.protobuf.Timestamp
+	4,  // 22: fourkingdoms.matchmaking.v1.ListQueuesResponse.queues:type_name -> fourkingdoms.matchmaking.v1.Queue
+	44, // 23: fourkingdoms.matchmaking.v1.TableSeat.seat:type_name -> fourkingdoms.game.v1.Seat
+	1,  // 24: fourkingdoms.matchmaking.v1.TableSeat.mode:type_name -> fourkingdoms.matchmaking.v1.SeatMode
+	45, // 25: fourkingdoms.matchmaking.v1.TableSeat.player:type_name -> fourkingdoms.game.v1.Player
+	41, // 26: fourkingdoms.matchmaking.v1.Table.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	22, // 27: fourkingdoms.matchmaking.v1.Table.seats:type_name -> fourkingdoms.matchmaking.v1.TableSeat
+	2,  // 28: fourkingdoms.matchmaking.v1.Table.state:type_name -> fourkingdoms.matchmaking.v1.TableState
+	43, // 29: fourkingdoms.matchmaking.v1.Table.expires_at:type_name -> google.protobuf.Timestamp
+	41, // 30: fourkingdoms.matchmaking.v1.CreateTableRequest.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	22, // 31: fourkingdoms.matchmaking.v1.CreateTableRequest.seats:type_name -> fourkingdoms.matchmaking.v1.TableSeat
+	44, // 32: fourkingdoms.matchmaking.v1.CreateTableRequest.host_seat:type_name -> fourkingdoms.game.v1.Seat
+	23, // 33: fourkingdoms.matchmaking.v1.CreateTableResponse.table:type_name -> fourkingdoms.matchmaking.v1.Table
+	44, // 34: fourkingdoms.matchmaking.v1.JoinTableRequest.seat:type_name -> fourkingdoms.game.v1.Seat
+	23, // 35: fourkingdoms.matchmaking.v1.JoinTableResponse.table:type_name -> fourkingdoms.matchmaking.v1.Table
+	44, // 36: fourkingdoms.matchmaking.v1.JoinTableResponse.seat:type_name -> fourkingdoms.game.v1.Seat
+	23, // 37: fourkingdoms.matchmaking.v1.LeaveTableResponse.table:type_name -> fourkingdoms.matchmaking.v1.Table
+	23, // 38: fourkingdoms.matchmaking.v1.StartTableResponse.table:type_name -> fourkingdoms.matchmaking.v1.Table
+	23, // 39: fourkingdoms.matchmaking.v1.WatchTableResponse.table:type_name -> fourkingdoms.matchmaking.v1.Table
+	3,  // 40: fourkingdoms.matchmaking.v1.Rematch.state:type_name -> fourkingdoms.matchmaking.v1.RematchState
+	43, // 41: fourkingdoms.matchmaking.v1.Rematch.expires_at:type_name -> google.protobuf.Timestamp
+	34, // 42: fourkingdoms.matchmaking.v1.OfferRematchResponse.rematch:type_name -> fourkingdoms.matchmaking.v1.Rematch
+	34, // 43: fourkingdoms.matchmaking.v1.DeclineRematchResponse.rematch:type_name -> fourkingdoms.matchmaking.v1.Rematch
+	34, // 44: fourkingdoms.matchmaking.v1.WatchRematchResponse.rematch:type_name -> fourkingdoms.matchmaking.v1.Rematch
+	7,  // 45: fourkingdoms.matchmaking.v1.MatchmakingService.Enqueue:input_type -> fourkingdoms.matchmaking.v1.EnqueueRequest
+	9,  // 46: fourkingdoms.matchmaking.v1.MatchmakingService.WatchTicket:input_type -> fourkingdoms.matchmaking.v1.WatchTicketRequest
+	15, // 47: fourkingdoms.matchmaking.v1.MatchmakingService.CancelTicket:input_type -> fourkingdoms.matchmaking.v1.CancelTicketRequest
+	17, // 48: fourkingdoms.matchmaking.v1.MatchmakingService.GetQueueStats:input_type -> fourkingdoms.matchmaking.v1.GetQueueStatsRequest
+	20, // 49: fourkingdoms.matchmaking.v1.MatchmakingService.ListQueues:input_type -> fourkingdoms.matchmaking.v1.ListQueuesRequest
+	24, // 50: fourkingdoms.matchmaking.v1.MatchmakingService.CreateTable:input_type -> fourkingdoms.matchmaking.v1.CreateTableRequest
+	26, // 51: fourkingdoms.matchmaking.v1.MatchmakingService.JoinTable:input_type -> fourkingdoms.matchmaking.v1.JoinTableRequest
+	28, // 52: fourkingdoms.matchmaking.v1.MatchmakingService.LeaveTable:input_type -> fourkingdoms.matchmaking.v1.LeaveTableRequest
+	30, // 53: fourkingdoms.matchmaking.v1.MatchmakingService.StartTable:input_type -> fourkingdoms.matchmaking.v1.StartTableRequest
+	32, // 54: fourkingdoms.matchmaking.v1.MatchmakingService.WatchTable:input_type -> fourkingdoms.matchmaking.v1.WatchTableRequest
+	35, // 55: fourkingdoms.matchmaking.v1.MatchmakingService.OfferRematch:input_type -> fourkingdoms.matchmaking.v1.OfferRematchRequest
+	37, // 56: fourkingdoms.matchmaking.v1.MatchmakingService.DeclineRematch:input_type -> fourkingdoms.matchmaking.v1.DeclineRematchRequest
+	39, // 57: fourkingdoms.matchmaking.v1.MatchmakingService.WatchRematch:input_type -> fourkingdoms.matchmaking.v1.WatchRematchRequest
+	8,  // 58: fourkingdoms.matchmaking.v1.MatchmakingService.Enqueue:output_type -> fourkingdoms.matchmaking.v1.EnqueueResponse
+	10, // 59: fourkingdoms.matchmaking.v1.MatchmakingService.WatchTicket:output_type -> fourkingdoms.matchmaking.v1.WatchTicketResponse
+	16, // 60: fourkingdoms.matchmaking.v1.MatchmakingService.CancelTicket:output_type -> fourkingdoms.matchmaking.v1.CancelTicketResponse
+	18, // 61: fourkingdoms.matchmaking.v1.MatchmakingService.GetQueueStats:output_type -> fourkingdoms.matchmaking.v1.GetQueueStatsResponse
+	21, // 62: fourkingdoms.matchmaking.v1.MatchmakingService.ListQueues:output_type -> fourkingdoms.matchmaking.v1.ListQueuesResponse
+	25, // 63: fourkingdoms.matchmaking.v1.MatchmakingService.CreateTable:output_type -> fourkingdoms.matchmaking.v1.CreateTableResponse
+	27, // 64: fourkingdoms.matchmaking.v1.MatchmakingService.JoinTable:output_type -> fourkingdoms.matchmaking.v1.JoinTableResponse
+	29, // 65: fourkingdoms.matchmaking.v1.MatchmakingService.LeaveTable:output_type -> fourkingdoms.matchmaking.v1.LeaveTableResponse
+	31, // 66: fourkingdoms.matchmaking.v1.MatchmakingService.StartTable:output_type -> fourkingdoms.matchmaking.v1.StartTableResponse
+	33, // 67: fourkingdoms.matchmaking.v1.MatchmakingService.WatchTable:output_type -> fourkingdoms.matchmaking.v1.WatchTableResponse
+	36, // 68: fourkingdoms.matchmaking.v1.MatchmakingService.OfferRematch:output_type -> fourkingdoms.matchmaking.v1.OfferRematchResponse
+	38, // 69: fourkingdoms.matchmaking.v1.MatchmakingService.DeclineRematch:output_type -> fourkingdoms.matchmaking.v1.DeclineRematchResponse
+	40, // 70: fourkingdoms.matchmaking.v1.MatchmakingService.WatchRematch:output_type -> fourkingdoms.matchmaking.v1.WatchRematchResponse
+	58, // [58:71] is the sub-list for method output_type
+	45, // [45:58] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_matchmaking_v1_matchmaking_proto_init() }
@@ -1414,8 +2870,8 @@ func file_fourkingdoms_matchmaking_v1_matchmaking_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDesc), len(file_fourkingdoms_matchmaking_v1_matchmaking_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   18,
+			NumEnums:      4,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

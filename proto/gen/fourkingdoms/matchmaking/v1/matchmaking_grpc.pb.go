@@ -24,11 +24,19 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	MatchmakingService_Enqueue_FullMethodName       = "/fourkingdoms.matchmaking.v1.MatchmakingService/Enqueue"
-	MatchmakingService_WatchTicket_FullMethodName   = "/fourkingdoms.matchmaking.v1.MatchmakingService/WatchTicket"
-	MatchmakingService_CancelTicket_FullMethodName  = "/fourkingdoms.matchmaking.v1.MatchmakingService/CancelTicket"
-	MatchmakingService_GetQueueStats_FullMethodName = "/fourkingdoms.matchmaking.v1.MatchmakingService/GetQueueStats"
-	MatchmakingService_ListQueues_FullMethodName    = "/fourkingdoms.matchmaking.v1.MatchmakingService/ListQueues"
+	MatchmakingService_Enqueue_FullMethodName        = "/fourkingdoms.matchmaking.v1.MatchmakingService/Enqueue"
+	MatchmakingService_WatchTicket_FullMethodName    = "/fourkingdoms.matchmaking.v1.MatchmakingService/WatchTicket"
+	MatchmakingService_CancelTicket_FullMethodName   = "/fourkingdoms.matchmaking.v1.MatchmakingService/CancelTicket"
+	MatchmakingService_GetQueueStats_FullMethodName  = "/fourkingdoms.matchmaking.v1.MatchmakingService/GetQueueStats"
+	MatchmakingService_ListQueues_FullMethodName     = "/fourkingdoms.matchmaking.v1.MatchmakingService/ListQueues"
+	MatchmakingService_CreateTable_FullMethodName    = "/fourkingdoms.matchmaking.v1.MatchmakingService/CreateTable"
+	MatchmakingService_JoinTable_FullMethodName      = "/fourkingdoms.matchmaking.v1.MatchmakingService/JoinTable"
+	MatchmakingService_LeaveTable_FullMethodName     = "/fourkingdoms.matchmaking.v1.MatchmakingService/LeaveTable"
+	MatchmakingService_StartTable_FullMethodName     = "/fourkingdoms.matchmaking.v1.MatchmakingService/StartTable"
+	MatchmakingService_WatchTable_FullMethodName     = "/fourkingdoms.matchmaking.v1.MatchmakingService/WatchTable"
+	MatchmakingService_OfferRematch_FullMethodName   = "/fourkingdoms.matchmaking.v1.MatchmakingService/OfferRematch"
+	MatchmakingService_DeclineRematch_FullMethodName = "/fourkingdoms.matchmaking.v1.MatchmakingService/DeclineRematch"
+	MatchmakingService_WatchRematch_FullMethodName   = "/fourkingdoms.matchmaking.v1.MatchmakingService/WatchRematch"
 )
 
 // MatchmakingServiceClient is the client API for MatchmakingService service.
@@ -71,6 +79,75 @@ type MatchmakingServiceClient interface {
 	//
 	// Errors: only the common ones.
 	ListQueues(ctx context.Context, in *ListQueuesRequest, opts ...grpc.CallOption) (*ListQueuesResponse, error)
+	// CreateTable opens a private table hosted by the caller, who takes the
+	// seat of their choice (Red when unset). The answer holds the table with
+	// its invite code; friends join with JoinTable. A player is in at most
+	// one table or one live ticket at a time (the same rule as Enqueue).
+	//
+	// Errors: INVALID_ARGUMENT (unknown rule set, bad time control, a seat
+	// listed twice, a bot seat without a known level, no open seat for the
+	// host), FAILED_PRECONDITION (ALREADY_SEATED: the caller has a live
+	// ticket or is at another table), PERMISSION_DENIED (not a player).
+	CreateTable(ctx context.Context, in *CreateTableRequest, opts ...grpc.CallOption) (*CreateTableResponse, error)
+	// JoinTable seats the caller at the table of an invite code: in the seat
+	// asked for, or the first free open seat. Joining a table one already
+	// sits at returns it unchanged.
+	//
+	// Errors: NOT_FOUND (TABLE_NOT_FOUND: no table has this code, or it
+	// expired or closed), FAILED_PRECONDITION (TABLE_FULL, SEAT_TAKEN,
+	// TABLE_STARTED, ALREADY_SEATED), RESOURCE_EXHAUSTED (TOO_MANY_GUESSES:
+	// too many unknown codes from this player; retry after the delay in
+	// RetryInfo), INVALID_ARGUMENT (malformed code).
+	JoinTable(ctx context.Context, in *JoinTableRequest, opts ...grpc.CallOption) (*JoinTableResponse, error)
+	// LeaveTable frees the caller's seat. When the host leaves, the table
+	// passes to the human who joined first after them, or closes when no
+	// human is left. Leaving a table one is not at succeeds and changes
+	// nothing.
+	//
+	// Errors: NOT_FOUND (TABLE_NOT_FOUND), FAILED_PRECONDITION (TABLE_STARTED:
+	// the match has begun: resign instead).
+	LeaveTable(ctx context.Context, in *LeaveTableRequest, opts ...grpc.CallOption) (*LeaveTableResponse, error)
+	// StartTable creates the table's match. Only the host may start, and
+	// only when every open seat is taken, unless fill_with_bots is set, in
+	// which case the open seats still free are given to bots of
+	// fill_bot_level. A table starts at most once: a repeated or concurrent
+	// StartTable returns the same match.
+	//
+	// Errors: NOT_FOUND (TABLE_NOT_FOUND), PERMISSION_DENIED (NOT_HOST),
+	// FAILED_PRECONDITION (SEATS_OPEN: open seats are free and
+	// fill_with_bots is not set), UNAVAILABLE (no bot was free to take a bot
+	// seat, or the match service is unreachable: retry).
+	StartTable(ctx context.Context, in *StartTableRequest, opts ...grpc.CallOption) (*StartTableResponse, error)
+	// WatchTable streams a table's state: the current state at once, then
+	// every change, until the table starts (the last update carries the
+	// match id) or closes; then the stream ends with OK. Anyone with the
+	// code may watch.
+	//
+	// Errors: NOT_FOUND (TABLE_NOT_FOUND), RESOURCE_EXHAUSTED
+	// (TOO_MANY_GUESSES).
+	WatchTable(ctx context.Context, in *WatchTableRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchTableResponse], error)
+	// OfferRematch offers (or accepts: it is the same call) a rematch of a
+	// finished match the caller played in. When every human of the match has
+	// offered within the rematch window, a new match with the same players,
+	// seats rotated by one (Red's player plays Blue, and so on) and a new
+	// seed starts, with the same rule set, time control, options and
+	// rated-ness. Offering again returns the same offer.
+	//
+	// Errors: NOT_FOUND (MATCH_NOT_FOUND), PERMISSION_DENIED (NOT_A_PLAYER:
+	// the caller did not play in the match), FAILED_PRECONDITION
+	// (MATCH_NOT_FINISHED, REMATCH_DECLINED, REMATCH_EXPIRED, ALREADY_SEATED).
+	OfferRematch(ctx context.Context, in *OfferRematchRequest, opts ...grpc.CallOption) (*OfferRematchResponse, error)
+	// DeclineRematch declines a rematch offer: the offer ends for everyone.
+	//
+	// Errors: as OfferRematch.
+	DeclineRematch(ctx context.Context, in *DeclineRematchRequest, opts ...grpc.CallOption) (*DeclineRematchResponse, error)
+	// WatchRematch streams a rematch offer's state: at once, then every
+	// change, until the rematch starts (the last update carries the new
+	// match id), is declined or expires; then the stream ends with OK.
+	//
+	// Errors: NOT_FOUND (no offer for this match), PERMISSION_DENIED
+	// (NOT_A_PLAYER).
+	WatchRematch(ctx context.Context, in *WatchRematchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchRematchResponse], error)
 }
 
 type matchmakingServiceClient struct {
@@ -140,6 +217,104 @@ func (c *matchmakingServiceClient) ListQueues(ctx context.Context, in *ListQueue
 	return out, nil
 }
 
+func (c *matchmakingServiceClient) CreateTable(ctx context.Context, in *CreateTableRequest, opts ...grpc.CallOption) (*CreateTableResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateTableResponse)
+	err := c.cc.Invoke(ctx, MatchmakingService_CreateTable_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *matchmakingServiceClient) JoinTable(ctx context.Context, in *JoinTableRequest, opts ...grpc.CallOption) (*JoinTableResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JoinTableResponse)
+	err := c.cc.Invoke(ctx, MatchmakingService_JoinTable_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *matchmakingServiceClient) LeaveTable(ctx context.Context, in *LeaveTableRequest, opts ...grpc.CallOption) (*LeaveTableResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LeaveTableResponse)
+	err := c.cc.Invoke(ctx, MatchmakingService_LeaveTable_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *matchmakingServiceClient) StartTable(ctx context.Context, in *StartTableRequest, opts ...grpc.CallOption) (*StartTableResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartTableResponse)
+	err := c.cc.Invoke(ctx, MatchmakingService_StartTable_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *matchmakingServiceClient) WatchTable(ctx context.Context, in *WatchTableRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchTableResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &MatchmakingService_ServiceDesc.Streams[1], MatchmakingService_WatchTable_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchTableRequest, WatchTableResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MatchmakingService_WatchTableClient = grpc.ServerStreamingClient[WatchTableResponse]
+
+func (c *matchmakingServiceClient) OfferRematch(ctx context.Context, in *OfferRematchRequest, opts ...grpc.CallOption) (*OfferRematchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(OfferRematchResponse)
+	err := c.cc.Invoke(ctx, MatchmakingService_OfferRematch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *matchmakingServiceClient) DeclineRematch(ctx context.Context, in *DeclineRematchRequest, opts ...grpc.CallOption) (*DeclineRematchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeclineRematchResponse)
+	err := c.cc.Invoke(ctx, MatchmakingService_DeclineRematch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *matchmakingServiceClient) WatchRematch(ctx context.Context, in *WatchRematchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchRematchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &MatchmakingService_ServiceDesc.Streams[2], MatchmakingService_WatchRematch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchRematchRequest, WatchRematchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MatchmakingService_WatchRematchClient = grpc.ServerStreamingClient[WatchRematchResponse]
+
 // MatchmakingServiceServer is the server API for MatchmakingService service.
 // All implementations must embed UnimplementedMatchmakingServiceServer
 // for forward compatibility.
@@ -180,6 +355,75 @@ type MatchmakingServiceServer interface {
 	//
 	// Errors: only the common ones.
 	ListQueues(context.Context, *ListQueuesRequest) (*ListQueuesResponse, error)
+	// CreateTable opens a private table hosted by the caller, who takes the
+	// seat of their choice (Red when unset). The answer holds the table with
+	// its invite code; friends join with JoinTable. A player is in at most
+	// one table or one live ticket at a time (the same rule as Enqueue).
+	//
+	// Errors: INVALID_ARGUMENT (unknown rule set, bad time control, a seat
+	// listed twice, a bot seat without a known level, no open seat for the
+	// host), FAILED_PRECONDITION (ALREADY_SEATED: the caller has a live
+	// ticket or is at another table), PERMISSION_DENIED (not a player).
+	CreateTable(context.Context, *CreateTableRequest) (*CreateTableResponse, error)
+	// JoinTable seats the caller at the table of an invite code: in the seat
+	// asked for, or the first free open seat. Joining a table one already
+	// sits at returns it unchanged.
+	//
+	// Errors: NOT_FOUND (TABLE_NOT_FOUND: no table has this code, or it
+	// expired or closed), FAILED_PRECONDITION (TABLE_FULL, SEAT_TAKEN,
+	// TABLE_STARTED, ALREADY_SEATED), RESOURCE_EXHAUSTED (TOO_MANY_GUESSES:
+	// too many unknown codes from this player; retry after the delay in
+	// RetryInfo), INVALID_ARGUMENT (malformed code).
+	JoinTable(context.Context, *JoinTableRequest) (*JoinTableResponse, error)
+	// LeaveTable frees the caller's seat. When the host leaves, the table
+	// passes to the human who joined first after them, or closes when no
+	// human is left. Leaving a table one is not at succeeds and changes
+	// nothing.
+	//
+	// Errors: NOT_FOUND (TABLE_NOT_FOUND), FAILED_PRECONDITION (TABLE_STARTED:
+	// the match has begun: resign instead).
+	LeaveTable(context.Context, *LeaveTableRequest) (*LeaveTableResponse, error)
+	// StartTable creates the table's match. Only the host may start, and
+	// only when every open seat is taken, unless fill_with_bots is set, in
+	// which case the open seats still free are given to bots of
+	// fill_bot_level. A table starts at most once: a repeated or concurrent
+	// StartTable returns the same match.
+	//
+	// Errors: NOT_FOUND (TABLE_NOT_FOUND), PERMISSION_DENIED (NOT_HOST),
+	// FAILED_PRECONDITION (SEATS_OPEN: open seats are free and
+	// fill_with_bots is not set), UNAVAILABLE (no bot was free to take a bot
+	// seat, or the match service is unreachable: retry).
+	StartTable(context.Context, *StartTableRequest) (*StartTableResponse, error)
+	// WatchTable streams a table's state: the current state at once, then
+	// every change, until the table starts (the last update carries the
+	// match id) or closes; then the stream ends with OK. Anyone with the
+	// code may watch.
+	//
+	// Errors: NOT_FOUND (TABLE_NOT_FOUND), RESOURCE_EXHAUSTED
+	// (TOO_MANY_GUESSES).
+	WatchTable(*WatchTableRequest, grpc.ServerStreamingServer[WatchTableResponse]) error
+	// OfferRematch offers (or accepts: it is the same call) a rematch of a
+	// finished match the caller played in. When every human of the match has
+	// offered within the rematch window, a new match with the same players,
+	// seats rotated by one (Red's player plays Blue, and so on) and a new
+	// seed starts, with the same rule set, time control, options and
+	// rated-ness. Offering again returns the same offer.
+	//
+	// Errors: NOT_FOUND (MATCH_NOT_FOUND), PERMISSION_DENIED (NOT_A_PLAYER:
+	// the caller did not play in the match), FAILED_PRECONDITION
+	// (MATCH_NOT_FINISHED, REMATCH_DECLINED, REMATCH_EXPIRED, ALREADY_SEATED).
+	OfferRematch(context.Context, *OfferRematchRequest) (*OfferRematchResponse, error)
+	// DeclineRematch declines a rematch offer: the offer ends for everyone.
+	//
+	// Errors: as OfferRematch.
+	DeclineRematch(context.Context, *DeclineRematchRequest) (*DeclineRematchResponse, error)
+	// WatchRematch streams a rematch offer's state: at once, then every
+	// change, until the rematch starts (the last update carries the new
+	// match id), is declined or expires; then the stream ends with OK.
+	//
+	// Errors: NOT_FOUND (no offer for this match), PERMISSION_DENIED
+	// (NOT_A_PLAYER).
+	WatchRematch(*WatchRematchRequest, grpc.ServerStreamingServer[WatchRematchResponse]) error
 	mustEmbedUnimplementedMatchmakingServiceServer()
 }
 
@@ -204,6 +448,30 @@ func (UnimplementedMatchmakingServiceServer) GetQueueStats(context.Context, *Get
 }
 func (UnimplementedMatchmakingServiceServer) ListQueues(context.Context, *ListQueuesRequest) (*ListQueuesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListQueues not implemented")
+}
+func (UnimplementedMatchmakingServiceServer) CreateTable(context.Context, *CreateTableRequest) (*CreateTableResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateTable not implemented")
+}
+func (UnimplementedMatchmakingServiceServer) JoinTable(context.Context, *JoinTableRequest) (*JoinTableResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method JoinTable not implemented")
+}
+func (UnimplementedMatchmakingServiceServer) LeaveTable(context.Context, *LeaveTableRequest) (*LeaveTableResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method LeaveTable not implemented")
+}
+func (UnimplementedMatchmakingServiceServer) StartTable(context.Context, *StartTableRequest) (*StartTableResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartTable not implemented")
+}
+func (UnimplementedMatchmakingServiceServer) WatchTable(*WatchTableRequest, grpc.ServerStreamingServer[WatchTableResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchTable not implemented")
+}
+func (UnimplementedMatchmakingServiceServer) OfferRematch(context.Context, *OfferRematchRequest) (*OfferRematchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method OfferRematch not implemented")
+}
+func (UnimplementedMatchmakingServiceServer) DeclineRematch(context.Context, *DeclineRematchRequest) (*DeclineRematchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeclineRematch not implemented")
+}
+func (UnimplementedMatchmakingServiceServer) WatchRematch(*WatchRematchRequest, grpc.ServerStreamingServer[WatchRematchResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchRematch not implemented")
 }
 func (UnimplementedMatchmakingServiceServer) mustEmbedUnimplementedMatchmakingServiceServer() {}
 func (UnimplementedMatchmakingServiceServer) testEmbeddedByValue()                            {}
@@ -309,6 +577,136 @@ func _MatchmakingService_ListQueues_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MatchmakingService_CreateTable_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateTableRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MatchmakingServiceServer).CreateTable(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MatchmakingService_CreateTable_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MatchmakingServiceServer).CreateTable(ctx, req.(*CreateTableRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MatchmakingService_JoinTable_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JoinTableRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MatchmakingServiceServer).JoinTable(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MatchmakingService_JoinTable_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MatchmakingServiceServer).JoinTable(ctx, req.(*JoinTableRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MatchmakingService_LeaveTable_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LeaveTableRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MatchmakingServiceServer).LeaveTable(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MatchmakingService_LeaveTable_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MatchmakingServiceServer).LeaveTable(ctx, req.(*LeaveTableRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MatchmakingService_StartTable_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartTableRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MatchmakingServiceServer).StartTable(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MatchmakingService_StartTable_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MatchmakingServiceServer).StartTable(ctx, req.(*StartTableRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MatchmakingService_WatchTable_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchTableRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(MatchmakingServiceServer).WatchTable(m, &grpc.GenericServerStream[WatchTableRequest, WatchTableResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MatchmakingService_WatchTableServer = grpc.ServerStreamingServer[WatchTableResponse]
+
+func _MatchmakingService_OfferRematch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(OfferRematchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MatchmakingServiceServer).OfferRematch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MatchmakingService_OfferRematch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MatchmakingServiceServer).OfferRematch(ctx, req.(*OfferRematchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MatchmakingService_DeclineRematch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeclineRematchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MatchmakingServiceServer).DeclineRematch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MatchmakingService_DeclineRematch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MatchmakingServiceServer).DeclineRematch(ctx, req.(*DeclineRematchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MatchmakingService_WatchRematch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchRematchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(MatchmakingServiceServer).WatchRematch(m, &grpc.GenericServerStream[WatchRematchRequest, WatchRematchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type MatchmakingService_WatchRematchServer = grpc.ServerStreamingServer[WatchRematchResponse]
+
 // MatchmakingService_ServiceDesc is the grpc.ServiceDesc for MatchmakingService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -332,11 +730,45 @@ var MatchmakingService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ListQueues",
 			Handler:    _MatchmakingService_ListQueues_Handler,
 		},
+		{
+			MethodName: "CreateTable",
+			Handler:    _MatchmakingService_CreateTable_Handler,
+		},
+		{
+			MethodName: "JoinTable",
+			Handler:    _MatchmakingService_JoinTable_Handler,
+		},
+		{
+			MethodName: "LeaveTable",
+			Handler:    _MatchmakingService_LeaveTable_Handler,
+		},
+		{
+			MethodName: "StartTable",
+			Handler:    _MatchmakingService_StartTable_Handler,
+		},
+		{
+			MethodName: "OfferRematch",
+			Handler:    _MatchmakingService_OfferRematch_Handler,
+		},
+		{
+			MethodName: "DeclineRematch",
+			Handler:    _MatchmakingService_DeclineRematch_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "WatchTicket",
 			Handler:       _MatchmakingService_WatchTicket_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WatchTable",
+			Handler:       _MatchmakingService_WatchTable_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WatchRematch",
+			Handler:       _MatchmakingService_WatchRematch_Handler,
 			ServerStreams: true,
 		},
 	},

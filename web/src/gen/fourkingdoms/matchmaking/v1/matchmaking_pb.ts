@@ -9,7 +9,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Seat, TimeControl } from "../../game/v1/game_pb";
+import type { Player, Seat, TimeControl } from "../../game/v1/game_pb";
 import { file_fourkingdoms_game_v1_game } from "../../game/v1/game_pb";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fourkingdoms/matchmaking/v1/matchmaking.proto.
  */
 export const file_fourkingdoms_matchmaking_v1_matchmaking: GenFile = /*@__PURE__*/
-  fileDesc("Ci1mb3Vya2luZ2RvbXMvbWF0Y2htYWtpbmcvdjEvbWF0Y2htYWtpbmcucHJvdG8SG2ZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MSKlAQoFUXVldWUSDAoEbmFtZRgBIAEoCRIQCghydWxlX3NldBgCIAEoCRI3Cgx0aW1lX2NvbnRyb2wYAyABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5UaW1lQ29udHJvbBIQCghib3RfZmlsbBgEIAEoCBIxCg5ib3RfZmlsbF9hZnRlchgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJVCghRdWV1ZUtleRIQCghydWxlX3NldBgBIAEoCRI3Cgx0aW1lX2NvbnRyb2wYAiABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5UaW1lQ29udHJvbCKSAgoGVGlja2V0EhEKCXRpY2tldF9pZBgBIAEoCRIRCglwbGF5ZXJfaWQYAiABKAkSDQoFcXVldWUYAyABKAkSNwoFc3RhdGUYBCABKA4yKC5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuVGlja2V0U3RhdGUSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIbWF0Y2hfaWQYByABKAkSKAoEc2VhdBgIIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQiYQoORW5xdWV1ZVJlcXVlc3QSDwoFcXVldWUYASABKAlIABI0CgNrZXkYAiABKAsyJS5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuUXVldWVLZXlIAEIICgZ0YXJnZXQiWAoPRW5xdWV1ZVJlc3BvbnNlEjMKBnRpY2tldBgBIAEoCzIjLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5UaWNrZXQSEAoIZXhpc3RpbmcYAiABKAgiJwoSV2F0Y2hUaWNrZXRSZXF1ZXN0EhEKCXRpY2tldF9pZBgBIAEoCSKeAgoTV2F0Y2hUaWNrZXRSZXNwb25zZRIRCgl0aWNrZXRfaWQYASABKAkSOwoJc2VhcmNoaW5nGAIgASgLMiYuZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLlNlYXJjaGluZ0gAEjcKB21hdGNoZWQYAyABKAsyJC5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuTWF0Y2hlZEgAEjsKCWNhbmNlbGxlZBgEIAEoCzImLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5DYW5jZWxsZWRIABI3CgdleHBpcmVkGAUgASgLMiQuZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLkV4cGlyZWRIAEIICgZ1cGRhdGUibQoJU2VhcmNoaW5nEikKBndhaXRlZBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIZChFyYXRpbmdfd2luZG93X2xvdxgCIAEoBRIaChJyYXRpbmdfd2luZG93X2hpZ2gYAyABKAUiRQoHTWF0Y2hlZBIQCghtYXRjaF9pZBgBIAEoCRIoCgRzZWF0GAIgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdCILCglDYW5jZWxsZWQiCQoHRXhwaXJlZCIoChNDYW5jZWxUaWNrZXRSZXF1ZXN0EhEKCXRpY2tldF9pZBgBIAEoCSJLChRDYW5jZWxUaWNrZXRSZXNwb25zZRIzCgZ0aWNrZXQYASABKAsyIy5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuVGlja2V0IiYKFEdldFF1ZXVlU3RhdHNSZXF1ZXN0Eg4KBnF1ZXVlcxgBIAMoCSJPChVHZXRRdWV1ZVN0YXRzUmVzcG9uc2USNgoFc3RhdHMYASADKAsyJy5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuUXVldWVTdGF0cyKzAgoKUXVldWVTdGF0cxINCgVxdWV1ZRgBIAEoCRIXCg9wbGF5ZXJzX3dhaXRpbmcYAiABKA0SGgoSbWF0Y2hlc19wZXJfbWludXRlGAMgASgBEisKCHdhaXRfcDUwGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCHdhaXRfcDkwGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCHdhaXRfcDk5GAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBndpbmRvdxgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgtjb21wdXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiEwoRTGlzdFF1ZXVlc1JlcXVlc3QiSAoSTGlzdFF1ZXVlc1Jlc3BvbnNlEjIKBnF1ZXVlcxgBIAMoCzIiLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5RdWV1ZSqXAQoLVGlja2V0U3RhdGUSHAoYVElDS0VUX1NUQVRFX1VOU1BFQ0lGSUVEEAASGgoWVElDS0VUX1NUQVRFX1NFQVJDSElORxABEhgKFFRJQ0tFVF9TVEFURV9NQVRDSEVEEAISGgoWVElDS0VUX1NUQVRFX0NBTkNFTExFRBADEhgKFFRJQ0tFVF9TVEFURV9FWFBJUkVEEAQyygQKEk1hdGNobWFraW5nU2VydmljZRJkCgdFbnF1ZXVlEisuZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLkVucXVldWVSZXF1ZXN0GiwuZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLkVucXVldWVSZXNwb25zZRJyCgtXYXRjaFRpY2tldBIvLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5XYXRjaFRpY2tldFJlcXVlc3QaMC5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuV2F0Y2hUaWNrZXRSZXNwb25zZTABEnMKDENhbmNlbFRpY2tldBIwLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5DYW5jZWxUaWNrZXRSZXF1ZXN0GjEuZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLkNhbmNlbFRpY2tldFJlc3BvbnNlEnYKDUdldFF1ZXVlU3RhdHMSMS5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuR2V0UXVldWVTdGF0c1JlcXVlc3QaMi5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuR2V0UXVldWVTdGF0c1Jlc3BvbnNlEm0KCkxpc3RRdWV1ZXMSLi5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuTGlzdFF1ZXVlc1JlcXVlc3QaLy5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuTGlzdFF1ZXVlc1Jlc3BvbnNlYgZwcm90bzM", [file_fourkingdoms_game_v1_game, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("Ci1mb3Vya2luZ2RvbXMvbWF0Y2htYWtpbmcvdjEvbWF0Y2htYWtpbmcucHJvdG8SG2ZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MSKlAQoFUXVldWUSDAoEbmFtZRgBIAEoCRIQCghydWxlX3NldBgCIAEoCRI3Cgx0aW1lX2NvbnRyb2wYAyABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5UaW1lQ29udHJvbBIQCghib3RfZmlsbBgEIAEoCBIxCg5ib3RfZmlsbF9hZnRlchgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJVCghRdWV1ZUtleRIQCghydWxlX3NldBgBIAEoCRI3Cgx0aW1lX2NvbnRyb2wYAiABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5UaW1lQ29udHJvbCKSAgoGVGlja2V0EhEKCXRpY2tldF9pZBgBIAEoCRIRCglwbGF5ZXJfaWQYAiABKAkSDQoFcXVldWUYAyABKAkSNwoFc3RhdGUYBCABKA4yKC5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuVGlja2V0U3RhdGUSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIbWF0Y2hfaWQYByABKAkSKAoEc2VhdBgIIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQiYQoORW5xdWV1ZVJlcXVlc3QSDwoFcXVldWUYASABKAlIABI0CgNrZXkYAiABKAsyJS5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuUXVldWVLZXlIAEIICgZ0YXJnZXQiWAoPRW5xdWV1ZVJlc3BvbnNlEjMKBnRpY2tldBgBIAEoCzIjLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5UaWNrZXQSEAoIZXhpc3RpbmcYAiABKAgiJwoSV2F0Y2hUaWNrZXRSZXF1ZXN0EhEKCXRpY2tldF9pZBgBIAEoCSKeAgoTV2F0Y2hUaWNrZXRSZXNwb25zZRIRCgl0aWNrZXRfaWQYASABKAkSOwoJc2VhcmNoaW5nGAIgASgLMiYuZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLlNlYXJjaGluZ0gAEjcKB21hdGNoZWQYAyABKAsyJC5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuTWF0Y2hlZEgAEjsKCWNhbmNlbGxlZBgEIAEoCzImLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5DYW5jZWxsZWRIABI3CgdleHBpcmVkGAUgASgLMiQuZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLkV4cGlyZWRIAEIICgZ1cGRhdGUibQoJU2VhcmNoaW5nEikKBndhaXRlZBgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIZChFyYXRpbmdfd2luZG93X2xvdxgCIAEoBRIaChJyYXRpbmdfd2luZG93X2hpZ2gYAyABKAUiRQoHTWF0Y2hlZBIQCghtYXRjaF9pZBgBIAEoCRIoCgRzZWF0GAIgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdCILCglDYW5jZWxsZWQiCQoHRXhwaXJlZCIoChNDYW5jZWxUaWNrZXRSZXF1ZXN0EhEKCXRpY2tldF9pZBgBIAEoCSJLChRDYW5jZWxUaWNrZXRSZXNwb25zZRIzCgZ0aWNrZXQYASABKAsyIy5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuVGlja2V0IiYKFEdldFF1ZXVlU3RhdHNSZXF1ZXN0Eg4KBnF1ZXVlcxgBIAMoCSJPChVHZXRRdWV1ZVN0YXRzUmVzcG9uc2USNgoFc3RhdHMYASADKAsyJy5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuUXVldWVTdGF0cyKzAgoKUXVldWVTdGF0cxINCgVxdWV1ZRgBIAEoCRIXCg9wbGF5ZXJzX3dhaXRpbmcYAiABKA0SGgoSbWF0Y2hlc19wZXJfbWludXRlGAMgASgBEisKCHdhaXRfcDUwGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCHdhaXRfcDkwGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCHdhaXRfcDk5GAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBndpbmRvdxgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgtjb21wdXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiEwoRTGlzdFF1ZXVlc1JlcXVlc3QiSAoSTGlzdFF1ZXVlc1Jlc3BvbnNlEjIKBnF1ZXVlcxgBIAMoCzIiLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5RdWV1ZSKrAQoJVGFibGVTZWF0EigKBHNlYXQYASABKA4yGi5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0EjMKBG1vZGUYAiABKA4yJS5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuU2VhdE1vZGUSEQoJYm90X2xldmVsGAMgASgJEiwKBnBsYXllchgEIAEoCzIcLmZvdXJraW5nZG9tcy5nYW1lLnYxLlBsYXllciLXAgoFVGFibGUSDAoEY29kZRgBIAEoCRIMCgRsaW5rGAIgASgJEhYKDmhvc3RfcGxheWVyX2lkGAMgASgJEhAKCHJ1bGVfc2V0GAQgASgJEjcKDHRpbWVfY29udHJvbBgFIAEoCzIhLmZvdXJraW5nZG9tcy5nYW1lLnYxLlRpbWVDb250cm9sEg0KBXJhdGVkGAYgASgIEjUKBXNlYXRzGAcgAygLMiYuZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLlRhYmxlU2VhdBI2CgVzdGF0ZRgIIAEoDjInLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5UYWJsZVN0YXRlEhAKCG1hdGNoX2lkGAkgASgJEi4KCmV4cGlyZXNfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3ZlcnNpb24YCyABKAQi1AEKEkNyZWF0ZVRhYmxlUmVxdWVzdBIQCghydWxlX3NldBgBIAEoCRI3Cgx0aW1lX2NvbnRyb2wYAiABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5UaW1lQ29udHJvbBINCgVyYXRlZBgDIAEoCBI1CgVzZWF0cxgEIAMoCzImLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5UYWJsZVNlYXQSLQoJaG9zdF9zZWF0GAUgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdCJIChNDcmVhdGVUYWJsZVJlc3BvbnNlEjEKBXRhYmxlGAEgASgLMiIuZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLlRhYmxlIkoKEEpvaW5UYWJsZVJlcXVlc3QSDAoEY29kZRgBIAEoCRIoCgRzZWF0GAIgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdCJwChFKb2luVGFibGVSZXNwb25zZRIxCgV0YWJsZRgBIAEoCzIiLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5UYWJsZRIoCgRzZWF0GAIgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdCIhChFMZWF2ZVRhYmxlUmVxdWVzdBIMCgRjb2RlGAEgASgJIkcKEkxlYXZlVGFibGVSZXNwb25zZRIxCgV0YWJsZRgBIAEoCzIiLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5UYWJsZSJRChFTdGFydFRhYmxlUmVxdWVzdBIMCgRjb2RlGAEgASgJEhYKDmZpbGxfd2l0aF9ib3RzGAIgASgIEhYKDmZpbGxfYm90X2xldmVsGAMgASgJIkcKElN0YXJ0VGFibGVSZXNwb25zZRIxCgV0YWJsZRgBIAEoCzIiLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5UYWJsZSIhChFXYXRjaFRhYmxlUmVxdWVzdBIMCgRjb2RlGAEgASgJIkcKEldhdGNoVGFibGVSZXNwb25zZRIxCgV0YWJsZRgBIAEoCzIiLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5UYWJsZSLhAQoHUmVtYXRjaBIQCghtYXRjaF9pZBgBIAEoCRI4CgVzdGF0ZRgCIAEoDjIpLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5SZW1hdGNoU3RhdGUSGwoTYWNjZXB0ZWRfcGxheWVyX2lkcxgDIAMoCRISCgpwbGF5ZXJfaWRzGAQgAygJEhMKC2RlY2xpbmVkX2J5GAUgASgJEhQKDG5ld19tYXRjaF9pZBgGIAEoCRIuCgpleHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCInChNPZmZlclJlbWF0Y2hSZXF1ZXN0EhAKCG1hdGNoX2lkGAEgASgJIk0KFE9mZmVyUmVtYXRjaFJlc3BvbnNlEjUKB3JlbWF0Y2gYASABKAsyJC5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuUmVtYXRjaCIpChVEZWNsaW5lUmVtYXRjaFJlcXVlc3QSEAoIbWF0Y2hfaWQYASABKAkiTwoWRGVjbGluZVJlbWF0Y2hSZXNwb25zZRI1CgdyZW1hdGNoGAEgASgLMiQuZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLlJlbWF0Y2giJwoTV2F0Y2hSZW1hdGNoUmVxdWVzdBIQCghtYXRjaF9pZBgBIAEoCSJNChRXYXRjaFJlbWF0Y2hSZXNwb25zZRI1CgdyZW1hdGNoGAEgASgLMiQuZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLlJlbWF0Y2gqlwEKC1RpY2tldFN0YXRlEhwKGFRJQ0tFVF9TVEFURV9VTlNQRUNJRklFRBAAEhoKFlRJQ0tFVF9TVEFURV9TRUFSQ0hJTkcQARIYChRUSUNLRVRfU1RBVEVfTUFUQ0hFRBACEhoKFlRJQ0tFVF9TVEFURV9DQU5DRUxMRUQQAxIYChRUSUNLRVRfU1RBVEVfRVhQSVJFRBAEKkwKCFNlYXRNb2RlEhkKFVNFQVRfTU9ERV9VTlNQRUNJRklFRBAAEhIKDlNFQVRfTU9ERV9PUEVOEAESEQoNU0VBVF9NT0RFX0JPVBACKnAKClRhYmxlU3RhdGUSGwoXVEFCTEVfU1RBVEVfVU5TUEVDSUZJRUQQABIUChBUQUJMRV9TVEFURV9PUEVOEAESFwoTVEFCTEVfU1RBVEVfU1RBUlRFRBACEhYKElRBQkxFX1NUQVRFX0NMT1NFRBADKpoBCgxSZW1hdGNoU3RhdGUSHQoZUkVNQVRDSF9TVEFURV9VTlNQRUNJRklFRBAAEhkKFVJFTUFUQ0hfU1RBVEVfT0ZGRVJFRBABEhkKFVJFTUFUQ0hfU1RBVEVfU1RBUlRFRBACEhoKFlJFTUFUQ0hfU1RBVEVfREVDTElORUQQAxIZChVSRU1BVENIX1NUQVRFX0VYUElSRUQQBDLeCwoSTWF0Y2htYWtpbmdTZXJ2aWNlEmQKB0VucXVldWUSKy5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuRW5xdWV1ZVJlcXVlc3QaLC5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuRW5xdWV1ZVJlc3BvbnNlEnIKC1dhdGNoVGlja2V0Ei8uZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLldhdGNoVGlja2V0UmVxdWVzdBowLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5XYXRjaFRpY2tldFJlc3BvbnNlMAEScwoMQ2FuY2VsVGlja2V0EjAuZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLkNhbmNlbFRpY2tldFJlcXVlc3QaMS5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuQ2FuY2VsVGlja2V0UmVzcG9uc2USdgoNR2V0UXVldWVTdGF0cxIxLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5HZXRRdWV1ZVN0YXRzUmVxdWVzdBoyLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5HZXRRdWV1ZVN0YXRzUmVzcG9uc2USbQoKTGlzdFF1ZXVlcxIuLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5MaXN0UXVldWVzUmVxdWVzdBovLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5MaXN0UXVldWVzUmVzcG9uc2UScAoLQ3JlYXRlVGFibGUSLy5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuQ3JlYXRlVGFibGVSZXF1ZXN0GjAuZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLkNyZWF0ZVRhYmxlUmVzcG9uc2USagoJSm9pblRhYmxlEi0uZm91cmtpbmdkb21zLm1hdGNobWFraW5nLnYxLkpvaW5UYWJsZVJlcXVlc3QaLi5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuSm9pblRhYmxlUmVzcG9uc2USbQoKTGVhdmVUYWJsZRIuLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5MZWF2ZVRhYmxlUmVxdWVzdBovLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5MZWF2ZVRhYmxlUmVzcG9uc2USbQoKU3RhcnRUYWJsZRIuLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5TdGFydFRhYmxlUmVxdWVzdBovLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5TdGFydFRhYmxlUmVzcG9uc2USbwoKV2F0Y2hUYWJsZRIuLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5XYXRjaFRhYmxlUmVxdWVzdBovLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5XYXRjaFRhYmxlUmVzcG9uc2UwARJzCgxPZmZlclJlbWF0Y2gSMC5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuT2ZmZXJSZW1hdGNoUmVxdWVzdBoxLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5PZmZlclJlbWF0Y2hSZXNwb25zZRJ5Cg5EZWNsaW5lUmVtYXRjaBIyLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5EZWNsaW5lUmVtYXRjaFJlcXVlc3QaMy5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuRGVjbGluZVJlbWF0Y2hSZXNwb25zZRJ1CgxXYXRjaFJlbWF0Y2gSMC5mb3Vya2luZ2RvbXMubWF0Y2htYWtpbmcudjEuV2F0Y2hSZW1hdGNoUmVxdWVzdBoxLmZvdXJraW5nZG9tcy5tYXRjaG1ha2luZy52MS5XYXRjaFJlbWF0Y2hSZXNwb25zZTABYgZwcm90bzM", [file_fourkingdoms_game_v1_game, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * Queue is one configured matchmaking queue.
@@ -601,6 +601,602 @@ export const ListQueuesResponseSchema: GenMessage<ListQueuesResponse> = /*@__PUR
   messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 17);
 
 /**
+ * TableSeat is one seat of a private table.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.TableSeat
+ */
+export type TableSeat = Message<"fourkingdoms.matchmaking.v1.TableSeat"> & {
+  /**
+   * The seat.
+   *
+   * @generated from field: fourkingdoms.game.v1.Seat seat = 1;
+   */
+  seat: Seat;
+
+  /**
+   * How the seat is filled.
+   *
+   * @generated from field: fourkingdoms.matchmaking.v1.SeatMode mode = 2;
+   */
+  mode: SeatMode;
+
+  /**
+   * The bot level ("random", "greedy") of a bot seat.
+   *
+   * @generated from field: string bot_level = 3;
+   */
+  botLevel: string;
+
+  /**
+   * The player sitting there; unset while an open seat is free, and for a
+   * bot seat until the table starts.
+   *
+   * @generated from field: fourkingdoms.game.v1.Player player = 4;
+   */
+  player?: Player | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.TableSeat.
+ * Use `create(TableSeatSchema)` to create a new message.
+ */
+export const TableSeatSchema: GenMessage<TableSeat> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 18);
+
+/**
+ * Table is a private table.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.Table
+ */
+export type Table = Message<"fourkingdoms.matchmaking.v1.Table"> & {
+  /**
+   * The invite code: 12 characters of Crockford base32 (60 random bits),
+   * shown in groups of four ("7KQ2-M9XD-4TBA"); JoinTable accepts it with
+   * or without dashes and in either case.
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * The invite link of the deployment's web client, for example
+   * "https://example.org/#table=7KQ2M9XD4TBA"; empty when the deployment
+   * has no public address configured.
+   *
+   * @generated from field: string link = 2;
+   */
+  link: string;
+
+  /**
+   * The host's player id: the only one who may start the table.
+   *
+   * @generated from field: string host_player_id = 3;
+   */
+  hostPlayerId: string;
+
+  /**
+   * Rule set name.
+   *
+   * @generated from field: string rule_set = 4;
+   */
+  ruleSet: string;
+
+  /**
+   * The time control.
+   *
+   * @generated from field: fourkingdoms.game.v1.TimeControl time_control = 5;
+   */
+  timeControl?: TimeControl | undefined;
+
+  /**
+   * True if the match counts for ratings.
+   *
+   * @generated from field: bool rated = 6;
+   */
+  rated: boolean;
+
+  /**
+   * The four seats, Red, Blue, Yellow, Green.
+   *
+   * @generated from field: repeated fourkingdoms.matchmaking.v1.TableSeat seats = 7;
+   */
+  seats: TableSeat[];
+
+  /**
+   * Current state.
+   *
+   * @generated from field: fourkingdoms.matchmaking.v1.TableState state = 8;
+   */
+  state: TableState;
+
+  /**
+   * The match, set when state is STARTED.
+   *
+   * @generated from field: string match_id = 9;
+   */
+  matchId: string;
+
+  /**
+   * When the table closes unless something happens at it.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 10;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * Increases by one with every change of the table.
+   *
+   * @generated from field: uint64 version = 11;
+   */
+  version: bigint;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.Table.
+ * Use `create(TableSchema)` to create a new message.
+ */
+export const TableSchema: GenMessage<Table> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 19);
+
+/**
+ * CreateTableRequest describes the table to open.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.CreateTableRequest
+ */
+export type CreateTableRequest = Message<"fourkingdoms.matchmaking.v1.CreateTableRequest"> & {
+  /**
+   * Rule set name; empty means "fourkingdoms".
+   *
+   * @generated from field: string rule_set = 1;
+   */
+  ruleSet: string;
+
+  /**
+   * The time control: a configured queue's time control name is enough,
+   * or a full time control. Required.
+   *
+   * @generated from field: fourkingdoms.game.v1.TimeControl time_control = 2;
+   */
+  timeControl?: TimeControl | undefined;
+
+  /**
+   * True if the match counts for ratings (rated tables need every seat
+   * filled by a player or a bot, as queue games).
+   *
+   * @generated from field: bool rated = 3;
+   */
+  rated: boolean;
+
+  /**
+   * How each seat is filled; seats not listed are open. At least one seat
+   * must be open for the host.
+   *
+   * @generated from field: repeated fourkingdoms.matchmaking.v1.TableSeat seats = 4;
+   */
+  seats: TableSeat[];
+
+  /**
+   * The host's seat; unset means the first open seat.
+   *
+   * @generated from field: fourkingdoms.game.v1.Seat host_seat = 5;
+   */
+  hostSeat: Seat;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.CreateTableRequest.
+ * Use `create(CreateTableRequestSchema)` to create a new message.
+ */
+export const CreateTableRequestSchema: GenMessage<CreateTableRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 20);
+
+/**
+ * CreateTableResponse is the new table.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.CreateTableResponse
+ */
+export type CreateTableResponse = Message<"fourkingdoms.matchmaking.v1.CreateTableResponse"> & {
+  /**
+   * The table, with the host seated.
+   *
+   * @generated from field: fourkingdoms.matchmaking.v1.Table table = 1;
+   */
+  table?: Table | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.CreateTableResponse.
+ * Use `create(CreateTableResponseSchema)` to create a new message.
+ */
+export const CreateTableResponseSchema: GenMessage<CreateTableResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 21);
+
+/**
+ * JoinTableRequest names the table and, optionally, the seat.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.JoinTableRequest
+ */
+export type JoinTableRequest = Message<"fourkingdoms.matchmaking.v1.JoinTableRequest"> & {
+  /**
+   * The invite code.
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * The seat wanted; unset means the first free open seat.
+   *
+   * @generated from field: fourkingdoms.game.v1.Seat seat = 2;
+   */
+  seat: Seat;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.JoinTableRequest.
+ * Use `create(JoinTableRequestSchema)` to create a new message.
+ */
+export const JoinTableRequestSchema: GenMessage<JoinTableRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 22);
+
+/**
+ * JoinTableResponse is the table after joining.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.JoinTableResponse
+ */
+export type JoinTableResponse = Message<"fourkingdoms.matchmaking.v1.JoinTableResponse"> & {
+  /**
+   * The table.
+   *
+   * @generated from field: fourkingdoms.matchmaking.v1.Table table = 1;
+   */
+  table?: Table | undefined;
+
+  /**
+   * The caller's seat.
+   *
+   * @generated from field: fourkingdoms.game.v1.Seat seat = 2;
+   */
+  seat: Seat;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.JoinTableResponse.
+ * Use `create(JoinTableResponseSchema)` to create a new message.
+ */
+export const JoinTableResponseSchema: GenMessage<JoinTableResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 23);
+
+/**
+ * LeaveTableRequest names the table.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.LeaveTableRequest
+ */
+export type LeaveTableRequest = Message<"fourkingdoms.matchmaking.v1.LeaveTableRequest"> & {
+  /**
+   * The invite code.
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.LeaveTableRequest.
+ * Use `create(LeaveTableRequestSchema)` to create a new message.
+ */
+export const LeaveTableRequestSchema: GenMessage<LeaveTableRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 24);
+
+/**
+ * LeaveTableResponse is the table after leaving.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.LeaveTableResponse
+ */
+export type LeaveTableResponse = Message<"fourkingdoms.matchmaking.v1.LeaveTableResponse"> & {
+  /**
+   * The table (CLOSED if the caller was its last human).
+   *
+   * @generated from field: fourkingdoms.matchmaking.v1.Table table = 1;
+   */
+  table?: Table | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.LeaveTableResponse.
+ * Use `create(LeaveTableResponseSchema)` to create a new message.
+ */
+export const LeaveTableResponseSchema: GenMessage<LeaveTableResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 25);
+
+/**
+ * StartTableRequest names the table to start.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.StartTableRequest
+ */
+export type StartTableRequest = Message<"fourkingdoms.matchmaking.v1.StartTableRequest"> & {
+  /**
+   * The invite code.
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * Give the open seats still free to bots of fill_bot_level.
+   *
+   * @generated from field: bool fill_with_bots = 2;
+   */
+  fillWithBots: boolean;
+
+  /**
+   * The level of the bots that fill free seats; empty means "greedy".
+   *
+   * @generated from field: string fill_bot_level = 3;
+   */
+  fillBotLevel: string;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.StartTableRequest.
+ * Use `create(StartTableRequestSchema)` to create a new message.
+ */
+export const StartTableRequestSchema: GenMessage<StartTableRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 26);
+
+/**
+ * StartTableResponse is the started table.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.StartTableResponse
+ */
+export type StartTableResponse = Message<"fourkingdoms.matchmaking.v1.StartTableResponse"> & {
+  /**
+   * The table, STARTED, with its match id.
+   *
+   * @generated from field: fourkingdoms.matchmaking.v1.Table table = 1;
+   */
+  table?: Table | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.StartTableResponse.
+ * Use `create(StartTableResponseSchema)` to create a new message.
+ */
+export const StartTableResponseSchema: GenMessage<StartTableResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 27);
+
+/**
+ * WatchTableRequest names the table.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.WatchTableRequest
+ */
+export type WatchTableRequest = Message<"fourkingdoms.matchmaking.v1.WatchTableRequest"> & {
+  /**
+   * The invite code.
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.WatchTableRequest.
+ * Use `create(WatchTableRequestSchema)` to create a new message.
+ */
+export const WatchTableRequestSchema: GenMessage<WatchTableRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 28);
+
+/**
+ * WatchTableResponse is the table's state after a change.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.WatchTableResponse
+ */
+export type WatchTableResponse = Message<"fourkingdoms.matchmaking.v1.WatchTableResponse"> & {
+  /**
+   * The table.
+   *
+   * @generated from field: fourkingdoms.matchmaking.v1.Table table = 1;
+   */
+  table?: Table | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.WatchTableResponse.
+ * Use `create(WatchTableResponseSchema)` to create a new message.
+ */
+export const WatchTableResponseSchema: GenMessage<WatchTableResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 29);
+
+/**
+ * Rematch is a rematch offer for a finished match.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.Rematch
+ */
+export type Rematch = Message<"fourkingdoms.matchmaking.v1.Rematch"> & {
+  /**
+   * The finished match.
+   *
+   * @generated from field: string match_id = 1;
+   */
+  matchId: string;
+
+  /**
+   * Current state.
+   *
+   * @generated from field: fourkingdoms.matchmaking.v1.RematchState state = 2;
+   */
+  state: RematchState;
+
+  /**
+   * The humans of the match who have offered or accepted so far.
+   *
+   * @generated from field: repeated string accepted_player_ids = 3;
+   */
+  acceptedPlayerIds: string[];
+
+  /**
+   * The humans of the match (the ones who must accept).
+   *
+   * @generated from field: repeated string player_ids = 4;
+   */
+  playerIds: string[];
+
+  /**
+   * The player who declined, when state is DECLINED.
+   *
+   * @generated from field: string declined_by = 5;
+   */
+  declinedBy: string;
+
+  /**
+   * The new match, when state is STARTED.
+   *
+   * @generated from field: string new_match_id = 6;
+   */
+  newMatchId: string;
+
+  /**
+   * When the offer expires unless every human accepted.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 7;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.Rematch.
+ * Use `create(RematchSchema)` to create a new message.
+ */
+export const RematchSchema: GenMessage<Rematch> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 30);
+
+/**
+ * OfferRematchRequest names the finished match.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.OfferRematchRequest
+ */
+export type OfferRematchRequest = Message<"fourkingdoms.matchmaking.v1.OfferRematchRequest"> & {
+  /**
+   * The finished match.
+   *
+   * @generated from field: string match_id = 1;
+   */
+  matchId: string;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.OfferRematchRequest.
+ * Use `create(OfferRematchRequestSchema)` to create a new message.
+ */
+export const OfferRematchRequestSchema: GenMessage<OfferRematchRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 31);
+
+/**
+ * OfferRematchResponse is the offer after the call.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.OfferRematchResponse
+ */
+export type OfferRematchResponse = Message<"fourkingdoms.matchmaking.v1.OfferRematchResponse"> & {
+  /**
+   * The offer.
+   *
+   * @generated from field: fourkingdoms.matchmaking.v1.Rematch rematch = 1;
+   */
+  rematch?: Rematch | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.OfferRematchResponse.
+ * Use `create(OfferRematchResponseSchema)` to create a new message.
+ */
+export const OfferRematchResponseSchema: GenMessage<OfferRematchResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 32);
+
+/**
+ * DeclineRematchRequest names the finished match.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.DeclineRematchRequest
+ */
+export type DeclineRematchRequest = Message<"fourkingdoms.matchmaking.v1.DeclineRematchRequest"> & {
+  /**
+   * The finished match.
+   *
+   * @generated from field: string match_id = 1;
+   */
+  matchId: string;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.DeclineRematchRequest.
+ * Use `create(DeclineRematchRequestSchema)` to create a new message.
+ */
+export const DeclineRematchRequestSchema: GenMessage<DeclineRematchRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 33);
+
+/**
+ * DeclineRematchResponse is the offer after declining.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.DeclineRematchResponse
+ */
+export type DeclineRematchResponse = Message<"fourkingdoms.matchmaking.v1.DeclineRematchResponse"> & {
+  /**
+   * The offer, DECLINED.
+   *
+   * @generated from field: fourkingdoms.matchmaking.v1.Rematch rematch = 1;
+   */
+  rematch?: Rematch | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.DeclineRematchResponse.
+ * Use `create(DeclineRematchResponseSchema)` to create a new message.
+ */
+export const DeclineRematchResponseSchema: GenMessage<DeclineRematchResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 34);
+
+/**
+ * WatchRematchRequest names the finished match.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.WatchRematchRequest
+ */
+export type WatchRematchRequest = Message<"fourkingdoms.matchmaking.v1.WatchRematchRequest"> & {
+  /**
+   * The finished match.
+   *
+   * @generated from field: string match_id = 1;
+   */
+  matchId: string;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.WatchRematchRequest.
+ * Use `create(WatchRematchRequestSchema)` to create a new message.
+ */
+export const WatchRematchRequestSchema: GenMessage<WatchRematchRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 35);
+
+/**
+ * WatchRematchResponse is the offer after a change.
+ *
+ * @generated from message fourkingdoms.matchmaking.v1.WatchRematchResponse
+ */
+export type WatchRematchResponse = Message<"fourkingdoms.matchmaking.v1.WatchRematchResponse"> & {
+  /**
+   * The offer.
+   *
+   * @generated from field: fourkingdoms.matchmaking.v1.Rematch rematch = 1;
+   */
+  rematch?: Rematch | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.matchmaking.v1.WatchRematchResponse.
+ * Use `create(WatchRematchResponseSchema)` to create a new message.
+ */
+export const WatchRematchResponseSchema: GenMessage<WatchRematchResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 36);
+
+/**
  * TicketState is the life-cycle state of a ticket.
  *
  * @generated from enum fourkingdoms.matchmaking.v1.TicketState
@@ -648,6 +1244,130 @@ export enum TicketState {
  */
 export const TicketStateSchema: GenEnum<TicketState> = /*@__PURE__*/
   enumDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 0);
+
+/**
+ * SeatMode is how a private table's seat is filled.
+ *
+ * @generated from enum fourkingdoms.matchmaking.v1.SeatMode
+ */
+export enum SeatMode {
+  /**
+   * Not set: treated as SEAT_MODE_OPEN.
+   *
+   * @generated from enum value: SEAT_MODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Open to a player who joins with the invite code.
+   *
+   * @generated from enum value: SEAT_MODE_OPEN = 1;
+   */
+  OPEN = 1,
+
+  /**
+   * Taken by a bot of the seat's bot level when the table starts.
+   *
+   * @generated from enum value: SEAT_MODE_BOT = 2;
+   */
+  BOT = 2,
+}
+
+/**
+ * Describes the enum fourkingdoms.matchmaking.v1.SeatMode.
+ */
+export const SeatModeSchema: GenEnum<SeatMode> = /*@__PURE__*/
+  enumDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 1);
+
+/**
+ * TableState is the life-cycle state of a private table.
+ *
+ * @generated from enum fourkingdoms.matchmaking.v1.TableState
+ */
+export enum TableState {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: TABLE_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Players are joining.
+   *
+   * @generated from enum value: TABLE_STATE_OPEN = 1;
+   */
+  OPEN = 1,
+
+  /**
+   * The match was created (final).
+   *
+   * @generated from enum value: TABLE_STATE_STARTED = 2;
+   */
+  STARTED = 2,
+
+  /**
+   * The table closed: its last human left, or it stayed idle too long
+   * (final).
+   *
+   * @generated from enum value: TABLE_STATE_CLOSED = 3;
+   */
+  CLOSED = 3,
+}
+
+/**
+ * Describes the enum fourkingdoms.matchmaking.v1.TableState.
+ */
+export const TableStateSchema: GenEnum<TableState> = /*@__PURE__*/
+  enumDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 2);
+
+/**
+ * RematchState is the life-cycle state of a rematch offer.
+ *
+ * @generated from enum fourkingdoms.matchmaking.v1.RematchState
+ */
+export enum RematchState {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: REMATCH_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Waiting for the other humans.
+   *
+   * @generated from enum value: REMATCH_STATE_OFFERED = 1;
+   */
+  OFFERED = 1,
+
+  /**
+   * Every human accepted: the new match was created (final).
+   *
+   * @generated from enum value: REMATCH_STATE_STARTED = 2;
+   */
+  STARTED = 2,
+
+  /**
+   * Someone declined (final).
+   *
+   * @generated from enum value: REMATCH_STATE_DECLINED = 3;
+   */
+  DECLINED = 3,
+
+  /**
+   * The rematch window passed (final).
+   *
+   * @generated from enum value: REMATCH_STATE_EXPIRED = 4;
+   */
+  EXPIRED = 4,
+}
+
+/**
+ * Describes the enum fourkingdoms.matchmaking.v1.RematchState.
+ */
+export const RematchStateSchema: GenEnum<RematchState> = /*@__PURE__*/
+  enumDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 3);
 
 /**
  * MatchmakingService matches players into four-player matches.
@@ -728,6 +1448,139 @@ export const MatchmakingService: GenService<{
     methodKind: "unary";
     input: typeof ListQueuesRequestSchema;
     output: typeof ListQueuesResponseSchema;
+  },
+  /**
+   * CreateTable opens a private table hosted by the caller, who takes the
+   * seat of their choice (Red when unset). The answer holds the table with
+   * its invite code; friends join with JoinTable. A player is in at most
+   * one table or one live ticket at a time (the same rule as Enqueue).
+   *
+   * Errors: INVALID_ARGUMENT (unknown rule set, bad time control, a seat
+   * listed twice, a bot seat without a known level, no open seat for the
+   * host), FAILED_PRECONDITION (ALREADY_SEATED: the caller has a live
+   * ticket or is at another table), PERMISSION_DENIED (not a player).
+   *
+   * @generated from rpc fourkingdoms.matchmaking.v1.MatchmakingService.CreateTable
+   */
+  createTable: {
+    methodKind: "unary";
+    input: typeof CreateTableRequestSchema;
+    output: typeof CreateTableResponseSchema;
+  },
+  /**
+   * JoinTable seats the caller at the table of an invite code: in the seat
+   * asked for, or the first free open seat. Joining a table one already
+   * sits at returns it unchanged.
+   *
+   * Errors: NOT_FOUND (TABLE_NOT_FOUND: no table has this code, or it
+   * expired or closed), FAILED_PRECONDITION (TABLE_FULL, SEAT_TAKEN,
+   * TABLE_STARTED, ALREADY_SEATED), RESOURCE_EXHAUSTED (TOO_MANY_GUESSES:
+   * too many unknown codes from this player; retry after the delay in
+   * RetryInfo), INVALID_ARGUMENT (malformed code).
+   *
+   * @generated from rpc fourkingdoms.matchmaking.v1.MatchmakingService.JoinTable
+   */
+  joinTable: {
+    methodKind: "unary";
+    input: typeof JoinTableRequestSchema;
+    output: typeof JoinTableResponseSchema;
+  },
+  /**
+   * LeaveTable frees the caller's seat. When the host leaves, the table
+   * passes to the human who joined first after them, or closes when no
+   * human is left. Leaving a table one is not at succeeds and changes
+   * nothing.
+   *
+   * Errors: NOT_FOUND (TABLE_NOT_FOUND), FAILED_PRECONDITION (TABLE_STARTED:
+   * the match has begun: resign instead).
+   *
+   * @generated from rpc fourkingdoms.matchmaking.v1.MatchmakingService.LeaveTable
+   */
+  leaveTable: {
+    methodKind: "unary";
+    input: typeof LeaveTableRequestSchema;
+    output: typeof LeaveTableResponseSchema;
+  },
+  /**
+   * StartTable creates the table's match. Only the host may start, and
+   * only when every open seat is taken, unless fill_with_bots is set, in
+   * which case the open seats still free are given to bots of
+   * fill_bot_level. A table starts at most once: a repeated or concurrent
+   * StartTable returns the same match.
+   *
+   * Errors: NOT_FOUND (TABLE_NOT_FOUND), PERMISSION_DENIED (NOT_HOST),
+   * FAILED_PRECONDITION (SEATS_OPEN: open seats are free and
+   * fill_with_bots is not set), UNAVAILABLE (no bot was free to take a bot
+   * seat, or the match service is unreachable: retry).
+   *
+   * @generated from rpc fourkingdoms.matchmaking.v1.MatchmakingService.StartTable
+   */
+  startTable: {
+    methodKind: "unary";
+    input: typeof StartTableRequestSchema;
+    output: typeof StartTableResponseSchema;
+  },
+  /**
+   * WatchTable streams a table's state: the current state at once, then
+   * every change, until the table starts (the last update carries the
+   * match id) or closes; then the stream ends with OK. Anyone with the
+   * code may watch.
+   *
+   * Errors: NOT_FOUND (TABLE_NOT_FOUND), RESOURCE_EXHAUSTED
+   * (TOO_MANY_GUESSES).
+   *
+   * @generated from rpc fourkingdoms.matchmaking.v1.MatchmakingService.WatchTable
+   */
+  watchTable: {
+    methodKind: "server_streaming";
+    input: typeof WatchTableRequestSchema;
+    output: typeof WatchTableResponseSchema;
+  },
+  /**
+   * OfferRematch offers (or accepts: it is the same call) a rematch of a
+   * finished match the caller played in. When every human of the match has
+   * offered within the rematch window, a new match with the same players,
+   * seats rotated by one (Red's player plays Blue, and so on) and a new
+   * seed starts, with the same rule set, time control, options and
+   * rated-ness. Offering again returns the same offer.
+   *
+   * Errors: NOT_FOUND (MATCH_NOT_FOUND), PERMISSION_DENIED (NOT_A_PLAYER:
+   * the caller did not play in the match), FAILED_PRECONDITION
+   * (MATCH_NOT_FINISHED, REMATCH_DECLINED, REMATCH_EXPIRED, ALREADY_SEATED).
+   *
+   * @generated from rpc fourkingdoms.matchmaking.v1.MatchmakingService.OfferRematch
+   */
+  offerRematch: {
+    methodKind: "unary";
+    input: typeof OfferRematchRequestSchema;
+    output: typeof OfferRematchResponseSchema;
+  },
+  /**
+   * DeclineRematch declines a rematch offer: the offer ends for everyone.
+   *
+   * Errors: as OfferRematch.
+   *
+   * @generated from rpc fourkingdoms.matchmaking.v1.MatchmakingService.DeclineRematch
+   */
+  declineRematch: {
+    methodKind: "unary";
+    input: typeof DeclineRematchRequestSchema;
+    output: typeof DeclineRematchResponseSchema;
+  },
+  /**
+   * WatchRematch streams a rematch offer's state: at once, then every
+   * change, until the rematch starts (the last update carries the new
+   * match id), is declined or expires; then the stream ends with OK.
+   *
+   * Errors: NOT_FOUND (no offer for this match), PERMISSION_DENIED
+   * (NOT_A_PLAYER).
+   *
+   * @generated from rpc fourkingdoms.matchmaking.v1.MatchmakingService.WatchRematch
+   */
+  watchRematch: {
+    methodKind: "server_streaming";
+    input: typeof WatchRematchRequestSchema;
+    output: typeof WatchRematchResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_fourkingdoms_matchmaking_v1_matchmaking, 0);
