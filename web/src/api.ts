@@ -3,7 +3,7 @@
 // path prefix), the guest session kept in localStorage, and a client for
 // each service.
 
-import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
 import { timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { AuthService } from "./gen/fourkingdoms/auth/v1/auth_pb";
@@ -51,8 +51,17 @@ export interface Api {
   refresh(): Promise<Session>;
   /** resume renews a kept session whose token expires within renewBefore; failures leave it as it is. */
   resume(): Promise<void>;
-  /** signOut forgets the session here and ends it on the server. */
-  signOut(): void;
+  /**
+   * rename gives the player a new display name (SetDisplayName) and keeps
+   * the tokens of the answer: the refresh token sent is rotated by it.
+   */
+  rename(displayName: string): Promise<Session>;
+  /**
+   * signOut forgets the session here at once and ends it on the server
+   * (RevokeSession); the promise settles when the server answered, and
+   * never rejects: the session is gone from this browser either way.
+   */
+  signOut(): Promise<void>;
 }
 
 /**
@@ -77,14 +86,18 @@ export function loadSession(storage: Storage, now = Date.now()): { session?: Ses
   }
 }
 
-/** newApi builds the clients for baseUrl (the page's origin). */
-export function newApi(baseUrl: string, storage: Storage): Api {
+/**
+ * newApi builds the clients for baseUrl (the page's origin). Tests pass
+ * their own transport (an in-memory router); the session's token is added
+ * to every call either way.
+ */
+export function newApi(baseUrl: string, storage: Storage, transportFor?: (auth: Interceptor) => Transport): Api {
   let session = loadSession(storage).session;
   const auth: Interceptor = (next) => async (req) => {
     if (session) req.header.set("authorization", `Bearer ${session.token}`);
     return next(req);
   };
-  const transport = createConnectTransport({ baseUrl, useBinaryFormat: true, interceptors: [auth] });
+  const transport = transportFor?.(auth) ?? createConnectTransport({ baseUrl, useBinaryFormat: true, interceptors: [auth] });
   const api: Api = {
     auth: createClient(AuthService, transport),
     match: createClient(MatchService, transport),
@@ -121,11 +134,18 @@ export function newApi(baseUrl: string, storage: Storage): Api {
         // refusal leads to a new guest (main.ts, guard).
       }
     },
-    signOut() {
+    async rename(displayName: string) {
+      const s = session;
+      if (!refreshable(s)) throw new Error("this session cannot be renamed: sign in again");
+      return keep(await api.auth.setDisplayName({ refreshToken: s.refreshToken, displayName }, { timeoutMs: 10_000 }));
+    },
+    async signOut() {
       const refreshToken = session?.refreshToken;
       session = undefined;
       storage.removeItem(sessionKey);
-      if (refreshToken) void api.auth.revokeSession({ refreshToken }, { timeoutMs: 10_000 }).catch(() => {});
+      // The server's answer changes nothing here: an unreachable server
+      // leaves a refresh token that expires unused (90 days).
+      if (refreshToken) await api.auth.revokeSession({ refreshToken }, { timeoutMs: 10_000 }).then(() => {}, () => {});
     },
   };
   // keep makes r the session and stores it.

@@ -83,6 +83,18 @@ const sentences: Record<string, string> = {
   NOT_TICKET_OWNER: "That search belongs to another player.",
   TICKET_MATCHED: "A game was already found for you; it cannot be cancelled.",
   TICKET_FORMING: "A game is being formed for you right now; it cannot be cancelled.",
+  // private tables and rematch
+  TABLE_NOT_FOUND: "There is no table with that code: check the code, or the table closed (its players left or it stayed idle too long).",
+  TABLE_FULL: "That table is full: every open seat is taken.",
+  SEAT_TAKEN: "Someone took that seat a moment ago. Pick another one.",
+  TABLE_STARTED: "That table's game has already started.",
+  ALREADY_SEATED: "You are already searching for a game or sitting at another table: cancel the search or leave that table first.",
+  TOO_MANY_GUESSES: "Too many wrong table codes. Wait a moment, then check the code and try again.",
+  NOT_HOST: "Only the host can start the table.",
+  SEATS_OPEN: "Some open seats are still free: wait for your friends or fill the free seats with bots.",
+  MATCH_NOT_FINISHED: "The game is not over yet.",
+  REMATCH_DECLINED: "A player declined the rematch.",
+  REMATCH_EXPIRED: "The time for a rematch has passed.",
   // rating
   RULE_SET_NOT_FOUND: "There are no ratings for that rule set.",
   PLAYER_NOT_FOUND: "No rated game yet: play one to get a rating.",
@@ -93,11 +105,47 @@ const sentences: Record<string, string> = {
   UNKNOWN_KEY: "Your session was signed by a key this server no longer knows. Sign in again.",
   INVALID_TOKEN: "Your session is not valid here. Sign in again.",
   ROLE_NOT_ALLOWED: "Your account may not do that.",
+  REFRESH_TOKEN_INVALID: "Your guest session has ended (signed out, or unused for too long). Sign in again.",
+  REFRESH_TOKEN_REUSED: "Your guest session was used from somewhere else, so it was ended for safety. Sign in again.",
+  REFRESH_TOKEN_RACED: "Your session was renewed in another tab at the same moment. Try again.",
   // server
   RATE_LIMITED: "Too many requests. Wait a moment and try again.",
   SHUTTING_DOWN: "The server is restarting. Retrying.",
   INTERNAL: "Something went wrong on the server. Try again.",
 };
+
+const retryInfoType = "google.rpc.RetryInfo";
+
+/**
+ * retryDelayMs returns the delay of err's google.rpc.RetryInfo detail
+ * (TOO_MANY_GUESSES, RATE_LIMITED), or undefined when it has none.
+ */
+export function retryDelayMs(err: unknown): number | undefined {
+  if (!(err instanceof ConnectError)) return undefined;
+  for (const d of err.details) {
+    if (!("type" in d) || d.type !== retryInfoType || !(d.value instanceof Uint8Array)) continue;
+    try {
+      // RetryInfo { Duration retry_delay = 1 }; Duration { int64 seconds = 1; int32 nanos = 2 }.
+      const r = new BinaryReader(d.value);
+      let ms = 0;
+      while (r.pos < r.len) {
+        const [field, wt] = r.tag();
+        if (field !== 1 || wt !== WireType.LengthDelimited) { r.skip(wt); continue; }
+        const dr = new BinaryReader(r.bytes());
+        while (dr.pos < dr.len) {
+          const [f, w] = dr.tag();
+          if (f === 1 && w === WireType.Varint) ms += Number(dr.int64()) * 1000;
+          else if (f === 2 && w === WireType.Varint) ms += Math.round(dr.int32() / 1e6);
+          else dr.skip(w);
+        }
+      }
+      return ms;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
 
 /** Reasons that mean the session is gone: sign in anew. */
 export const sessionReasons = new Set(["MISSING_TOKEN", "MALFORMED_TOKEN", "TOKEN_EXPIRED", "UNKNOWN_KEY", "INVALID_TOKEN"]);
@@ -108,7 +156,10 @@ export function describe(err: unknown): string {
   if (r === "INVALID_ARGUMENT" && err instanceof ConnectError) {
     return `The server refused the request: ${err.rawMessage}.`;
   }
-  if (r && sentences[r]) return sentences[r]!;
+  if (r && sentences[r]) {
+    const wait = r === "TOO_MANY_GUESSES" || r === "RATE_LIMITED" ? retryDelayMs(err) : undefined;
+    return wait ? `${sentences[r]!} (You can try again in ${Math.max(1, Math.ceil(wait / 1000))} s.)` : sentences[r]!;
+  }
   if (!(err instanceof ConnectError)) {
     return isNetworkError(err) ? "The server cannot be reached. Check your connection." : "Something went wrong in this page. Reload it.";
   }

@@ -1,6 +1,7 @@
 // The game screen: the board, the four players (name, rating, points,
 // state, clock), the move list in rounds, typed moves, resignation, the
-// connection state and, at the end, the summary with the rating change.
+// connection state and, at the end, the summary with the rating change
+// and the rematch offer (rematch.ts).
 // Players and spectators share it; a spectator picks the side to view from.
 
 import type { Api } from "./api";
@@ -16,6 +17,7 @@ import { checkedSeats, claimPossible, claimRule, clockState, rounds, seatState }
 import { LegalMoves } from "./notation";
 import { Backoff } from "./backoff";
 import { sendMove } from "./mover";
+import { RematchFollower, rematchView } from "./rematch";
 
 /** Browser-side measurements the tests read (window.__fk). */
 export interface Stats {
@@ -53,8 +55,11 @@ const connText: Record<string, string> = {
   offline: "Offline — will catch up when the connection is back", ended: "Game over", failed: "Disconnected",
 };
 
-/** mountGame shows match id in root; it returns a function that stops it. */
-export function mountGame(root: HTMLElement, api: Api, matchId: string, spectator: boolean): () => void {
+/**
+ * mountGame shows match id in root; it returns a function that stops it.
+ * go navigates within the app (to the rematch's new match).
+ */
+export function mountGame(root: HTMLElement, api: Api, matchId: string, spectator: boolean, go: (path: string) => void = () => {}): () => void {
   const me = api.session()?.playerId ?? "";
   let v: FollowView | undefined;
   let mySeat = 0;
@@ -91,6 +96,14 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
     input, h("button", { type: "submit" }, "Move"));
   const resignBtn = h("button", { class: "danger", type: "button", onclick: () => confirmResign() }, "Resign");
   const claimBtn = h("button", { type: "button", "data-testid": "claim-win", onclick: () => void claimWin() }, "Claim win");
+  // The rematch offer, shown under the summary of a finished game to its
+  // players; followed from the moment the game is over.
+  const rematchEl = h("div", { class: "rematch", "data-testid": "rematch" });
+  let rematch: RematchFollower | undefined;
+  let rematchProblem = "";
+  let rematchTick: ReturnType<typeof setInterval> | undefined;
+  const offerBtn = h("button", { type: "button", class: "primary", "data-testid": "offer-rematch", onclick: () => void rematchCall("offer") }, "Rematch");
+  const declineBtn = h("button", { type: "button", "data-testid": "decline-rematch", onclick: () => void rematchCall("decline") }, "Decline");
   const dialog = h("dialog", { class: "confirm" },
     h("p", {}, "Resign this game? Your points are frozen and the server plays on for your army."),
     h("div", { class: "row" },
@@ -281,11 +294,43 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
         return h("li", { class: seatClass[seat], "data-seat": seat },
           h("span", { class: "swatch" }), `${st?.player?.displayName ?? seatName[seat]} — ${pts.get(seat) ?? 0} points`);
       })),
-      existing ?? (mySeat ? h("p", { class: "rating-change" }, "Rating change: waiting for the rating service…") : null),
+      existing ?? (mySeat && !m.unrated ? h("p", { class: "rating-change" }, "Rating change: waiting for the rating service…") : null),
+      mySeat && m.unrated ? h("p", { class: "muted" }, "An unrated game: ratings do not change.") : null,
+      mySeat ? rematchEl : null,
       mySeat ? h("p", {}, h("a", { href: "/", "data-nav": "" }, "Play again"), " · ", h("a", { href: "/rating", "data-nav": "" }, "Your rating")) : null);
     if (mySeat && !summaryAsked) {
       summaryAsked = true;
-      void ratingChange();
+      if (!m.unrated) void ratingChange();
+    }
+    if (mySeat && !spectator && !rematch && m.status === MatchStatus.FINISHED) {
+      rematch = new RematchFollower(api, matchId, (_r, problem) => { rematchProblem = problem; drawRematch(); },
+        (newMatchId) => go(`/play/${encodeURIComponent(newMatchId)}`));
+      rematch.start();
+      rematchTick = setInterval(drawRematch, 1000);
+      drawRematch();
+    }
+  }
+
+  function drawRematch(): void {
+    if (!rematch) return;
+    const names = new Map(v?.match.seats.map((x) => [x.player?.playerId ?? "", x.player?.displayName ?? ""]) ?? []);
+    const rv = rematchView(rematch.rematch, me, (id) => names.get(id) || id);
+    offerBtn.textContent = rv.rematch ? "Accept rematch" : "Rematch";
+    rematchEl.dataset.state = rv.rematch ? String(rv.rematch.state) : "";
+    replace(rematchEl,
+      rv.text ? h("p", { class: "rematch-state" }, rv.text) : null,
+      rematchProblem ? h("p", { class: "error" }, rematchProblem) : null,
+      rv.canOffer || rv.canDecline ? h("div", { class: "row" }, rv.canOffer ? offerBtn : null, rv.canDecline ? declineBtn : null) : null);
+  }
+
+  async function rematchCall(what: "offer" | "decline"): Promise<void> {
+    if (!rematch) return;
+    offerBtn.disabled = declineBtn.disabled = true;
+    try {
+      await (what === "offer" ? rematch.offer() : rematch.decline());
+    } finally {
+      offerBtn.disabled = declineBtn.disabled = false;
+      drawRematch();
     }
   }
 
@@ -448,6 +493,8 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
 
   return () => {
     clearInterval(tick);
+    clearInterval(rematchTick);
+    rematch?.stop();
     follower.stop();
   };
 }

@@ -1,6 +1,8 @@
 // The web client's entry point: routes (/, /play/<id>, /watch/<id>,
-// /rating, /leaderboard), the guest session, the queue picker and the
-// search for a match. The game itself is in game.ts.
+// /rating, /leaderboard, /account, /friends, /table/<code>), the guest
+// session (sign-in, rename, sign-out), invite links (#table=<code>), the
+// queue picker and the search for a match. The game itself is in game.ts,
+// the private tables' screens in friends.ts.
 
 import { Code, ConnectError } from "@connectrpc/connect";
 import { durationMs } from "@bufbuild/protobuf/wkt";
@@ -11,16 +13,23 @@ import { mountGame } from "./game";
 import type { Queue } from "./gen/fourkingdoms/matchmaking/v1/matchmaking_pb";
 import { LeaderboardSection } from "./gen/fourkingdoms/rating/v1/rating_pb";
 import { Backoff } from "./backoff";
+import { friendsScreen, joinByCode, lobbyScreen, tablePath, type Ctx } from "./friends";
+import { codeFromHash } from "./tables";
 
 const { expired } = loadSession(localStorage);
 const api = newApi(location.origin, localStorage);
 let message = expired ? "Your guest session expired, so you are playing as a new guest now." : "";
 let unmount: (() => void) | undefined;
+// The code of an invite link ("/#table=<code>") the page was opened with:
+// joined once the player is signed in (route).
+let invite = "";
+let badInvite = false;
 
 const nav = h("nav", { class: "top" },
   h("a", { href: "/", "data-nav": "", class: "brand" }, "Four Kingdoms"),
   h("a", { href: "/", "data-nav": "" }, "Play"),
   h("a", { href: "/rating", "data-nav": "" }, "Rating"),
+  h("a", { href: "/friends", "data-nav": "" }, "Friends"),
   h("a", { href: "/leaderboard", "data-nav": "" }, "Leaderboard"),
   h("span", { class: "who" }));
 const flash = h("div", { class: "flash", role: "status" });
@@ -34,6 +43,17 @@ document.addEventListener("click", (e) => {
   go(a.getAttribute("href") ?? "/");
 });
 addEventListener("popstate", () => route());
+addEventListener("hashchange", () => { takeInvite(); route(); });
+
+// takeInvite reads an invite link's code from the fragment and removes the
+// fragment, so that a reload or a shared screen does not join again.
+function takeInvite(): void {
+  if (!/^#table=/.test(location.hash)) return;
+  invite = codeFromHash(location.hash);
+  badInvite = invite === "";
+  history.replaceState(null, "", location.pathname + location.search);
+}
+takeInvite();
 
 /** go navigates within the app. */
 export function go(path: string): void {
@@ -55,14 +75,30 @@ function route(): void {
   unmount?.();
   unmount = undefined;
   const s = api.session();
-  replace(nav.querySelector(".who")!, s ? h("span", { "data-player": s.playerId }, s.displayName) : "");
+  replace(nav.querySelector(".who")!, s ? h("a", { href: "/account", "data-nav": "", "data-player": s.playerId, title: "Your account: rename, sign out" }, s.displayName || "Guest") : "");
+  if (badInvite) {
+    badInvite = false;
+    message = "That invite link is damaged: its table code is not valid. Ask for the link again.";
+  }
   showMessage();
+  if (!s) return signIn();
+  if (invite) {
+    // An invite link: join its table now that the player is signed in.
+    const code = invite;
+    invite = "";
+    history.replaceState(null, "", tablePath(code));
+    unmount = lobbyScreen(main, ctx, code, true);
+    return;
+  }
   const path = location.pathname;
   const watch = /^\/watch\/([^/]+)$/.exec(path);
   const play = /^\/play\/([^/]+)$/.exec(path);
-  if (!s) return signIn();
-  if (watch) unmount = mountGame(main, api, decodeURIComponent(watch[1]!), true);
-  else if (play) unmount = mountGame(main, api, decodeURIComponent(play[1]!), false);
+  const table = /^\/table\/([^/]+)$/.exec(path);
+  if (watch) unmount = mountGame(main, api, decodeURIComponent(watch[1]!), true, go);
+  else if (play) unmount = mountGame(main, api, decodeURIComponent(play[1]!), false, go);
+  else if (table) unmount = lobbyScreen(main, ctx, decodeURIComponent(table[1]!), new URLSearchParams(location.search).has("join"));
+  else if (path === "/friends") unmount = friendsScreen(main, ctx);
+  else if (path === "/account") unmount = accountScreen();
   else if (path === "/rating") unmount = ratingScreen();
   else if (path === "/leaderboard") unmount = leaderboardScreen();
   else unmount = queueScreen();
@@ -84,7 +120,7 @@ async function guard<T>(p: Promise<T>): Promise<T> {
       } catch (e2) {
         const lost = !(e2 instanceof ConnectError) || e2.code === Code.Unauthenticated || e2.code === Code.InvalidArgument;
         if (!lost) throw err;
-        api.signOut();
+        await api.signOut();
         await api.signIn("");
         setMessage(`${describe(err)} You are signed in as a new guest now.`);
         route();
@@ -94,12 +130,15 @@ async function guard<T>(p: Promise<T>): Promise<T> {
   }
 }
 
+const ctx: Ctx = { api, go, setMessage, guard };
+
 function signIn(): void {
   const name = h("input", { type: "text", maxlength: 32, placeholder: "Your name (optional)", "aria-label": "name", autocomplete: "nickname" });
   const err = h("p", { class: "error", role: "alert" });
   const btn = h("button", { type: "submit", class: "primary" }, "Play as guest");
   replace(main, h("section", { class: "card narrow" },
     h("h1", {}, "Four-player chess"),
+    invite ? h("p", { class: "invite-note" }, "You are invited to a private table: sign in as a guest to take your seat.") : null,
     h("p", {}, "Sign in as a guest to play against people and bots. Your session is kept in this browser."),
     h("form", {
       onsubmit: async (e: Event) => {
@@ -124,7 +163,11 @@ function queueScreen(): () => void {
   let stopped = false;
   const list = h("div", { class: "queues" }, h("p", { class: "muted" }, "Loading queues…"));
   const err = h("p", { class: "error", role: "alert" });
-  replace(main, h("section", { class: "card" }, h("h1", {}, "Pick a game"), err, list));
+  replace(main, h("section", { class: "card" }, h("h1", {}, "Pick a game"), err, list,
+    h("h2", {}, "Play with friends"),
+    h("div", { class: "row" },
+      h("a", { href: "/friends", "data-nav": "", class: "button primary", "data-testid": "friends" }, "Open a private table"),
+      joinByCode(ctx))));
   let queues: Queue[] = [];
   const waiting = new Map<string, number>();
   const load = async (): Promise<void> => {
@@ -236,6 +279,53 @@ function searchScreen(queue: string): () => void {
     go(`/play/${encodeURIComponent(matchId)}`);
   }
   return stop;
+}
+
+// accountScreen shows the guest's name and id, renames (SetDisplayName,
+// which rotates the refresh token: the answer's tokens are kept) and signs
+// out (RevokeSession; the kept session is removed from this browser).
+function accountScreen(): () => void {
+  const me = api.session()!;
+  const name = h("input", { type: "text", maxlength: 32, value: me.displayName, "aria-label": "new name", autocomplete: "nickname" });
+  const err = h("p", { class: "error", role: "alert" });
+  const renameBtn = h("button", { type: "submit", class: "primary" }, "Rename");
+  const signOutBtn = h("button", { type: "button", class: "danger", "data-testid": "sign-out" }, "Sign out");
+  const canRename = !!me.refreshToken;
+  replace(main, h("section", { class: "card narrow account" },
+    h("h1", {}, "Your account"),
+    h("p", {}, "Signed in as ", h("strong", { "data-testid": "display-name" }, me.displayName || "Guest"), " (guest)."),
+    h("p", { class: "muted" }, "Player id: ", h("code", {}, me.playerId)),
+    h("h2", {}, "Rename"),
+    canRename
+      ? h("form", {
+        class: "rename",
+        onsubmit: async (e: Event) => {
+          e.preventDefault();
+          const v = name.value.trim();
+          if (!v) { err.textContent = "Type a name of 1 to 32 characters."; return; }
+          renameBtn.disabled = true;
+          try {
+            const s = await api.rename(v);
+            setMessage(`You are now called ${s.displayName}. Games already started keep the old name.`);
+            route();
+          } catch (e2) {
+            err.textContent = describe(e2);
+            renameBtn.disabled = false;
+          }
+        },
+      }, name, renameBtn)
+      : h("p", { class: "muted" }, "This session cannot be renamed: sign out and in again."),
+    err,
+    h("h2", {}, "Sign out"),
+    h("p", { class: "muted" }, "Signing out ends this guest session for good: the same player (and its rating) cannot come back."),
+    signOutBtn));
+  signOutBtn.onclick = async () => {
+    signOutBtn.disabled = true;
+    await api.signOut();
+    setMessage("You are signed out.");
+    go("/");
+  };
+  return () => {};
 }
 
 const pools = async (a: Api): Promise<string[]> => {
