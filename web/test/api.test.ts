@@ -3,6 +3,8 @@ import assert from "node:assert/strict";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { loadSession, newApi, renewBefore, type Api, type Session } from "../src/api";
+import { describe } from "../src/errors";
+import { FakeServer } from "./fakeserver";
 
 // memoryStorage is the part of the browser's Storage the session uses.
 function memoryStorage(init?: Session): Storage {
@@ -93,12 +95,52 @@ test("a refused refresh rejects and keeps nothing new", async () => {
   assert.equal(api.session()?.token, "t1");
 });
 
-test("signOut ends the session on the server and here", () => {
+test("signOut ends the session on the server and here", async () => {
   const st = memoryStorage({ ...stale, expiresAt: now + 86_400_000 });
   const api = newApi("http://localhost", st);
   const calls = fakeAuth(api, renewed);
-  api.signOut();
+  await api.signOut();
   assert.deepEqual(calls.revoked, ["r1"]);
   assert.equal(api.session(), undefined);
   assert.equal(st.getItem("fk.session"), null);
+});
+
+test("rename keeps the rotated tokens and the new name; the old refresh token is spent", async () => {
+  const srv = new FakeServer();
+  const st = memoryStorage(srv.session("g-1"));
+  const api = srv.api("g-1", st);
+  const s = await api.rename("  Queen of Spades ");
+  assert.equal(s.displayName, "Queen of Spades");
+  assert.equal(s.playerId, "g-1");
+  assert.equal(s.refreshToken, "r2-g-1");
+  assert.deepEqual(loadSession(st).session, s);
+  assert.deepEqual(srv.revoked, ["r1-g-1"]);
+  // The next renewal uses the new refresh token.
+  await api.refresh();
+  assert.equal(api.session()?.refreshToken, "r3-g-1");
+  assert.equal(api.session()?.displayName, "g-1");
+});
+
+test("a refused rename keeps the session as it was and says why", async () => {
+  const srv = new FakeServer();
+  const st = memoryStorage(srv.session("g-1"));
+  const api = srv.api("g-1", st);
+  await assert.rejects(api.rename("Bot Greedy"), (e) => describe(e) === "The server refused the request: display_name: a bot's name is reserved.");
+  assert.equal(api.session()?.refreshToken, "r1-g-1");
+  assert.equal(loadSession(st).session?.displayName, "g-1");
+});
+
+test("signOut revokes the refresh token on the server and forgets the session here, even when the server is down", async () => {
+  const srv = new FakeServer();
+  const st = memoryStorage(srv.session("g-1"));
+  await srv.api("g-1", st).signOut();
+  assert.deepEqual(srv.revoked, ["r1-g-1"]);
+  assert.equal(st.getItem("fk.session"), null);
+
+  srv.down = true;
+  const st2 = memoryStorage(srv.session("g-2"));
+  const api2 = srv.api("g-2", st2);
+  await api2.signOut();
+  assert.equal(api2.session(), undefined);
+  assert.equal(st2.getItem("fk.session"), null);
 });
