@@ -19,6 +19,10 @@ import (
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 )
 
+// webTables says whether the private tables' part of web/e2e/friends.mjs
+// runs: "1" once the matchmaking service implements the table RPCs.
+const webTables = "0"
+
 // webResult is what web/e2e/play.mjs prints on its RESULT line.
 type webResult struct {
 	MatchID  string `json:"matchId"`
@@ -52,28 +56,7 @@ func TestWebClientPlaysWatchesAndSurvivesADrop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the cluster and a browser")
 	}
-	repo, err := workspace.Root(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	web := filepath.Join(repo, "web")
-	for _, need := range []struct{ path, how string }{
-		{"/usr/bin/chromium", "make chromium (Debian: apt-get install -y chromium)"},
-		{filepath.Join(web, "node_modules", "playwright-core"), "scripts/web.sh deps (npm ci in web/)"},
-		{filepath.Join(web, "dist", "index.html"), "make web"},
-	} {
-		if _, err := os.Stat(need.path); err != nil {
-			// make test installs both first; only a bare `go test` lacks them.
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is missing: %s", need.path, need.how)
-			}
-			t.Skipf("%s is missing: %s (make test does it)", need.path, need.how)
-		}
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is needed for the browser test: %v", err)
-	}
+	web, node := webTestTools(t)
 
 	l := launch(t, func(string) string { return "" })
 	if l.cl.Web == "" {
@@ -157,4 +140,116 @@ func TestWebClientPlaysWatchesAndSurvivesADrop(t *testing.T) {
 	}
 	t.Logf("measured (not asserted): %s", res.Measured)
 	t.Logf("screenshots: %s", strings.Join(res.Screenshots, ", "))
+}
+
+// webTestTools returns the web directory and node for a browser test, or
+// skips the test (fails on CI) when chromium, playwright-core or the built
+// app is missing.
+func webTestTools(t *testing.T) (web, node string) {
+	t.Helper()
+	repo, err := workspace.Root(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	web = filepath.Join(repo, "web")
+	for _, need := range []struct{ path, how string }{
+		{"/usr/bin/chromium", "make chromium (Debian: apt-get install -y chromium)"},
+		{filepath.Join(web, "node_modules", "playwright-core"), "scripts/web.sh deps (npm ci in web/)"},
+		{filepath.Join(web, "dist", "index.html"), "make web"},
+	} {
+		if _, err := os.Stat(need.path); err != nil {
+			// make test installs both first; only a bare `go test` lacks them.
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is missing: %s", need.path, need.how)
+			}
+			t.Skipf("%s is missing: %s (make test does it)", need.path, need.how)
+		}
+	}
+	node, err = exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is needed for the browser test: %v", err)
+	}
+
+	return web, node
+}
+
+// TestWebClientAccountsAndTables is the browser test of the account and
+// private-table flows (issue 21; web/e2e/friends.mjs): a guest renames
+// (the page keeps the rotated tokens) and signs out (the server refuses
+// the refresh token afterwards); a host opens a private table, a friend
+// joins by the invite link in a second browser context, the host starts
+// with a bot filling the free seat and both pages land in the same match,
+// which the match service confirms has both of them.
+func TestWebClientAccountsAndTables(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the cluster and a browser")
+	}
+	web, node := webTestTools(t)
+	l := launch(t, func(string) string { return "" })
+	cmd := exec.CommandContext(l.ctx, node, "e2e/friends.mjs")
+	cmd.Dir = web
+	cmd.Env = append(os.Environ(), "BASE_URL="+l.cl.Web, "ARTIFACTS="+filepath.Join(web, "test-artifacts"), "TABLES="+webTables)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("browser test: %v\n%s%s\nlauncher:\n%s", err, out, stderr.String(), l.out.String())
+	}
+	var res struct {
+		Account struct {
+			PlayerID string `json:"playerId"`
+		} `json:"account"`
+		Tables *struct {
+			MatchID  string `json:"matchId"`
+			HostID   string `json:"hostId"`
+			FriendID string `json:"friendId"`
+		} `json:"tables"`
+	}
+	found := false
+	for sc := bufio.NewScanner(bytes.NewReader(out)); sc.Scan(); {
+		if line, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
+			if err := json.Unmarshal([]byte(line), &res); err != nil {
+				t.Fatalf("RESULT line %q: %v", line, err)
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("the browser test printed no RESULT line:\n%s%s", out, stderr.String())
+	}
+	t.Logf("browser test:\n%s", out)
+	if webTables != "1" {
+		return
+	}
+	if res.Tables == nil {
+		t.Fatal("the browser test reports no table")
+	}
+	// The match the pages showed is the table's: both players are in it.
+	keys, err := auth.LoadFile(l.cl.KeysFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Dial(l.cl.Endpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tok, _, err := keys.Sign(auth.Identity{Subject: "web-e2e", Role: auth.RolePlayer}, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetToken(tok)
+	m, err := c.Match.GetMatch(l.ctx, &matchv1.GetMatchRequest{MatchId: res.Tables.MatchID})
+	if err != nil {
+		t.Fatalf("get match %s: %v", res.Tables.MatchID, err)
+	}
+	var ids []string
+	for _, s := range m.GetMatch().GetSeats() {
+		ids = append(ids, s.GetPlayer().GetPlayerId())
+	}
+	for _, want := range []string{res.Tables.HostID, res.Tables.FriendID} {
+		if !slices.Contains(ids, want) {
+			t.Errorf("match %s has players %v; the page's player %s is not one", res.Tables.MatchID, ids, want)
+		}
+	}
 }
