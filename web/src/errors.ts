@@ -172,6 +172,7 @@ export function describe(err: unknown): string {
     case Code.Canceled: return "The request was cancelled.";
     case Code.ResourceExhausted: return "The server is busy. Wait a moment and try again.";
     case Code.Unknown: return "The server cannot be reached. Check your connection.";
+    case Code.Unimplemented: return "This server does not offer that yet: it runs an older version than this page.";
     default: return "Something went wrong on the server. Try again.";
   }
 }

@@ -37,7 +37,7 @@ export function friendsScreen(root: HTMLElement, ctx: Ctx): () => void {
     ...seats.map((s) => h("option", { value: s }, seatName[s])));
   const seatSels = seats.map((s) => h("select", { "aria-label": `${seatName[s]} seat`, "data-seat": s },
     h("option", { value: "open" }, "Open: a friend joins"),
-    ...botLevels.map((l) => h("option", { value: `bot:${l}`, selected: l === "greedy" && s !== Seat.RED }, `Bot (${l})`))));
+    ...botLevels.map((l) => h("option", { value: `bot:${l}` }, `Bot (${l})`))));
   const create = h("button", { type: "submit", class: "primary" }, "Create table");
   const tcs = new Map<string, TimeControl[]>();
   const syncHost = (): void => {
@@ -236,6 +236,8 @@ export function lobbyScreen(root: HTMLElement, ctx: Ctx, code: string, join: boo
     joinBtn.disabled = true;
     try {
       const r = await ctx.guard(joinTable(ctx.api, code));
+      // Seated: a reload shows the lobby without joining again.
+      if (location.search) history.replaceState(null, "", tablePath(code));
       table = r.table;
       err.textContent = "";
       draw();
