@@ -313,20 +313,39 @@ func (s *Store) Enqueue(ctx context.Context, queue string, p Player, now time.Ti
 		}
 		curID, createdStr, _ := strings.Cut(cur, "|")
 		created, _ := strconv.ParseInt(createdStr, 10, 64)
-		t, err := s.Ticket(ctx, curID)
-		switch {
-		case err == nil && t.State.Live():
-			return t, true, nil
-		case errors.Is(err, ErrNotFound) && now.Add(time.Since(start)).Sub(time.UnixMilli(created)) < s.set.PointerGrace:
-			// Another Enqueue of this player is between its two writes.
-			select {
-			case <-ctx.Done():
-				return Ticket{}, false, ctx.Err()
-			case <-time.After(20 * time.Millisecond):
+		if strings.HasPrefix(curID, "table:") {
+			// The player sits at (or is joining) a private table.
+			live, wait, err := s.pointerLive(ctx, cur, p.ID, now.Add(time.Since(start)))
+			switch {
+			case err != nil:
+				return Ticket{}, false, err
+			case live:
+				return Ticket{}, false, ErrSeated
+			case wait:
+				select {
+				case <-ctx.Done():
+					return Ticket{}, false, ctx.Err()
+				case <-time.After(20 * time.Millisecond):
+				}
+				continue
 			}
-			continue
-		case err != nil && !errors.Is(err, ErrNotFound):
-			return Ticket{}, false, err
+			// A finished table, or a seat given up: take the pointer over.
+		} else {
+			t, err := s.Ticket(ctx, curID)
+			switch {
+			case err == nil && t.State.Live():
+				return t, true, nil
+			case errors.Is(err, ErrNotFound) && now.Add(time.Since(start)).Sub(time.UnixMilli(created)) < s.set.PointerGrace:
+				// Another Enqueue of this player is between its two writes.
+				select {
+				case <-ctx.Done():
+					return Ticket{}, false, ctx.Err()
+				case <-time.After(20 * time.Millisecond):
+				}
+				continue
+			case err != nil && !errors.Is(err, ErrNotFound):
+				return Ticket{}, false, err
+			}
 		}
 		// The pointer names a finished or vanished ticket: take it over.
 		ks, args := replacePointerArgs(ptr, cur, val, s.pointerTTL().Milliseconds())
