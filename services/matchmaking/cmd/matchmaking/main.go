@@ -105,8 +105,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		// Bots are ordinary clients waiting in the queues that fill with
 		// bots (cmd/internal/botpool); the matchmaker only seats them.
 		ratings := remote.Ratings{Client: ratingv1.NewRatingServiceClient(ratingConn)}
-		mm := matchmaker.New(cfg.matchmakerConfig(), st, ratings,
-			remote.Matches{Client: matchv1.NewMatchServiceClient(matchConn)},
+		matches := remote.Matches{Client: matchv1.NewMatchServiceClient(matchConn)}
+		mm := matchmaker.New(cfg.matchmakerConfig(), st, ratings, matches,
 			s.MeterProvider().Meter("github.com/fourkingdoms/fourkingdoms/services/matchmaking"), log)
 		guests, err := api.NewAuth(s.Keys(), cfg.GuestTokenTTL, sessions.New(rdb, cfg.KeyPrefix, cfg.sessionSettings()), log)
 		if err != nil {
@@ -114,7 +114,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		authv1.RegisterAuthServiceServer(s.GRPC(), guests)
 		events := api.NewEvents(log, s.Report)
-		matchmakingv1.RegisterMatchmakingServiceServer(s.GRPC(), api.NewMatchmaking(cfg.apiSettings(ratings), st, qs, events, log))
+		matchmakingv1.RegisterMatchmakingServiceServer(s.GRPC(), api.NewMatchmaking(cfg.apiSettings(ratings, matches), st, qs, events, log))
 		// The bot lobbies' tickets are woken like the queues'.
 		lobbies := make([]string, 0, len(names)+len(cfg.botLevels()))
 		lobbies = append(lobbies, names...)

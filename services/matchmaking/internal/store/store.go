@@ -751,13 +751,15 @@ func (s *Store) publish(ctx context.Context, queue string, ids []string) {
 	}
 }
 
-// Subscribe subscribes to the events channels of the queues. The caller
-// closes the subscription.
+// Subscribe subscribes to the events channels of the queues and to the
+// tables' channel (TablesChannel), in that order. The caller closes the
+// subscription.
 func (s *Store) Subscribe(ctx context.Context, queues []string) *redis.PubSub {
-	chans := make([]string, len(queues))
+	chans := make([]string, len(queues), len(queues)+1)
 	for i, q := range queues {
 		chans[i] = s.EventsChannel(q)
 	}
+	chans = append(chans, s.TablesChannel())
 	return s.rdb.Subscribe(ctx, chans...)
 }
 
