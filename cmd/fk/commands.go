@@ -186,7 +186,24 @@ func (a *app) play(ctx context.Context, args []string) error {
 	if !*asJSON {
 		fmt.Fprintf(a.stdout, "\rmatched: match %s, you play %s%40s\n", found.MatchID, seatName(found.Seat), "")
 	}
+	return a.playFound(ctx, c, s, found, playMode{auto: *auto, level: level, asJSON: *asJSON, fixed: *fixed}, lines)
+}
 
+// playMode is how a found match is played: by a bot brain (auto, level) or
+// on the interactive board (fixed: Red at the bottom), with only a JSON
+// result line (asJSON).
+type playMode struct {
+	auto   string
+	level  brain.Level
+	asJSON bool
+	fixed  bool
+}
+
+// playFound plays a match found in a queue or started at a table to its
+// end, and prints the result.
+func (a *app) playFound(ctx context.Context, c *client.Client, s session, found client.Found, mode playMode, lines <-chan string) error {
+	auto, asJSON, fixed, level := &mode.auto, &mode.asJSON, &mode.fixed, mode.level
+	var err error
 	var final *matchv1.Match
 	reconnects := 0
 	if *auto != "" {

@@ -9,6 +9,10 @@
 //	fk [global flags] logout
 //	fk [global flags] rename NAME
 //	fk [global flags] play [--queue NAME] [--fixed] [--auto random|greedy] [--json]
+//	fk [global flags] table create [--time TC] [--rated] [--seat SEAT] [--bot SEAT=LEVEL]...
+//	fk [global flags] table join|leave CODE
+//	fk [global flags] table start CODE [--bots LEVEL]
+//	fk [global flags] table play CODE [--auto LEVEL] [--json]
 //	fk [global flags] watch MATCH
 //	fk [global flags] export MATCH
 //	fk [global flags] rating [PLAYER] [--rule-set NAME]
@@ -100,6 +104,9 @@ commands:
   play [--queue NAME] [--fixed] [--auto LEVEL] [--json]
                                                 find a match and play it (LEVEL random|greedy lets a bot brain play;
                                                 the board turns to your seat unless --fixed)
+  table create|join|leave|start|play ...        play with friends at a private table: create prints an
+                                                invite code and link, play joins, waits for the start and
+                                                plays (see "fk table help")
   watch MATCH                                   follow a match live
   export MATCH                                  print a match as PGN4
   rating [PLAYER] [--rule-set NAME]             a player's rating (default: you)
@@ -175,6 +182,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return a.logout(ctx, rest)
 	case "rename":
 		return a.rename(ctx, rest)
+	case "table":
+		return a.table(ctx, rest)
 	case "help":
 		fs.Usage()
 		return nil

@@ -188,6 +188,8 @@ type Settings struct {
 	PointerGrace time.Duration
 	// WaitSamples caps the per-queue list of recent waits.
 	WaitSamples int
+	// BotLevels are the bot levels that have a lobby (LobbyQueue).
+	BotLevels []string
 }
 
 // StatsSlot is the granularity of the formed-matches counters.
@@ -206,6 +208,10 @@ type Store struct {
 func New(rdb redis.UniversalClient, prefix string, queues []string, set Settings) *Store {
 	s := &Store{rdb: rdb, prefix: prefix, set: set, queues: make(map[string]string, len(queues))}
 	for _, q := range queues {
+		s.queues[queueCode(q)] = q
+	}
+	for _, l := range set.BotLevels {
+		q := LobbyQueue(l)
 		s.queues[queueCode(q)] = q
 	}
 	return s
@@ -307,20 +313,39 @@ func (s *Store) Enqueue(ctx context.Context, queue string, p Player, now time.Ti
 		}
 		curID, createdStr, _ := strings.Cut(cur, "|")
 		created, _ := strconv.ParseInt(createdStr, 10, 64)
-		t, err := s.Ticket(ctx, curID)
-		switch {
-		case err == nil && t.State.Live():
-			return t, true, nil
-		case errors.Is(err, ErrNotFound) && now.Add(time.Since(start)).Sub(time.UnixMilli(created)) < s.set.PointerGrace:
-			// Another Enqueue of this player is between its two writes.
-			select {
-			case <-ctx.Done():
-				return Ticket{}, false, ctx.Err()
-			case <-time.After(20 * time.Millisecond):
+		if strings.HasPrefix(curID, "table:") {
+			// The player sits at (or is joining) a private table.
+			live, wait, err := s.pointerLive(ctx, cur, p.ID, now.Add(time.Since(start)))
+			switch {
+			case err != nil:
+				return Ticket{}, false, err
+			case live:
+				return Ticket{}, false, ErrSeated
+			case wait:
+				select {
+				case <-ctx.Done():
+					return Ticket{}, false, ctx.Err()
+				case <-time.After(20 * time.Millisecond):
+				}
+				continue
 			}
-			continue
-		case err != nil && !errors.Is(err, ErrNotFound):
-			return Ticket{}, false, err
+			// A finished table, or a seat given up: take the pointer over.
+		} else {
+			t, err := s.Ticket(ctx, curID)
+			switch {
+			case err == nil && t.State.Live():
+				return t, true, nil
+			case errors.Is(err, ErrNotFound) && now.Add(time.Since(start)).Sub(time.UnixMilli(created)) < s.set.PointerGrace:
+				// Another Enqueue of this player is between its two writes.
+				select {
+				case <-ctx.Done():
+					return Ticket{}, false, ctx.Err()
+				case <-time.After(20 * time.Millisecond):
+				}
+				continue
+			case err != nil && !errors.Is(err, ErrNotFound):
+				return Ticket{}, false, err
+			}
 		}
 		// The pointer names a finished or vanished ticket: take it over.
 		ks, args := replacePointerArgs(ptr, cur, val, s.pointerTTL().Milliseconds())
@@ -726,13 +751,15 @@ func (s *Store) publish(ctx context.Context, queue string, ids []string) {
 	}
 }
 
-// Subscribe subscribes to the events channels of the queues. The caller
-// closes the subscription.
+// Subscribe subscribes to the events channels of the queues and to the
+// tables' channel (TablesChannel), in that order. The caller closes the
+// subscription.
 func (s *Store) Subscribe(ctx context.Context, queues []string) *redis.PubSub {
-	chans := make([]string, len(queues))
+	chans := make([]string, len(queues), len(queues)+1)
 	for i, q := range queues {
 		chans[i] = s.EventsChannel(q)
 	}
+	chans = append(chans, s.TablesChannel())
 	return s.rdb.Subscribe(ctx, chans...)
 }
 
