@@ -15,13 +15,14 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/workspace"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 )
 
 // webTables says whether the private tables' part of web/e2e/friends.mjs
 // runs: "1" once the matchmaking service implements the table RPCs.
-const webTables = "0"
+const webTables = "1"
 
 // webResult is what web/e2e/play.mjs prints on its RESULT line.
 type webResult struct {
@@ -185,7 +186,14 @@ func TestWebClientAccountsAndTables(t *testing.T) {
 		t.Skip("starts the cluster and a browser")
 	}
 	web, node := webTestTools(t)
-	l := launch(t, func(string) string { return "" })
+	// On a real Redis (standalone), as the services run in production.
+	name, value := redistest.Kinds()[0].Env(t)
+	l := launch(t, func(k string) string {
+		if k == name {
+			return value
+		}
+		return ""
+	})
 	cmd := exec.CommandContext(l.ctx, node, "e2e/friends.mjs")
 	cmd.Dir = web
 	cmd.Env = append(os.Environ(), "BASE_URL="+l.cl.Web, "ARTIFACTS="+filepath.Join(web, "test-artifacts"), "TABLES="+webTables)

@@ -179,6 +179,17 @@ try {
   }
   if (errors.length) fail(`errors in the pages: ${errors.join("; ")}`);
   console.log("RESULT " + JSON.stringify(result));
+} catch (e) {
+  // What each page showed when it failed.
+  for (const [who, page] of Object.entries(pages)) {
+    try {
+      log(who, page.url(), JSON.stringify(await page.evaluate(() => [...document.querySelectorAll(".error, .flash")].map((e) => e.textContent).filter(Boolean))));
+      await page.screenshot({ path: join(artifacts, `failed-friends-${who}.png`) });
+    } catch {
+      // a closed page
+    }
+  }
+  throw e;
 } finally {
   await browser.close();
 }

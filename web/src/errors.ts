@@ -91,6 +91,8 @@ const sentences: Record<string, string> = {
   ALREADY_SEATED: "You are already searching for a game or sitting at another table: cancel the search or leave that table first.",
   TOO_MANY_GUESSES: "Too many wrong table codes. Wait a moment, then check the code and try again.",
   NOT_HOST: "Only the host can start the table.",
+  NO_FREE_BOTS: "No bot is free to take a seat right now. Try again in a moment.",
+  MATCH_SERVICE_UNAVAILABLE: "The game server cannot be reached right now, so the game could not start. Try again in a moment.",
   SEATS_OPEN: "Some open seats are still free: wait for your friends or fill the free seats with bots.",
   MATCH_NOT_FINISHED: "The game is not over yet.",
   REMATCH_DECLINED: "A player declined the rematch.",
