@@ -24,6 +24,10 @@ import (
 // runs: "1" once the matchmaking service implements the table RPCs.
 const webTables = "1"
 
+// webRematch says whether its rematch part runs: "1" once the matchmaking
+// service implements the rematch RPCs.
+const webRematch = "0"
+
 // webResult is what web/e2e/play.mjs prints on its RESULT line.
 type webResult struct {
 	MatchID  string `json:"matchId"`
@@ -196,7 +200,7 @@ func TestWebClientAccountsAndTables(t *testing.T) {
 	})
 	cmd := exec.CommandContext(l.ctx, node, "e2e/friends.mjs")
 	cmd.Dir = web
-	cmd.Env = append(os.Environ(), "BASE_URL="+l.cl.Web, "ARTIFACTS="+filepath.Join(web, "test-artifacts"), "TABLES="+webTables)
+	cmd.Env = append(os.Environ(), "BASE_URL="+l.cl.Web, "ARTIFACTS="+filepath.Join(web, "test-artifacts"), "TABLES="+webTables, "REMATCH="+webRematch)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

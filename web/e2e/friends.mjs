@@ -14,7 +14,11 @@
 //    opens the invite link, signs in and is seated; the host's lobby shows
 //    the friend; the host starts with bots filling the free seat and both
 //    pages land in the same match's view. A third context opens a link with
-//    an unknown code and must read a sentence, not an error code.
+//    an unknown code and must read a sentence, not an error code;
+//  - rematch (REMATCH=1, the default): four players at a table of open
+//    seats (three by the link), the host starts, three resign; each of the
+//    four clicks Rematch on the summary (the later ones see the offer and
+//    who accepted) and all four pages land in the same new match.
 // It prints one JSON line prefixed "RESULT ".
 import { chromium } from "playwright-core";
 import { mkdirSync } from "node:fs";
@@ -24,6 +28,7 @@ import { fileURLToPath } from "node:url";
 const base = process.env.BASE_URL ?? "http://localhost:8080";
 const artifacts = process.env.ARTIFACTS ?? join(dirname(fileURLToPath(import.meta.url)), "..", "test-artifacts");
 const tables = (process.env.TABLES ?? "1") === "1";
+const rematch = (process.env.REMATCH ?? "1") === "1";
 mkdirSync(artifacts, { recursive: true });
 
 const log = (...a) => console.log(new Date().toISOString().slice(11, 23), ...a);
@@ -39,8 +44,10 @@ const browser = await chromium.launch({
 });
 const errors = [];
 const pages = {};
+const contexts = [];
 async function newPage(who, opts = { viewport: { width: 1280, height: 860 } }) {
   const ctx = await browser.newContext(opts);
+  contexts.push(ctx);
   const page = await ctx.newPage();
   page.on("pageerror", (e) => errors.push(`${who}: ${e.message}`));
   page.on("console", (m) => { if (m.type() === "error" || process.env.FK_DEBUG) log(`${who} console:`, m.text()); });
@@ -176,6 +183,54 @@ try {
     await shot(host, "table-match-desktop.png");
     result.tables = { code, link, matchId: decodeURIComponent(hostMatch.split("/")[2]), hostId, friendId };
     log("both in", hostMatch);
+  }
+
+  if (rematch) {
+    // --- four players, three resign, all four accept a rematch
+    for (const c of contexts.splice(0)) await c.close();
+    for (const k of Object.keys(pages)) delete pages[k];
+    const ps = [];
+    for (let i = 1; i <= 4; i++) ps.push(await newPage(`r${i}`, { viewport: { width: 1100, height: 800 } }));
+    const [p1] = ps;
+    await p1.goto(base + "/friends");
+    await signIn(p1, "Rematch 1");
+    await p1.waitForSelector("select[aria-label='time control'] option", { state: "attached", timeout: 15_000 });
+    await p1.click("form.table-form button[type=submit]");
+    await p1.waitForSelector(".lobby [data-testid=table-seats] li", { timeout: 15_000 });
+    const link = (await p1.inputValue("input.invite-link")).replace(/^https?:\/\/[^/]+/, base);
+    for (const [i, p] of ps.slice(1).entries()) {
+      await p.goto(link);
+      await signIn(p, `Rematch ${i + 2}`);
+      await p.waitForFunction(() => [...document.querySelectorAll(".table-seats li")].some((li) => li.textContent.includes("you")), null, { timeout: 15_000 });
+    }
+    await p1.waitForFunction(() => document.querySelectorAll(".table-seats li[data-taken='1']").length === 4, null, { timeout: 15_000 });
+    await p1.click("[data-testid=start-table]");
+    await Promise.all(ps.map((p) => p.waitForFunction(() => location.pathname.startsWith("/play/"), null, { timeout: 30_000 })));
+    const first = new URL(p1.url()).pathname;
+    await Promise.all(ps.map((p) => p.waitForSelector(".player .tag.you", { timeout: 30_000 })));
+    // Red, Blue and Yellow resign (the host took Red; the others joined in seat order).
+    for (const p of ps.slice(0, 3)) {
+      await p.click(".controls button.danger");
+      await p.click("[data-testid=confirm-resign]");
+    }
+    await Promise.all(ps.map((p) => p.waitForSelector("[data-testid=ranking]", { timeout: 30_000 })));
+    await Promise.all(ps.map((p) => p.waitForSelector("[data-testid=offer-rematch]", { timeout: 30_000 })));
+    await p1.click("[data-testid=offer-rematch]");
+    // The others see the offer (they poll WatchRematch while there is none) and accept.
+    for (const p of ps.slice(1, 3)) {
+      await p.waitForFunction(() => /offered a rematch/.test(document.querySelector("[data-testid=rematch]")?.textContent ?? ""), null, { timeout: 15_000 });
+      await p.click("[data-testid=offer-rematch]");
+    }
+    await ps[3].waitForFunction(() => /waiting|offered/.test(document.querySelector("[data-testid=rematch]")?.textContent ?? ""), null, { timeout: 15_000 });
+    await shot(ps[3], "rematch-offer-desktop.png");
+    await ps[3].click("[data-testid=offer-rematch]");
+    await Promise.all(ps.map((p) => p.waitForFunction((old) => location.pathname.startsWith("/play/") && location.pathname !== old, first, { timeout: 30_000 })));
+    const next = ps.map((p) => new URL(p.url()).pathname);
+    if (new Set(next).size !== 1) fail(`the four pages went to different matches: ${next.join(", ")}`);
+    await Promise.all(ps.map((p) => p.waitForSelector(".player .tag.you", { timeout: 30_000 })));
+    await shot(p1, "rematch-match-desktop.png");
+    result.rematch = { matchId: decodeURIComponent(first.split("/")[2]), newMatchId: decodeURIComponent(next[0].split("/")[2]) };
+    log("rematch", first, "->", next[0]);
   }
   if (errors.length) fail(`errors in the pages: ${errors.join("; ")}`);
   console.log("RESULT " + JSON.stringify(result));
