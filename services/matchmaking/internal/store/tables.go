@@ -83,6 +83,18 @@ type TableSeat struct {
 	Joined int64 `json:"j,omitempty"`
 }
 
+// UnmarshalJSON reads a seat; an empty seat may come back from a script as
+// [] (the embedded store's cjson, unlike Redis's, encodes an empty Lua
+// table as an array).
+func (s *TableSeat) UnmarshalJSON(b []byte) error {
+	if string(b) == "[]" {
+		*s = TableSeat{}
+		return nil
+	}
+	type plain TableSeat
+	return json.Unmarshal(b, (*plain)(s))
+}
+
 // TableStart is a table's recorded start.
 type TableStart struct {
 	// RequestID is the CreateMatch idempotency key, and the holder of the

@@ -252,3 +252,14 @@ func TestGuessLimit(t *testing.T) {
 		}
 	})
 }
+
+func TestEmptySeatAsArray(t *testing.T) {
+	t.Parallel()
+	tb, err := decodeTable(`{"code":"C","seats":[{"pl":{"p":"h"},"j":1},[],{"bot":true,"lvl":"greedy"},{}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.Seats[0].Player == nil || tb.Seats[0].Player.ID != "h" || tb.Seats[1] != (TableSeat{}) || !tb.Seats[2].Bot || tb.Seats[3] != (TableSeat{}) {
+		t.Errorf("seats = %+v", tb.Seats)
+	}
+}
