@@ -115,6 +115,8 @@ const sentences: Record<string, string> = {
   REFRESH_TOKEN_RACED: "Your session was renewed in another tab at the same moment. Try again.",
   // server
   RATE_LIMITED: "Too many requests. Wait a moment and try again.",
+  TOO_MANY_STREAMS: "Too many live views are open for your player (other tabs?). Close some and try again.",
+  KEYS_UNAVAILABLE: "The sign-in provider cannot be reached right now. Try again in a moment.",
   SHUTTING_DOWN: "The server is restarting. Retrying.",
   INTERNAL: "Something went wrong on the server. Try again.",
 };
