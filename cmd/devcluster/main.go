@@ -97,9 +97,12 @@ type config struct {
 	Queues string
 	// Bots is the bot pool size; BotLevel and BotThink its strength and
 	// least time per move.
-	Bots     int
-	BotLevel string
-	BotThink time.Duration
+	Bots int
+	// LobbyBots are more bots of BotLevel that wait in the bot lobby for
+	// private tables' bot seats (StartTable) instead of in the queues.
+	LobbyBots int
+	BotLevel  string
+	BotThink  time.Duration
 	// LogLevel is the services' log level.
 	LogLevel string
 	// Grace bounds each service's graceful shutdown.
@@ -118,17 +121,18 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		Dir:      ".run",
-		BasePort: 8081,
-		WebPort:  8080,
-		WebDir:   filepath.Join("web", "dist"),
-		Queues:   "fourkingdoms 5+5 bots=5s;fourkingdoms 1+0 bots=3s",
-		Bots:     6,
-		BotLevel: string(brain.Greedy),
-		BotThink: 300 * time.Millisecond,
-		LogLevel: "info",
-		Grace:    15 * time.Second,
-		Build:    true,
+		Dir:       ".run",
+		BasePort:  8081,
+		WebPort:   8080,
+		WebDir:    filepath.Join("web", "dist"),
+		Queues:    "fourkingdoms 5+5 bots=5s;fourkingdoms 1+0 bots=3s",
+		Bots:      6,
+		LobbyBots: 3,
+		BotLevel:  string(brain.Greedy),
+		BotThink:  300 * time.Millisecond,
+		LogLevel:  "info",
+		Grace:     15 * time.Second,
+		Build:     true,
 
 		SnapshotEvery: 30 * time.Second,
 	}
@@ -144,6 +148,7 @@ func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.String(&c.RedisClusterAddrs, "redis-cluster-addrs", "REDIS_CLUSTER_ADDRS", "real Redis Cluster seed nodes, comma separated")
 	b.String(&c.Queues, "queues", "MM_QUEUES", `matchmaking queues, ";"-separated "<rule set> <time control> bots=<wait>"`)
 	b.Int(&c.Bots, "bots", "DEV_BOTS", "bots in the pool (0: none)")
+	b.Int(&c.LobbyBots, "lobby-bots", "DEV_LOBBY_BOTS", "more bots, waiting for private tables' bot seats (0: none)")
 	b.String(&c.BotLevel, "bot-level", "DEV_BOT_LEVEL", "bot strength: random or greedy")
 	b.Duration(&c.BotThink, "bot-think", "DEV_BOT_THINK", "least time a bot takes per move")
 	b.String(&c.LogLevel, "log-level", "LOG_LEVEL", "services' log level")
@@ -167,6 +172,9 @@ func (c config) validate() error {
 	}
 	if c.Bots < 0 {
 		errs = append(errs, fmt.Errorf("bots must be >= 0, got %d", c.Bots))
+	}
+	if c.LobbyBots < 0 {
+		errs = append(errs, fmt.Errorf("lobby bots must be >= 0, got %d", c.LobbyBots))
 	}
 	if _, err := brain.ParseLevel(c.BotLevel); err != nil {
 		errs = append(errs, err)
@@ -388,10 +396,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return err
 		}
 	}
-	if cfg.Bots > 0 && len(cl.BotQueues) > 0 {
+	queueBots := cfg.Bots
+	if len(cl.BotQueues) == 0 {
+		queueBots = 0
+	}
+	if queueBots+cfg.LobbyBots > 0 {
 		pool := botpool.Config{
-			Endpoints: cl.Endpoints, Size: cfg.Bots, Queues: cl.BotQueues, Level: brain.Level(cfg.BotLevel),
-			Think: cfg.BotThink, Tokens: botpool.MintTokens(keys, 24*time.Hour),
+			Endpoints: cl.Endpoints, Size: queueBots + cfg.LobbyBots, Lobby: cfg.LobbyBots, Queues: cl.BotQueues,
+			Level: brain.Level(cfg.BotLevel), Think: cfg.BotThink, Tokens: botpool.MintTokens(keys, 24*time.Hour),
 		}
 		go func() {
 			defer close(botsDone)
@@ -609,6 +621,9 @@ func banner(w io.Writer, cfg config, cl cluster) {
 	fmt.Fprintf(w, "  rating              %-16s admin http://%s/metrics\n", ep.Rating, cl.Admin["rating"])
 	if cfg.Bots > 0 {
 		fmt.Fprintf(w, "  bots                %d %s bots waiting in %s\n", cfg.Bots, cfg.BotLevel, strings.Join(cl.BotQueues, ", "))
+	}
+	if cfg.LobbyBots > 0 {
+		fmt.Fprintf(w, "  table bots          %d %s bots for private tables' bot seats (fk table start --bots %s)\n", cfg.LobbyBots, cfg.BotLevel, cfg.BotLevel)
 	}
 	fmt.Fprintf(w, "  logs                %s\n", filepath.Join(cfg.Dir, "logs"))
 	if cl.Embedded {

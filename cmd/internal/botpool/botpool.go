@@ -7,7 +7,13 @@
 // of players who have waited long enough (queues configured with
 // "bots=<wait>"); bots never form a match among themselves. The pool keeps
 // its bots waiting in the queues, so a person who waits is matched with
-// them. Bots need bot identities (tokens with the "bot" claim): the pool
+// them.
+//
+// Private tables: the matchmaker takes the bots of a table's bot seats from
+// a hidden lobby queue per level ("bots/<level>", LobbyQueue), where nothing
+// else forms matches; the pool keeps Config.Lobby of its bots waiting
+// there. A bot reserved for a table sees its lobby ticket matched like any
+// other and plays the match. Bots need bot identities (tokens with the "bot" claim): the pool
 // mints them with the deployment's key set (see MintTokens), which only an
 // operator holds; without it bots sign in as guests and are matched like
 // people.
@@ -95,7 +101,14 @@ type Config struct {
 	Tokens Tokens
 	// Games stops each bot after this many games; 0 means no limit.
 	Games int
+	// Lobby is how many of the Size bots wait in the lobby of their level
+	// (LobbyQueue), for private tables' bot seats, instead of in Queues.
+	Lobby int
 }
+
+// LobbyQueue is the hidden queue where bots of level wait for private
+// tables (the matchmaker's store.LobbyQueue: the same name on both sides).
+func LobbyQueue(level brain.Level) string { return "bots/" + string(level) }
 
 // Validate reports an unusable configuration.
 func (c Config) Validate() error {
@@ -104,8 +117,11 @@ func (c Config) Validate() error {
 	if c.Size < 1 {
 		errs = append(errs, fmt.Errorf("bot pool size must be at least 1, got %d", c.Size))
 	}
-	if len(c.Queues) == 0 {
+	if len(c.Queues) == 0 && c.Lobby < c.Size {
 		errs = append(errs, errors.New("bot pool: no queue"))
+	}
+	if c.Lobby < 0 || c.Lobby > c.Size {
+		errs = append(errs, fmt.Errorf("bot pool: lobby bots must be 0 to the pool size %d, got %d", c.Size, c.Lobby))
 	}
 	if _, err := brain.ParseLevel(string(c.Level)); err != nil {
 		errs = append(errs, err)
@@ -129,7 +145,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	var wg sync.WaitGroup
 	for i := range cfg.Size {
 		name := fmt.Sprintf("Bot %s %d", titled(string(cfg.Level)), i+1)
-		b := &bot{cfg: cfg, name: name, queue: cfg.Queues[i%len(cfg.Queues)], log: log.With("bot", name),
+		queue := LobbyQueue(cfg.Level)
+		if i >= cfg.Lobby {
+			queue = cfg.Queues[(i-cfg.Lobby)%len(cfg.Queues)]
+		}
+		b := &bot{cfg: cfg, name: name, queue: queue, log: log.With("bot", name),
 			brain: brain.New(cfg.Level, rand.New(rand.NewPCG(rand.Uint64(), uint64(i))))}
 		wg.Go(func() { b.run(ctx) })
 	}

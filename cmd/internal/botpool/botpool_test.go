@@ -62,13 +62,20 @@ func TestConfigValidate(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("valid config: %v", err)
 	}
+	lobbyOnly := ok
+	lobbyOnly.Queues, lobbyOnly.Lobby = nil, 1
+	if err := lobbyOnly.Validate(); err != nil {
+		t.Errorf("a pool waiting only in the lobby: %v", err)
+	}
 	for name, mutate := range map[string]func(*Config){
-		"no size":   func(c *Config) { c.Size = 0 },
-		"no queue":  func(c *Config) { c.Queues = nil },
-		"bad level": func(c *Config) { c.Level = "genius" },
-		"no tokens": func(c *Config) { c.Tokens = nil },
-		"no match":  func(c *Config) { c.Endpoints.Match = "" },
-		"neg think": func(c *Config) { c.Think = -time.Second },
+		"no size":      func(c *Config) { c.Size = 0 },
+		"no queue":     func(c *Config) { c.Queues = nil },
+		"bad level":    func(c *Config) { c.Level = "genius" },
+		"no tokens":    func(c *Config) { c.Tokens = nil },
+		"no match":     func(c *Config) { c.Endpoints.Match = "" },
+		"neg think":    func(c *Config) { c.Think = -time.Second },
+		"lobby > size": func(c *Config) { c.Lobby = 2 },
+		"neg lobby":    func(c *Config) { c.Lobby = -1 },
 	} {
 		c := ok
 		mutate(&c)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
@@ -81,6 +82,9 @@ type config struct {
 	// ServiceTokenTTL is the lifetime of the service token sent to the
 	// match and rating services (re-minted before it expires).
 	ServiceTokenTTL time.Duration
+	// BotLevels lists the bot levels (","-separated) that have a bot lobby
+	// queue, "bots/<level>", where bot pools park bots for private tables.
+	BotLevels string
 }
 
 // defaultConfig returns the defaults of every setting.
@@ -110,6 +114,7 @@ func defaultConfig() config {
 		GuestTokenTTL:           24 * time.Hour,
 		GuestSessionTTL:         sessions.DefaultSettings().TTL,
 		ServiceTokenTTL:         time.Hour,
+		BotLevels:               "random,greedy",
 	}
 	// Each service has its own default ports, so the three run side by
 	// side on one machine: match on 8081, matchmaking 8082, rating 8083
@@ -144,6 +149,7 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.GuestTokenTTL, "guest-token-ttl", "GUEST_TOKEN_TTL", "lifetime of guest tokens")
 	b.Duration(&c.GuestSessionTTL, "guest-session-ttl", "GUEST_SESSION_TTL", "how long a guest's refresh token works after its last use")
 	b.Duration(&c.ServiceTokenTTL, "service-token-ttl", "SERVICE_TOKEN_TTL", "lifetime of the service token for internal calls")
+	b.String(&c.BotLevels, "bot-levels", "MM_BOT_LEVELS", `bot levels with a lobby for private tables' bot seats, ","-separated`)
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }
 
@@ -179,8 +185,23 @@ func (c config) Validate() error {
 	check(c.StatsWindow >= store.StatsSlot && c.StatsWindow <= 15*time.Minute, "stats window must be between %v and 15m, got %v", store.StatsSlot, c.StatsWindow)
 	check(c.GuestTokenTTL > 0, "guest token TTL must be positive, got %v", c.GuestTokenTTL)
 	check(c.GuestSessionTTL >= c.GuestTokenTTL, "guest session TTL (%v) must be >= the guest token TTL (%v): a session must outlive its tokens", c.GuestSessionTTL, c.GuestTokenTTL)
+	for _, l := range c.botLevels() {
+		check(l != "" && !strings.ContainsAny(l, "/{} "), "bot levels: %q is not a level name", l)
+	}
 	check(c.ServiceTokenTTL >= 3*time.Second, "service token TTL must be >= 3s, got %v", c.ServiceTokenTTL)
 	return errors.Join(errs...)
+}
+
+// botLevels returns the bot levels with a lobby.
+func (c config) botLevels() []string {
+	if strings.TrimSpace(c.BotLevels) == "" {
+		return nil
+	}
+	out := strings.Split(c.BotLevels, ",")
+	for i := range out {
+		out[i] = strings.TrimSpace(out[i])
+	}
+	return out
 }
 
 // queueList returns the parsed queues (validate first).
@@ -201,7 +222,7 @@ func (c config) window() grouping.Window {
 func (c config) storeSettings() store.Settings {
 	return store.Settings{
 		TicketTTL: c.TicketTTL, Retention: c.Retention, FormationTimeout: c.FormationTimeout,
-		PointerGrace: 5 * time.Second, WaitSamples: 1000,
+		PointerGrace: 5 * time.Second, WaitSamples: 1000, BotLevels: c.botLevels(),
 	}
 }
 
@@ -225,5 +246,6 @@ func (c config) apiSettings(ratings matchmaker.Ratings) api.Settings {
 	return api.Settings{Ratings: ratings,
 		TicketTTL: c.TicketTTL, Window: c.window(), WatchPoll: c.WatchPoll,
 		SearchingEvery: c.SearchingEvery, StatsWindow: c.StatsWindow, DefaultRating: c.DefaultRating,
+		BotLevels: c.botLevels(),
 	}
 }

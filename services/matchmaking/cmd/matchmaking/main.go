@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
@@ -114,11 +115,35 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		authv1.RegisterAuthServiceServer(s.GRPC(), guests)
 		events := api.NewEvents(log, s.Report)
 		matchmakingv1.RegisterMatchmakingServiceServer(s.GRPC(), api.NewMatchmaking(cfg.apiSettings(ratings), st, qs, events, log))
-		s.Go("ticket-events", func(ctx context.Context) error { return events.Run(ctx, st, names) })
+		// The bot lobbies' tickets are woken like the queues'.
+		lobbies := make([]string, 0, len(names)+len(cfg.botLevels()))
+		lobbies = append(lobbies, names...)
+		for _, l := range cfg.botLevels() {
+			lobbies = append(lobbies, store.LobbyQueue(l))
+		}
+		s.Go("ticket-events", func(ctx context.Context) error { return events.Run(ctx, st, lobbies) })
+		s.Go("bot-lobbies", func(ctx context.Context) error { return expireLobbies(ctx, st, cfg.Interval, log) })
 		// Formation rounds are not a health component: they fail mostly
 		// when the match service does, which must not take matchmaking
 		// (and guest login) out of rotation; they retry every interval.
 		s.Go("matchmaker", func(ctx context.Context) error { return mm.Run(ctx, qs) })
 		return nil
 	})
+}
+
+// expireLobbies expires stale bot lobby tickets every interval until ctx
+// ends (nothing forms matches in a lobby, so no formation round does it).
+func expireLobbies(ctx context.Context, st *store.Store, every time.Duration, log *slog.Logger) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if _, err := st.ExpireLobbies(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			log.WarnContext(ctx, "expiring bot lobby tickets failed", "err", err)
+		}
+	}
 }

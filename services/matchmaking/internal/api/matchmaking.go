@@ -54,6 +54,9 @@ type Settings struct {
 	Ratings matchmaker.Ratings
 	// DefaultRating is the matchmaker's fallback rating (see Ratings).
 	DefaultRating float64
+	// BotLevels are the bot levels with a lobby (store.LobbyQueue): the
+	// levels a private table's bot seats may ask for.
+	BotLevels []string
 }
 
 // Matchmaking implements matchmakingv1.MatchmakingServiceServer.
@@ -81,6 +84,14 @@ func (s *Matchmaking) queue(name string) (queues.Queue, bool) {
 		return queues.Queue{}, false
 	}
 	return s.queues[i], true
+}
+
+// lobbyFor reports whether queue is the bot lobby of a configured level
+// and the caller a bot: only bots wait there (store.ReserveBots takes them
+// for private tables' bot seats); to anyone else the lobby does not exist.
+func (s *Matchmaking) lobbyFor(queue string, id auth.Identity) bool {
+	level, ok := store.LobbyLevel(queue)
+	return ok && id.Bot && slices.Contains(s.set.BotLevels, level)
 }
 
 // player returns the calling player, or a status error.
@@ -115,7 +126,7 @@ func (s *Matchmaking) Enqueue(ctx context.Context, req *matchmakingv1.EnqueueReq
 	if name == "" {
 		return nil, invalidArgument("queue", "the queue name is empty")
 	}
-	if _, ok := s.queue(name); !ok {
+	if _, ok := s.queue(name); !ok && !s.lobbyFor(name, id) {
 		return nil, noQueue(name)
 	}
 	tk, existing, err := s.store.Enqueue(ctx, name, store.Player{ID: id.Subject, DisplayName: id.DisplayName, Bot: id.Bot}, s.now())

@@ -65,8 +65,21 @@ func TestScriptLayouts(t *testing.T) {
 			k, a = dropPointerArgs(ptr, "t9")
 			add("drop pointer", scriptOf{dropPointerLayout, dropPointerLua, dropPointerScript}, k, a)
 
+			lobby := prefix + "{mm:bots/greedy}:"
+			k, a = enqueueArgs(lobby+"w", lobby+"t:b1", "b1", []byte(`{}`), "pb1", 1000, 60000)
+			add("enqueue bot", scriptOf{enqueueLayout, enqueueLua, enqueueScript}, k, a)
+			k, a = reserveArgs(lobby+"w", lobby+"res:h", 1, "h", 60000, []string{lobby + "t:b1"}, []string{"b1"})
+			add("reserve bots", scriptOf{reserveLayout, reserveLua, reserveScript}, k, a)
+			k, a = releaseBotsArgs(lobby+"w", lobby+"res:h", "h", []string{lobby + "t:b1"}, []string{"b1"}, []string{`{}`})
+			add("release bots", scriptOf{releaseBotsLayout, releaseBotsLua, releaseBotsScript}, k, a)
+			k, a = reserveArgs(lobby+"w", lobby+"res:h", 1, "h", 60000, []string{lobby + "t:b1"}, []string{"b1"})
+			add("reserve bots again", scriptOf{reserveLayout, reserveLua, reserveScript}, k, a)
+			k, a = completeBotsArgs("h", "m1", 60000, []string{lobby + "t:b1"}, []int{2})
+			add("complete bots", scriptOf{completeBotsLayout, completeBotsLua, completeBotsScript}, k, a)
+
 			got := scripttest.Run(t, rdb, cases...)
-			want := []string{"1", "1", "1", "1", "1", "[1]", "{}", "1", "[1]", "[1]", "1", "[1 0]", "1", "1"}
+			want := []string{"1", "1", "1", "1", "1", "[1]", "{}", "1", "[1]", "[1]", "1", "[1 0]", "1", "1",
+				"1", `[["b1","{}"]]`, "1", `[["b1","{}"]]`, "1"}
 			for i := range cases {
 				if g := fmt.Sprint(got[i]); i < len(want) && g != want[i] {
 					t.Errorf("%s: reply %s, want %s", cases[i].Name, g, want[i])

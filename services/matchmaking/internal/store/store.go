@@ -188,6 +188,8 @@ type Settings struct {
 	PointerGrace time.Duration
 	// WaitSamples caps the per-queue list of recent waits.
 	WaitSamples int
+	// BotLevels are the bot levels that have a lobby (LobbyQueue).
+	BotLevels []string
 }
 
 // StatsSlot is the granularity of the formed-matches counters.
@@ -206,6 +208,10 @@ type Store struct {
 func New(rdb redis.UniversalClient, prefix string, queues []string, set Settings) *Store {
 	s := &Store{rdb: rdb, prefix: prefix, set: set, queues: make(map[string]string, len(queues))}
 	for _, q := range queues {
+		s.queues[queueCode(q)] = q
+	}
+	for _, l := range set.BotLevels {
+		q := LobbyQueue(l)
 		s.queues[queueCode(q)] = q
 	}
 	return s

@@ -19,6 +19,7 @@ var testSettings = Settings{
 	FormationTimeout: 30 * time.Second,
 	PointerGrace:     5 * time.Second,
 	WaitSamples:      1000,
+	BotLevels:        []string{"random", "greedy"},
 }
 
 const (
