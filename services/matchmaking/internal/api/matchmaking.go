@@ -29,6 +29,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/rematch"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/remote"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
@@ -57,6 +58,13 @@ type Settings struct {
 	// BotLevels are the bot levels with a lobby (store.LobbyQueue): the
 	// levels a private table's bot seats may ask for.
 	BotLevels []string
+	// Matches reads finished matches and creates their rematches
+	// (remote.Matches); Rematches keeps the offers. With either nil the
+	// rematch RPCs answer UNIMPLEMENTED.
+	Matches   Matches
+	Rematches *rematch.Store
+	// RematchPoll is how often a WatchRematch stream reads its offer.
+	RematchPoll time.Duration
 }
 
 // Matchmaking implements matchmakingv1.MatchmakingServiceServer.

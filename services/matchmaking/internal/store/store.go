@@ -345,6 +345,30 @@ func (s *Store) Enqueue(ctx context.Context, queue string, p Player, now time.Ti
 	}
 }
 
+// LiveTicket reports whether the player has a live ticket, in any queue:
+// the rule Enqueue keeps (one live ticket per player), read without
+// changing anything. A pointer whose ticket does not exist yet counts as
+// live during PointerGrace (an Enqueue between its two writes).
+func (s *Store) LiveTicket(ctx context.Context, player string, now time.Time) (bool, error) {
+	cur, err := s.rdb.Get(ctx, s.pointerKey(player)).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read live-ticket pointer: %w", err)
+	}
+	id, createdStr, _ := strings.Cut(cur, "|")
+	created, _ := strconv.ParseInt(createdStr, 10, 64)
+	t, err := s.Ticket(ctx, id)
+	switch {
+	case err == nil:
+		return t.State.Live(), nil
+	case errors.Is(err, ErrNotFound):
+		return now.Sub(time.UnixMilli(created)) < s.set.PointerGrace, nil
+	}
+	return false, err
+}
+
 // dropPointer deletes the live-ticket pointer if it still names ticket id,
 // best effort: a leftover pointer to a finished or missing ticket is
 // replaced by the player's next Enqueue.
