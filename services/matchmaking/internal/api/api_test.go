@@ -54,10 +54,10 @@ type harness struct {
 	// rdb and prefix are the harness's Redis and key prefix.
 	rdb    redis.UniversalClient
 	prefix string
-	keys  *auth.KeySet
-	conn  *grpc.ClientConn
-	mm    matchmakingv1.MatchmakingServiceClient
-	auth  authv1.AuthServiceClient
+	keys   *auth.KeySet
+	conn   *grpc.ClientConn
+	mm     matchmakingv1.MatchmakingServiceClient
+	auth   authv1.AuthServiceClient
 }
 
 // newHarness serves the API with set; opts may complete set with what

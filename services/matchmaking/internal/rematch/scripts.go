@@ -124,11 +124,13 @@ func startedArgs(offer, match string) ([]string, []any) {
 // startedScript records the new match of an offer in A. Every creator
 // got the same match (one request id), so a second call finds S and
 // changes nothing.
-var startedScript = startedLayout.Script(`
+var startedScript = startedLayout.Script(startedLua)
+
+const startedLua = `
 local k = KEYS[K_OFFER]
 if redis.call('HGET', k, 's') == 'A' then
   redis.call('HSET', k, 's', 'S', 'n', ARGV[A_MATCH])
   redis.call('HINCRBY', k, 'v', 1)
 end
 return redis.call('HGETALL', k)
-`)
+`
