@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr/rpcfuzz"
 	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
+	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
 )
 
@@ -31,8 +33,10 @@ import (
 //
 //	who%5: 0 no token, 1 the fresh guest (owner of the fresh ticket and
 //	       session), 2 another player, 3 a service, 4 an operator
-//	pick%3: 0 the fresh guest's ticket / refresh token, 1 a cancelled
-//	       ticket / a rotated-away refresh token, 2 the request's own
+//	pick%3: 0 the fresh guest's ticket / refresh token / finished match
+//	       (no rematch offered yet), 1 a cancelled ticket / a rotated-away
+//	       refresh token / a match whose rematch was declined, 2 the
+//	       request's own
 //
 // No answer is INTERNAL or UNKNOWN, every refusal has an ErrorInfo, a
 // refusal writes nothing (the key count and the fresh ticket are as they
@@ -51,12 +55,17 @@ type mmFuzz struct {
 	oldTk   string    // a cancelled ticket
 	oldRT   string    // a rotated-away refresh token
 	traffic []proto.Message
+	// fm is the match service in memory; oldMatch a finished match whose
+	// rematch was declined.
+	fm       *fakeMatches
+	oldMatch string
 }
 
 func newMMFuzz(f *testing.F) *mmFuzz {
 	kind := redistest.Kinds()[0]
 	rdb, _ := kind.Client(f)
-	x := &mmFuzz{h: newHarness(f, kind, testAPISettings), rdb: rdb}
+	fm := newFakeMatches()
+	x := &mmFuzz{h: newHarness(f, kind, rematchSettings(fm), withWindow(time.Minute)), rdb: rdb, fm: fm}
 	x.tokens[2] = x.h.token(f, auth.Identity{Subject: "stranger", Role: auth.RolePlayer})
 	x.tokens[3] = x.h.token(f, auth.Identity{Subject: "matchmaker", Role: auth.RoleService})
 	x.tokens[4] = x.h.token(f, auth.Identity{Subject: "operator", Role: auth.RoleOperator})
@@ -122,6 +131,20 @@ func (x *mmFuzz) record(f *testing.F) {
 	keep(refresh)
 	keep(&authv1.RevokeSessionRequest{RefreshToken: r.GetRefreshToken()})
 	x.oldRT = r.GetRefreshToken()
+	// A finished match of the guest's: offered, watched, declined.
+	x.oldMatch = "recorded"
+	x.fm.add(x.oldMatch, matchv1.MatchStatus_MATCH_STATUS_FINISHED, [4]string{g.GetPlayerId(), "p2", "p3", "p4"})
+	offer := &matchmakingv1.OfferRematchRequest{MatchId: x.oldMatch}
+	if _, err := x.h.mm.OfferRematch(ctx, offer, tok); err != nil {
+		f.Fatal(err)
+	}
+	keep(offer)
+	keep(&matchmakingv1.WatchRematchRequest{MatchId: x.oldMatch})
+	decline := &matchmakingv1.DeclineRematchRequest{MatchId: x.oldMatch}
+	if _, err := x.h.mm.DeclineRematch(ctx, decline, tok); err != nil {
+		f.Fatal(err)
+	}
+	keep(decline)
 }
 
 // mmSeeds are the recorded requests of type Req for every caller and
@@ -155,9 +178,12 @@ func mmCall[Req proto.Message](t *testing.T, x *mmFuzz, in rpcfuzz.Input[Req], n
 		t.Fatal(err)
 	}
 	ticket := e.GetTicket().GetTicketId()
+	// A finished match of the fresh guest's, with no offer yet.
+	match := fmt.Sprintf("fuzz-%d", x.seq.Add(1))
+	x.fm.add(match, matchv1.MatchStatus_MATCH_STATUS_FINISHED, [4]string{g.GetPlayerId(), "p2", "p3", "p4"})
 	tk, rt := ticket, g.GetRefreshToken()
 	if in.Pick%3 == 1 {
-		tk, rt = x.oldTk, x.oldRT
+		tk, rt, match = x.oldTk, x.oldRT, x.oldMatch
 	}
 	if in.Pick%3 != 2 {
 		fields := in.Req.ProtoReflect().Descriptor().Fields()
@@ -166,6 +192,9 @@ func mmCall[Req proto.Message](t *testing.T, x *mmFuzz, in rpcfuzz.Input[Req], n
 		}
 		if fd := fields.ByName("refresh_token"); fd != nil {
 			in.Req.ProtoReflect().Set(fd, protoreflect.ValueOfString(rt))
+		}
+		if fd := fields.ByName("match_id"); fd != nil {
+			in.Req.ProtoReflect().Set(fd, protoreflect.ValueOfString(match))
 		}
 	}
 	opt := grpc.EmptyCallOption{}
@@ -317,6 +346,55 @@ func FuzzRevokeSession(f *testing.F) {
 			mmCall(t, x, in, "RevokeSession", false, func(ctx context.Context, r *authv1.RevokeSessionRequest, o grpc.CallOption) error {
 				_, err := x.h.auth.RevokeSession(ctx, r, o)
 				return err
+			})
+		})
+}
+
+func FuzzOfferRematch(f *testing.F) {
+	x := newMMFuzz(f)
+	rpcfuzz.Fuzz(f, func() *matchmakingv1.OfferRematchRequest { return new(matchmakingv1.OfferRematchRequest) },
+		mmSeeds(x, &matchmakingv1.OfferRematchRequest{}, &matchmakingv1.OfferRematchRequest{MatchId: "{x}"}),
+		func(t *testing.T, in rpcfuzz.Input[*matchmakingv1.OfferRematchRequest]) {
+			mmCall(t, x, in, "OfferRematch", false, func(ctx context.Context, r *matchmakingv1.OfferRematchRequest, o grpc.CallOption) error {
+				_, err := x.h.mm.OfferRematch(ctx, r, o)
+				return err
+			})
+		})
+}
+
+func FuzzDeclineRematch(f *testing.F) {
+	x := newMMFuzz(f)
+	rpcfuzz.Fuzz(f, func() *matchmakingv1.DeclineRematchRequest { return new(matchmakingv1.DeclineRematchRequest) },
+		mmSeeds(x, &matchmakingv1.DeclineRematchRequest{}, &matchmakingv1.DeclineRematchRequest{MatchId: strings.Repeat("m", 65)}),
+		func(t *testing.T, in rpcfuzz.Input[*matchmakingv1.DeclineRematchRequest]) {
+			mmCall(t, x, in, "DeclineRematch", false, func(ctx context.Context, r *matchmakingv1.DeclineRematchRequest, o grpc.CallOption) error {
+				_, err := x.h.mm.DeclineRematch(ctx, r, o)
+				return err
+			})
+		})
+}
+
+// FuzzWatchRematch watches for 50 ms, as FuzzWatchTicket.
+func FuzzWatchRematch(f *testing.F) {
+	x := newMMFuzz(f)
+	rpcfuzz.Fuzz(f, func() *matchmakingv1.WatchRematchRequest { return new(matchmakingv1.WatchRematchRequest) },
+		mmSeeds(x, &matchmakingv1.WatchRematchRequest{}, &matchmakingv1.WatchRematchRequest{MatchId: "nope"}),
+		func(t *testing.T, in rpcfuzz.Input[*matchmakingv1.WatchRematchRequest]) {
+			mmCall(t, x, in, "WatchRematch", true, func(ctx context.Context, r *matchmakingv1.WatchRematchRequest, o grpc.CallOption) error {
+				ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+				defer cancel()
+				s, err := x.h.mm.WatchRematch(ctx, r, o)
+				if err != nil {
+					return err
+				}
+				for {
+					if _, err := s.Recv(); err != nil {
+						if errors.Is(err, io.EOF) {
+							return nil
+						}
+						return err
+					}
+				}
 			})
 		})
 }
