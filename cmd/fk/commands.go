@@ -187,16 +187,31 @@ func (a *app) play(ctx context.Context, args []string) error {
 		fmt.Fprintf(a.stdout, "\rmatched: match %s, you play %s%40s\n", found.MatchID, seatName(found.Seat), "")
 	}
 
+	for {
+		again, err := a.playOne(ctx, c, s, found, *auto, level, *asJSON, *fixed, lines)
+		if err != nil || again == (client.Found{}) {
+			return err
+		}
+		found = again
+		fmt.Fprintf(a.stdout, "\rrematch: match %s, you play %s%40s\n", found.MatchID, seatName(found.Seat), "")
+	}
+}
+
+// playOne plays the found match to its end and shows the result; after an
+// interactive match that finished it runs the rematch prompt and returns
+// the rematch to play next (zero when there is none).
+func (a *app) playOne(ctx context.Context, c *client.Client, s session, found client.Found, auto string, level brain.Level, asJSON, fixed bool, lines <-chan string) (client.Found, error) {
 	var final *matchv1.Match
 	reconnects := 0
-	if *auto != "" {
+	var err error
+	if auto != "" {
 		br := brain.New(level, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())))
 		choose := func(_ context.Context, m *matchv1.Match) (string, error) {
 			return br.Choose(brain.Turn{RuleSet: m.GetRuleSet(), FEN4: m.GetFen4(), Seat: rules.Seat(found.Seat - 1), Legal: m.GetLegalMoves(), Game: m.GetMatchId()})
 		}
 		observe := func(u client.Update) {
 			reconnects = u.Reconnects
-			if !*asJSON {
+			if !asJSON {
 				if u.Event.GetMoveApplied() != nil {
 					fmt.Fprintf(a.stdout, "%4d %s\n", u.Match.GetPly(), moveText(u.Event.GetMoveApplied().GetEffects()))
 				}
@@ -207,30 +222,34 @@ func (a *app) play(ctx context.Context, args []string) error {
 			err = errLeft
 		}
 	} else {
-		final, reconnects, err = a.interactive(ctx, c, found, *fixed, lines)
+		final, reconnects, err = a.interactive(ctx, c, found, fixed, lines)
 	}
 	if errors.Is(err, errLeft) {
-		if !*asJSON {
+		if !asJSON {
 			fmt.Fprintf(a.stdout, "\nleft match %s: it goes on without you (your clock runs).\n"+
 				"follow it with `fk watch %s`\n", found.MatchID, found.MatchID)
 		}
-		return nil
+		return client.Found{}, nil
 	}
 	if err != nil {
-		return err
+		return client.Found{}, err
 	}
 	res := summarize(final, s.PlayerID, found, reconnects)
-	if *asJSON {
-		return json.NewEncoder(a.stdout).Encode(res)
+	if asJSON {
+		return client.Found{}, json.NewEncoder(a.stdout).Encode(res)
 	}
-	if *auto != "" {
+	if auto != "" {
 		fmt.Fprintln(a.stdout, resultText(final)) // the interactive board shows it already
 	}
 	if res.Rank > 0 {
 		fmt.Fprintf(a.stdout, "you finished %d. — see your rating with `fk rating`\n", res.Rank)
 	}
 	fmt.Fprintln(a.stdout, replayHint(found.MatchID))
-	return nil
+	if auto != "" || final.GetStatus() != matchv1.MatchStatus_MATCH_STATUS_FINISHED {
+		return client.Found{}, nil
+	}
+	again, _ := a.rematch(ctx, c, s.PlayerID, found, lines)
+	return again, nil
 }
 
 // replayHint says how to see a match again.
