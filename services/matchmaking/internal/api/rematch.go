@@ -79,13 +79,14 @@ func (s *Matchmaking) rematchable(ctx context.Context, caller, matchID string) (
 	player := false
 	for _, ss := range m.GetSeats() {
 		p := ss.GetPlayer()
-		player = player || p.GetPlayerId() == caller
+		// A bot accepts implicitly: its own call does not count.
+		player = player || (p.GetPlayerId() == caller && !p.GetIsBot())
 		if !p.GetIsBot() {
 			humans = append(humans, p.GetPlayerId())
 		}
 	}
 	if !player {
-		return nil, nil, rpcerr.Matchmaking.Error(codes.PermissionDenied, reasonNotAPlayer, "only the players of a match may offer, accept, decline or watch its rematch", nil)
+		return nil, nil, rpcerr.Matchmaking.Error(codes.PermissionDenied, reasonNotAPlayer, "only the human players of a match may offer, accept, decline or watch its rematch", nil)
 	}
 	if m.GetStatus() != matchv1.MatchStatus_MATCH_STATUS_FINISHED {
 		msg := "the match is still being played: a rematch can be offered once it finished"
@@ -182,7 +183,7 @@ func (s *Matchmaking) WatchRematch(req *matchmakingv1.WatchRematchRequest, strea
 	if req.GetMatchId() == "" || len(req.GetMatchId()) > maxMatchIDLen {
 		return invalidArgument("match_id", fmt.Sprintf("give the finished match's id (1 to %d bytes)", maxMatchIDLen))
 	}
-	if s.set.Rematches == nil {
+	if s.set.Matches == nil || s.set.Rematches == nil {
 		return rpcerr.Matchmaking.Error(codes.Unimplemented, "UNIMPLEMENTED", "rematches are not configured on this instance", nil)
 	}
 	poll := time.NewTicker(s.set.RematchPoll)

@@ -152,6 +152,7 @@ func TestOfferRematchRefusals(t *testing.T) {
 			fm.add("aborted", matchv1.MatchStatus_MATCH_STATUS_ABORTED, fourHumans)
 			fm.add("declined", matchv1.MatchStatus_MATCH_STATUS_FINISHED, fourHumans)
 			fm.add("expired", matchv1.MatchStatus_MATCH_STATUS_FINISHED, fourHumans)
+			fm.add("bots", matchv1.MatchStatus_MATCH_STATUS_FINISHED, [4]string{"h-red", "Bot Greedy 1", "Bot Greedy 2", "Bot Greedy 3"})
 			if _, err := h.decline(t, "h-green", "declined"); err != nil {
 				t.Fatal(err)
 			}
@@ -174,6 +175,7 @@ func TestOfferRematchRefusals(t *testing.T) {
 				{"no match id", "h-red", "", codes.InvalidArgument, "INVALID_ARGUMENT"},
 				{"unknown match", "h-red", "nope", codes.NotFound, reasonMatchNotFound},
 				{"not a player", "stranger", "fin", codes.PermissionDenied, reasonNotAPlayer},
+				{"a bot of the match", "Bot Greedy 1", "bots", codes.PermissionDenied, reasonNotAPlayer},
 				{"match still played", "h-red", "live", codes.FailedPrecondition, reasonNotFinished},
 				{"match aborted", "h-red", "aborted", codes.FailedPrecondition, reasonNotFinished},
 				{"live ticket", seated, "fin", codes.FailedPrecondition, reasonAlreadySeated},
@@ -497,5 +499,42 @@ func TestRematchWithBots(t *testing.T) {
 				t.Errorf("%d matches created, want 1", n)
 			}
 		})
+	}
+}
+
+// TestWatchRematchFinishesAStart: the match service fails the last
+// accept's creation; a watcher that sees every human accepted for a while
+// creates the match itself, once the match service is back.
+func TestWatchRematchFinishesAStart(t *testing.T) {
+	t.Parallel()
+	kind := redistest.Kinds()[0]
+	fm := newFakeMatches()
+	h := newHarness(t, kind, rematchSettings(fm), withWindow(time.Minute))
+	fm.add("old", matchv1.MatchStatus_MATCH_STATUS_FINISHED, fourHumans)
+	for _, p := range fourHumans[:3] {
+		if _, err := h.offer(t, p, "old"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fm.mu.Lock()
+	fm.fail = errors.New("match service down")
+	fm.mu.Unlock()
+	if _, err := h.offer(t, "h-green", "old"); status.Code(err) != codes.Unavailable || rpcerr.Info(err).GetReason() != reasonMatchService {
+		t.Fatalf("last accept with the match service down = %v, want Unavailable %s", err, reasonMatchService)
+	}
+	fm.mu.Lock()
+	fm.fail = nil
+	fm.mu.Unlock()
+	seen, err := watchAll(t, h, "h-blue", "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := seen[len(seen)-1]
+	if seen[0].GetState() != matchmakingv1.RematchState_REMATCH_STATE_OFFERED || len(seen[0].GetAcceptedPlayerIds()) != 4 ||
+		last.GetState() != matchmakingv1.RematchState_REMATCH_STATE_STARTED || last.GetNewMatchId() == "" {
+		t.Fatalf("watched %v", seen)
+	}
+	if n := len(fm.creations()); n != 1 {
+		t.Errorf("%d matches created, want 1", n)
 	}
 }
