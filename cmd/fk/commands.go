@@ -186,9 +186,25 @@ func (a *app) play(ctx context.Context, args []string) error {
 	if !*asJSON {
 		fmt.Fprintf(a.stdout, "\rmatched: match %s, you play %s%40s\n", found.MatchID, seatName(found.Seat), "")
 	}
+	return a.playFound(ctx, c, s, found, playMode{auto: *auto, level: level, asJSON: *asJSON, fixed: *fixed}, lines)
+}
 
+// playMode is how a found match is played: by a bot brain (auto, level) or
+// on the interactive board (fixed: Red at the bottom), with only a JSON
+// result line (asJSON).
+type playMode struct {
+	auto   string
+	level  brain.Level
+	asJSON bool
+	fixed  bool
+}
+
+// playFound plays a match found in a queue or started at a table to its
+// end, and prints the result; then, after an interactive match that
+// finished, the rematch prompt, and each rematch the same way.
+func (a *app) playFound(ctx context.Context, c *client.Client, s session, found client.Found, mode playMode, lines <-chan string) error {
 	for {
-		again, err := a.playOne(ctx, c, s, found, *auto, level, *asJSON, *fixed, lines)
+		again, err := a.playOne(ctx, c, s, found, mode, lines)
 		if err != nil || again == (client.Found{}) {
 			return err
 		}
@@ -197,21 +213,21 @@ func (a *app) play(ctx context.Context, args []string) error {
 	}
 }
 
-// playOne plays the found match to its end and shows the result; after an
-// interactive match that finished it runs the rematch prompt and returns
-// the rematch to play next (zero when there is none).
-func (a *app) playOne(ctx context.Context, c *client.Client, s session, found client.Found, auto string, level brain.Level, asJSON, fixed bool, lines <-chan string) (client.Found, error) {
+// playOne plays one match and returns the rematch to play next (zero when
+// there is none).
+func (a *app) playOne(ctx context.Context, c *client.Client, s session, found client.Found, mode playMode, lines <-chan string) (client.Found, error) {
+	auto, asJSON, fixed, level := &mode.auto, &mode.asJSON, &mode.fixed, mode.level
+	var err error
 	var final *matchv1.Match
 	reconnects := 0
-	var err error
-	if auto != "" {
+	if *auto != "" {
 		br := brain.New(level, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())))
 		choose := func(_ context.Context, m *matchv1.Match) (string, error) {
 			return br.Choose(brain.Turn{RuleSet: m.GetRuleSet(), FEN4: m.GetFen4(), Seat: rules.Seat(found.Seat - 1), Legal: m.GetLegalMoves(), Game: m.GetMatchId()})
 		}
 		observe := func(u client.Update) {
 			reconnects = u.Reconnects
-			if !asJSON {
+			if !*asJSON {
 				if u.Event.GetMoveApplied() != nil {
 					fmt.Fprintf(a.stdout, "%4d %s\n", u.Match.GetPly(), moveText(u.Event.GetMoveApplied().GetEffects()))
 				}
@@ -222,10 +238,10 @@ func (a *app) playOne(ctx context.Context, c *client.Client, s session, found cl
 			err = errLeft
 		}
 	} else {
-		final, reconnects, err = a.interactive(ctx, c, found, fixed, lines)
+		final, reconnects, err = a.interactive(ctx, c, found, *fixed, lines)
 	}
 	if errors.Is(err, errLeft) {
-		if !asJSON {
+		if !*asJSON {
 			fmt.Fprintf(a.stdout, "\nleft match %s: it goes on without you (your clock runs).\n"+
 				"follow it with `fk watch %s`\n", found.MatchID, found.MatchID)
 		}
@@ -235,17 +251,17 @@ func (a *app) playOne(ctx context.Context, c *client.Client, s session, found cl
 		return client.Found{}, err
 	}
 	res := summarize(final, s.PlayerID, found, reconnects)
-	if asJSON {
+	if *asJSON {
 		return client.Found{}, json.NewEncoder(a.stdout).Encode(res)
 	}
-	if auto != "" {
+	if *auto != "" {
 		fmt.Fprintln(a.stdout, resultText(final)) // the interactive board shows it already
 	}
 	if res.Rank > 0 {
 		fmt.Fprintf(a.stdout, "you finished %d. — see your rating with `fk rating`\n", res.Rank)
 	}
 	fmt.Fprintln(a.stdout, replayHint(found.MatchID))
-	if auto != "" || final.GetStatus() != matchv1.MatchStatus_MATCH_STATUS_FINISHED {
+	if *auto != "" || final.GetStatus() != matchv1.MatchStatus_MATCH_STATUS_FINISHED {
 		return client.Found{}, nil
 	}
 	again, _ := a.rematch(ctx, c, s.PlayerID, found, lines)

@@ -9,6 +9,10 @@
 //	fk [global flags] logout
 //	fk [global flags] rename NAME
 //	fk [global flags] play [--queue NAME] [--fixed] [--auto random|greedy] [--json]
+//	fk [global flags] table create [--time TC] [--rated] [--seat SEAT] [--bot SEAT=LEVEL]...
+//	fk [global flags] table join|leave CODE
+//	fk [global flags] table start CODE [--bots LEVEL]
+//	fk [global flags] table play CODE [--auto LEVEL] [--json]
 //	fk [global flags] watch MATCH
 //	fk [global flags] export MATCH
 //	fk [global flags] rating [PLAYER] [--rule-set NAME]
@@ -106,6 +110,9 @@ commands:
                                                 the board turns to your seat unless --fixed; after the game,
                                                 "rematch" offers or accepts a rematch with the same players, seats
                                                 rotated, and follows into it once everyone accepted)
+  table create|join|leave|start|play ...        play with friends at a private table: create prints an
+                                                invite code and link, play joins, waits for the start and
+                                                plays (see "fk table help")
   watch MATCH                                   follow a match live
   export MATCH                                  print a match as PGN4
   rating [PLAYER] [--rule-set NAME]             a player's rating (default: you)
@@ -181,6 +188,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return a.logout(ctx, rest)
 	case "rename":
 		return a.rename(ctx, rest)
+	case "table":
+		return a.table(ctx, rest)
 	case "help":
 		fs.Usage()
 		return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
 )
 
@@ -77,6 +78,33 @@ func TestHostileCredentials(t *testing.T) {
 		}},
 		{"ListQueues", func(ctx context.Context, opts ...grpc.CallOption) error {
 			_, err := mm.ListQueues(ctx, &matchmakingv1.ListQueuesRequest{}, opts...)
+			return err
+		}},
+		// The table RPCs, on a table code nobody holds: a forged token
+		// must be refused before the lookup (and before it counts as a
+		// guess).
+		{"CreateTable", func(ctx context.Context, opts ...grpc.CallOption) error {
+			_, err := mm.CreateTable(ctx, &matchmakingv1.CreateTableRequest{TimeControl: &gamev1.TimeControl{Name: "5+5"}}, opts...)
+			return err
+		}},
+		{"JoinTable", func(ctx context.Context, opts ...grpc.CallOption) error {
+			_, err := mm.JoinTable(ctx, &matchmakingv1.JoinTableRequest{Code: "0000-0000-0000"}, opts...)
+			return err
+		}},
+		{"LeaveTable", func(ctx context.Context, opts ...grpc.CallOption) error {
+			_, err := mm.LeaveTable(ctx, &matchmakingv1.LeaveTableRequest{Code: "0000-0000-0000"}, opts...)
+			return err
+		}},
+		{"StartTable", func(ctx context.Context, opts ...grpc.CallOption) error {
+			_, err := mm.StartTable(ctx, &matchmakingv1.StartTableRequest{Code: "0000-0000-0000"}, opts...)
+			return err
+		}},
+		{"WatchTable", func(ctx context.Context, opts ...grpc.CallOption) error {
+			s, err := mm.WatchTable(ctx, &matchmakingv1.WatchTableRequest{Code: "0000-0000-0000"}, opts...)
+			if err != nil {
+				return err
+			}
+			_, err = s.Recv()
 			return err
 		}},
 		{"OfferRematch", func(ctx context.Context, opts ...grpc.CallOption) error {

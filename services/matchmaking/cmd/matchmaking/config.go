@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -87,6 +88,16 @@ type config struct {
 	// ServiceTokenTTL is the lifetime of the service token sent to the
 	// match and rating services (re-minted before it expires).
 	ServiceTokenTTL time.Duration
+	// TableIdleTTL closes a private table nothing happened at for that long.
+	TableIdleTTL time.Duration
+	// TableGuesses and TableGuessWindow limit code guessing: a player who
+	// tried TableGuesses unknown invite codes within TableGuessWindow is
+	// refused (TOO_MANY_GUESSES) until the window ends.
+	TableGuesses     int
+	TableGuessWindow time.Duration
+	// PublicURL is the web client's public address ("https://example.org");
+	// a table's invite link is "<PublicURL>/#table=<CODE>", none when empty.
+	PublicURL string
 	// BotLevels lists the bot levels (","-separated) that have a bot lobby
 	// queue, "bots/<level>", where bot pools park bots for private tables.
 	BotLevels string
@@ -122,6 +133,9 @@ func defaultConfig() config {
 		GuestSessionTTL:         sessions.DefaultSettings().TTL,
 		ServiceTokenTTL:         time.Hour,
 		BotLevels:               "random,greedy",
+		TableIdleTTL:            30 * time.Minute,
+		TableGuesses:            10,
+		TableGuessWindow:        time.Minute,
 	}
 	// Each service has its own default ports, so the three run side by
 	// side on one machine: match on 8081, matchmaking 8082, rating 8083
@@ -159,6 +173,10 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.GuestSessionTTL, "guest-session-ttl", "GUEST_SESSION_TTL", "how long a guest's refresh token works after its last use")
 	b.Duration(&c.ServiceTokenTTL, "service-token-ttl", "SERVICE_TOKEN_TTL", "lifetime of the service token for internal calls")
 	b.String(&c.BotLevels, "bot-levels", "MM_BOT_LEVELS", `bot levels with a lobby for private tables' bot seats, ","-separated`)
+	b.Duration(&c.TableIdleTTL, "table-idle-ttl", "MM_TABLE_IDLE_TTL", "close a private table idle for this long")
+	b.Int(&c.TableGuesses, "table-guesses", "MM_TABLE_GUESSES", "unknown invite codes a player may try per guess window")
+	b.Duration(&c.TableGuessWindow, "table-guess-window", "MM_TABLE_GUESS_WINDOW", "the window of MM_TABLE_GUESSES")
+	b.String(&c.PublicURL, "public-url", "MM_PUBLIC_URL", "the web client's public address, for invite links (empty: no links)")
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }
 
@@ -198,6 +216,14 @@ func (c config) Validate() error {
 	check(c.GuestSessionTTL >= c.GuestTokenTTL, "guest session TTL (%v) must be >= the guest token TTL (%v): a session must outlive its tokens", c.GuestSessionTTL, c.GuestTokenTTL)
 	for _, l := range c.botLevels() {
 		check(l != "" && !strings.ContainsAny(l, "/{} "), "bot levels: %q is not a level name", l)
+	}
+	check(c.TableIdleTTL >= time.Minute, "table idle TTL must be at least 1m, got %v", c.TableIdleTTL)
+	check(c.TableGuesses >= 1, "table guesses must be >= 1, got %d", c.TableGuesses)
+	check(c.TableGuessWindow > 0, "table guess window must be positive, got %v", c.TableGuessWindow)
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		check(err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.Fragment == "" && u.RawQuery == "",
+			"public URL must be an http(s) address without query or fragment, got %q", c.PublicURL)
 	}
 	check(c.ServiceTokenTTL >= 3*time.Second, "service token TTL must be >= 3s, got %v", c.ServiceTokenTTL)
 	return errors.Join(errs...)
@@ -252,11 +278,19 @@ func (c config) sessionSettings() sessions.Settings {
 	return s
 }
 
-// apiSettings returns the API settings; ratings looks up unrated tickets.
-func (c config) apiSettings(ratings matchmaker.Ratings) api.Settings {
+// apiSettings returns the API settings; ratings looks up unrated tickets,
+// matches creates the private tables' matches.
+func (c config) apiSettings(ratings matchmaker.Ratings, matches matchmaker.Matches) api.Settings {
 	return api.Settings{Ratings: ratings,
 		TicketTTL: c.TicketTTL, Window: c.window(), WatchPoll: c.WatchPoll,
 		SearchingEvery: c.SearchingEvery, StatsWindow: c.StatsWindow, DefaultRating: c.DefaultRating,
 		BotLevels: c.botLevels(),
+		Tables: api.TableSettings{
+			Store:         store.TableSettings{IdleTTL: c.TableIdleTTL, ClosedRetention: time.Minute},
+			Guesses:       store.GuessLimit{Max: c.TableGuesses, Window: c.TableGuessWindow},
+			PublicURL:     strings.TrimSuffix(c.PublicURL, "/"),
+			Matches:       matches,
+			CreateTimeout: c.CreateTimeout,
+		},
 	}
 }

@@ -106,8 +106,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		// Bots are ordinary clients waiting in the queues that fill with
 		// bots (cmd/internal/botpool); the matchmaker only seats them.
 		ratings := remote.Ratings{Client: ratingv1.NewRatingServiceClient(ratingConn)}
-		mm := matchmaker.New(cfg.matchmakerConfig(), st, ratings,
-			remote.Matches{Client: matchv1.NewMatchServiceClient(matchConn)},
+		matches := remote.Matches{Client: matchv1.NewMatchServiceClient(matchConn)}
+		mm := matchmaker.New(cfg.matchmakerConfig(), st, ratings, matches,
 			s.MeterProvider().Meter("github.com/fourkingdoms/fourkingdoms/services/matchmaking"), log)
 		guests, err := api.NewAuth(s.Keys(), cfg.GuestTokenTTL, sessions.New(rdb, cfg.KeyPrefix, cfg.sessionSettings()), log)
 		if err != nil {
@@ -115,10 +115,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		authv1.RegisterAuthServiceServer(s.GRPC(), guests)
 		events := api.NewEvents(log, s.Report)
-		apiSet := cfg.apiSettings(ratings)
+		apiSet := cfg.apiSettings(ratings, matches)
 		// Rematches read finished matches and create new ones through the
 		// match service, as this service.
-		apiSet.Matches = remote.Matches{Client: matchv1.NewMatchServiceClient(matchConn)}
+		apiSet.Matches = matches
 		apiSet.Rematches = rematch.New(rdb, cfg.KeyPrefix, cfg.RematchWindow)
 		apiSet.RematchPoll = cfg.RematchPoll
 		matchmakingv1.RegisterMatchmakingServiceServer(s.GRPC(), api.NewMatchmaking(apiSet, st, qs, events, log))

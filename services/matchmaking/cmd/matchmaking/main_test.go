@@ -40,6 +40,9 @@ type fakeMatchService struct {
 	byReq   map[string]*matchv1.Match
 	byID    map[string]*matchv1.Match
 	creates int
+	// stall, if set, is called after a new match was stored and before
+	// the answer: a test kills the caller there.
+	stall func(ctx context.Context)
 }
 
 func (f *fakeMatchService) CreateMatch(ctx context.Context, req *matchv1.CreateMatchRequest) (*matchv1.CreateMatchResponse, error) {
@@ -68,6 +71,11 @@ func (f *fakeMatchService) CreateMatch(ctx context.Context, req *matchv1.CreateM
 		m.Seats = append(m.Seats, &matchv1.SeatState{Seat: sp.GetSeat(), Player: sp.GetPlayer(), Status: gamev1.SeatStatus_SEAT_STATUS_LIVE})
 	}
 	f.byReq[req.GetRequestId()], f.byID[m.GetMatchId()] = m, m
+	if f.stall != nil {
+		f.mu.Unlock()
+		f.stall(ctx)
+		f.mu.Lock()
+	}
 	return &matchv1.CreateMatchResponse{Match: m}, nil
 }
 

@@ -46,6 +46,13 @@ var testAPISettings = Settings{
 	WatchPoll:      20 * time.Millisecond,
 	SearchingEvery: time.Hour, // one searching update, then only changes
 	StatsWindow:    5 * time.Minute,
+	BotLevels:      []string{"random", "greedy"},
+	Tables: TableSettings{
+		Store:         store.TableSettings{IdleTTL: 30 * time.Minute, ClosedRetention: time.Minute},
+		Guesses:       store.GuessLimit{Max: 5, Window: time.Minute},
+		PublicURL:     "https://fk.example",
+		CreateTimeout: 5 * time.Second,
+	},
 }
 
 // harness is the API served by the real server bootstrap on loopback.
@@ -76,6 +83,9 @@ func newHarness(t testing.TB, kind redistest.Kind, set Settings, opts ...func(*S
 		TicketTTL: 10 * time.Minute, Retention: 10 * time.Minute, FormationTimeout: 30 * time.Second,
 		PointerGrace: 5 * time.Second, WaitSamples: 1000, BotLevels: set.BotLevels,
 	})
+	for _, l := range set.BotLevels {
+		names = append(names, store.LobbyQueue(l))
+	}
 	keys, keyFile := authtest.KeyFile(t)
 	cfg := server.DefaultConfig("matchmaking")
 	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile, cfg.RateLimitRPS = "127.0.0.1:0", "127.0.0.1:0", keyFile, 0

@@ -16,7 +16,8 @@ import (
 const eventsComponent = "ticket-events"
 
 // Events wakes WatchTicket streams when their ticket reaches a final state
-// (matched, cancelled, expired), from the store's pub/sub channels, so a
+// (matched, cancelled, expired), and WatchTable streams when their table
+// changed, from the store's pub/sub channels, so a
 // player learns of the match at once instead of at the next poll. Pub/sub
 // delivers at most once (a message sent while the subscription reconnects
 // is lost), so watchers keep polling, slowly, as well.
@@ -74,7 +75,7 @@ func (e *Events) Run(ctx context.Context, st *store.Store, queues []string) erro
 func (e *Events) listen(ctx context.Context, st *store.Store, queues []string, bo *backoff.Backoff) error {
 	ps := st.Subscribe(ctx, queues)
 	defer ps.Close()
-	for range queues {
+	for range len(queues) + 1 { // the queues' channels and the tables'
 		if _, err := ps.Receive(ctx); err != nil {
 			return fmt.Errorf("subscribe to ticket events: %w", err)
 		}
@@ -90,6 +91,10 @@ func (e *Events) listen(ctx context.Context, st *store.Store, queues []string, b
 		case msg, ok := <-msgs:
 			if !ok {
 				return errors.New("ticket events subscription closed")
+			}
+			if msg.Channel == st.TablesChannel() {
+				e.wake(tableWatchKey(msg.Payload))
+				continue
 			}
 			for _, id := range strings.Fields(msg.Payload) {
 				e.wake(id)

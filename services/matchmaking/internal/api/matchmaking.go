@@ -58,6 +58,8 @@ type Settings struct {
 	// BotLevels are the bot levels with a lobby (store.LobbyQueue): the
 	// levels a private table's bot seats may ask for.
 	BotLevels []string
+	// Tables are the private tables' settings.
+	Tables TableSettings
 	// Matches reads finished matches and creates their rematches
 	// (remote.Matches); Rematches keeps the offers. With either nil the
 	// rematch RPCs answer UNIMPLEMENTED.
@@ -405,6 +407,14 @@ var refusals = []struct {
 	{store.ErrMatched, codes.FailedPrecondition, "TICKET_MATCHED", "the ticket is already matched: play the match or resign"},
 	{store.ErrForming, codes.FailedPrecondition, "TICKET_FORMING", "a match is being formed with this ticket: watch the ticket"},
 	{store.ErrContention, codes.Aborted, "CONFLICT", "concurrent requests for this player: retry"},
+	{store.ErrTableNotFound, codes.NotFound, "TABLE_NOT_FOUND", "no table has this code (a table closes when idle or when its last player leaves)"},
+	{store.ErrTableFull, codes.FailedPrecondition, "TABLE_FULL", "every open seat of this table is taken"},
+	{store.ErrSeatTaken, codes.FailedPrecondition, "SEAT_TAKEN", "this seat is taken or is a bot's: ask for another seat, or for none to get the first free one"},
+	{store.ErrTableStarted, codes.FailedPrecondition, "TABLE_STARTED", "the table's match has begun (or is being created): watch the table for the match id, or resign"},
+	{store.ErrSeated, codes.FailedPrecondition, "ALREADY_SEATED", "you already have a live ticket or a seat at an open table: cancel the ticket or leave the table first"},
+	{store.ErrNotHost, codes.PermissionDenied, "NOT_HOST", "only the table's host may start it"},
+	{store.ErrSeatsOpen, codes.FailedPrecondition, "SEATS_OPEN", "open seats are still free: wait for players, or start with fill_with_bots"},
+	{store.ErrTableChanged, codes.Aborted, "CONFLICT", "the table kept changing while starting: retry"},
 }
 
 // toStatus maps store errors to gRPC status: the one place this service

@@ -39,8 +39,7 @@ const (
 	reasonStarted         = "REMATCH_STARTED"
 	reasonAlreadySeated   = "ALREADY_SEATED"
 	reasonRematchNotFound = "REMATCH_NOT_FOUND"
-	reasonMatchService    = "MATCH_SERVICE_UNAVAILABLE"
-	reasonNoBots          = "NO_BOTS_AVAILABLE"
+	reasonUnimplemented   = "UNIMPLEMENTED"
 )
 
 // maxMatchIDLen bounds a match id in a request (the match service's ids
@@ -66,7 +65,7 @@ func (s *Matchmaking) rematchable(ctx context.Context, caller, matchID string) (
 		return nil, nil, invalidArgument("match_id", fmt.Sprintf("give the finished match's id (1 to %d bytes)", maxMatchIDLen))
 	}
 	if s.set.Matches == nil || s.set.Rematches == nil {
-		return nil, nil, rpcerr.Matchmaking.Error(codes.Unimplemented, "UNIMPLEMENTED", "rematches are not configured on this instance", nil)
+		return nil, nil, rpcerr.Matchmaking.Error(codes.Unimplemented, reasonUnimplemented, "rematches are not configured on this instance", nil)
 	}
 	m, err := s.set.Matches.Get(ctx, matchID)
 	if errors.Is(err, remote.ErrMatchNotFound) {
@@ -104,7 +103,7 @@ func (s *Matchmaking) matchServiceStatus(ctx context.Context, err error) error {
 		return status.FromContextError(ctxErr).Err()
 	}
 	s.log.WarnContext(ctx, "match service call failed", "err", err)
-	return rpcerr.Matchmaking.Error(codes.Unavailable, reasonMatchService, "the match service is unreachable: retry with backoff", nil)
+	return rpcerr.Matchmaking.Error(codes.Unavailable, reasonNoMatches, "the match service is unreachable: retry with backoff", nil)
 }
 
 // rematchRefusal is the refusal of a change to an offer in a final state.
@@ -130,12 +129,12 @@ func (s *Matchmaking) OfferRematch(ctx context.Context, req *matchmakingv1.Offer
 		return nil, err
 	}
 	now := s.now()
-	live, err := s.store.LiveTicket(ctx, id.Subject, now)
+	busy, err := s.store.Occupied(ctx, id.Subject, now)
 	if err != nil {
 		return nil, s.toStatus(ctx, "rematch live ticket", err)
 	}
-	if live {
-		return nil, rpcerr.Matchmaking.Error(codes.FailedPrecondition, reasonAlreadySeated, "you have a live ticket: cancel it before accepting a rematch", nil)
+	if busy {
+		return nil, rpcerr.Matchmaking.Error(codes.FailedPrecondition, reasonAlreadySeated, "you have a live ticket or a seat at an open table: cancel or leave it before accepting a rematch", nil)
 	}
 	o, err := s.set.Rematches.Offer(ctx, m.GetMatchId(), id.Subject, humans, now)
 	if err != nil {
@@ -184,7 +183,7 @@ func (s *Matchmaking) WatchRematch(req *matchmakingv1.WatchRematchRequest, strea
 		return invalidArgument("match_id", fmt.Sprintf("give the finished match's id (1 to %d bytes)", maxMatchIDLen))
 	}
 	if s.set.Matches == nil || s.set.Rematches == nil {
-		return rpcerr.Matchmaking.Error(codes.Unimplemented, "UNIMPLEMENTED", "rematches are not configured on this instance", nil)
+		return rpcerr.Matchmaking.Error(codes.Unimplemented, reasonUnimplemented, "rematches are not configured on this instance", nil)
 	}
 	poll := time.NewTicker(s.set.RematchPoll)
 	defer poll.Stop()

@@ -26,9 +26,9 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
 
-// fakeMatches is the match service in memory: finished matches to rematch,
+// fakeMatchService is the match service in memory: finished matches to rematch,
 // and CreateMatch deduplicated by request id as the real one does.
-type fakeMatches struct {
+type fakeMatchService struct {
 	mu      sync.Mutex
 	matches map[string]*matchv1.Match
 	byReq   map[string]string
@@ -36,11 +36,11 @@ type fakeMatches struct {
 	fail    error                         // returned by Create when set
 }
 
-func newFakeMatches() *fakeMatches {
-	return &fakeMatches{matches: map[string]*matchv1.Match{}, byReq: map[string]string{}}
+func newFakeMatchService() *fakeMatchService {
+	return &fakeMatchService{matches: map[string]*matchv1.Match{}, byReq: map[string]string{}}
 }
 
-func (f *fakeMatches) Get(_ context.Context, id string) (*matchv1.Match, error) {
+func (f *fakeMatchService) Get(_ context.Context, id string) (*matchv1.Match, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m, ok := f.matches[id]
@@ -50,7 +50,7 @@ func (f *fakeMatches) Get(_ context.Context, id string) (*matchv1.Match, error) 
 	return proto.Clone(m).(*matchv1.Match), nil
 }
 
-func (f *fakeMatches) Create(_ context.Context, req *matchv1.CreateMatchRequest) (*matchv1.Match, error) {
+func (f *fakeMatchService) Create(_ context.Context, req *matchv1.CreateMatchRequest) (*matchv1.Match, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {
@@ -73,7 +73,7 @@ func (f *fakeMatches) Create(_ context.Context, req *matchv1.CreateMatchRequest)
 
 // add stores a match of the four players (Red, Blue, Yellow, Green; a
 // name starting with "Bot " is a bot) in status st.
-func (f *fakeMatches) add(id string, st matchv1.MatchStatus, players [4]string) {
+func (f *fakeMatchService) add(id string, st matchv1.MatchStatus, players [4]string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m := &matchv1.Match{MatchId: id, Status: st, RuleSet: "chesscom-ffa", Unrated: true,
@@ -86,7 +86,7 @@ func (f *fakeMatches) add(id string, st matchv1.MatchStatus, players [4]string) 
 	f.matches[id] = m
 }
 
-func (f *fakeMatches) creations() []*matchv1.CreateMatchRequest {
+func (f *fakeMatchService) creations() []*matchv1.CreateMatchRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.created)
@@ -94,7 +94,7 @@ func (f *fakeMatches) creations() []*matchv1.CreateMatchRequest {
 
 // rematchSettings are the API settings with rematches on a fake match
 // service, a window and a fast watch poll.
-func rematchSettings(fm *fakeMatches) Settings {
+func rematchSettings(fm *fakeMatchService) Settings {
 	set := testAPISettings
 	set.Matches, set.RematchPoll, set.BotLevels = fm, 20*time.Millisecond, []string{"random", "greedy"}
 	return set
@@ -145,7 +145,7 @@ func TestOfferRematchRefusals(t *testing.T) {
 	for _, kind := range redistest.Kinds() {
 		t.Run(kind.Name, func(t *testing.T) {
 			t.Parallel()
-			fm := newFakeMatches()
+			fm := newFakeMatchService()
 			h := newHarness(t, kind, rematchSettings(fm), withWindow(time.Minute))
 			fm.add("fin", matchv1.MatchStatus_MATCH_STATUS_FINISHED, fourHumans)
 			fm.add("live", matchv1.MatchStatus_MATCH_STATUS_ACTIVE, fourHumans)
@@ -166,6 +166,11 @@ func TestOfferRematchRefusals(t *testing.T) {
 				as(h.token(t, auth.Identity{Subject: seated, Role: auth.RolePlayer}))); err != nil {
 				t.Fatal(err)
 			}
+			atTable := "h-green"
+			if _, err := h.mm.CreateTable(t.Context(), &matchmakingv1.CreateTableRequest{TimeControl: &gamev1.TimeControl{Name: "5+5"}},
+				as(h.token(t, auth.Identity{Subject: atTable, Role: auth.RolePlayer}))); err != nil {
+				t.Fatal(err)
+			}
 			service := as(h.token(t, auth.Identity{Subject: "matchmaker", Role: auth.RoleService}))
 			for _, tc := range []struct {
 				name, player, match string
@@ -179,6 +184,7 @@ func TestOfferRematchRefusals(t *testing.T) {
 				{"match still played", "h-red", "live", codes.FailedPrecondition, reasonNotFinished},
 				{"match aborted", "h-red", "aborted", codes.FailedPrecondition, reasonNotFinished},
 				{"live ticket", seated, "fin", codes.FailedPrecondition, reasonAlreadySeated},
+				{"seat at an open table", atTable, "fin", codes.FailedPrecondition, reasonAlreadySeated},
 				{"declined", "h-red", "declined", codes.FailedPrecondition, reasonDeclined},
 				{"expired", "h-blue", "expired", codes.FailedPrecondition, reasonExpired},
 			} {
@@ -241,7 +247,7 @@ func TestRematchAllAccept(t *testing.T) {
 	for _, kind := range redistest.Kinds() {
 		t.Run(kind.Name, func(t *testing.T) {
 			t.Parallel()
-			fm := newFakeMatches()
+			fm := newFakeMatchService()
 			h := newHarness(t, kind, rematchSettings(fm), withWindow(time.Minute))
 			fm.add("old", matchv1.MatchStatus_MATCH_STATUS_FINISHED, fourHumans)
 			for i, p := range fourHumans[:3] {
@@ -306,7 +312,7 @@ func TestRematchConcurrentLastAccepts(t *testing.T) {
 	for _, kind := range redistest.Kinds() {
 		t.Run(kind.Name, func(t *testing.T) {
 			t.Parallel()
-			fm := newFakeMatches()
+			fm := newFakeMatchService()
 			h := newHarness(t, kind, rematchSettings(fm), withWindow(time.Minute))
 			fm.add("old", matchv1.MatchStatus_MATCH_STATUS_FINISHED, fourHumans)
 			for _, p := range fourHumans[:2] {
@@ -376,7 +382,7 @@ func TestWatchRematch(t *testing.T) {
 	for _, kind := range redistest.Kinds() {
 		t.Run(kind.Name, func(t *testing.T) {
 			t.Parallel()
-			fm := newFakeMatches()
+			fm := newFakeMatchService()
 			h := newHarness(t, kind, rematchSettings(fm), withWindow(time.Second))
 			for _, id := range []string{"started", "declined", "expired"} {
 				fm.add(id, matchv1.MatchStatus_MATCH_STATUS_FINISHED, fourHumans)
@@ -453,7 +459,7 @@ func TestRematchWithBots(t *testing.T) {
 	for _, kind := range redistest.Kinds() {
 		t.Run(kind.Name, func(t *testing.T) {
 			t.Parallel()
-			fm := newFakeMatches()
+			fm := newFakeMatchService()
 			h := newHarness(t, kind, rematchSettings(fm), withWindow(time.Minute))
 			fm.add("old", matchv1.MatchStatus_MATCH_STATUS_FINISHED, [4]string{"h-red", "Bot Random 1", "h-yellow", "Bot Greedy 2"})
 			if _, err := h.offer(t, "h-red", "old"); err != nil {
@@ -508,7 +514,7 @@ func TestRematchWithBots(t *testing.T) {
 func TestWatchRematchFinishesAStart(t *testing.T) {
 	t.Parallel()
 	kind := redistest.Kinds()[0]
-	fm := newFakeMatches()
+	fm := newFakeMatchService()
 	h := newHarness(t, kind, rematchSettings(fm), withWindow(time.Minute))
 	fm.add("old", matchv1.MatchStatus_MATCH_STATUS_FINISHED, fourHumans)
 	for _, p := range fourHumans[:3] {
@@ -519,8 +525,8 @@ func TestWatchRematchFinishesAStart(t *testing.T) {
 	fm.mu.Lock()
 	fm.fail = errors.New("match service down")
 	fm.mu.Unlock()
-	if _, err := h.offer(t, "h-green", "old"); status.Code(err) != codes.Unavailable || rpcerr.Info(err).GetReason() != reasonMatchService {
-		t.Fatalf("last accept with the match service down = %v, want Unavailable %s", err, reasonMatchService)
+	if _, err := h.offer(t, "h-green", "old"); status.Code(err) != codes.Unavailable || rpcerr.Info(err).GetReason() != reasonNoMatches {
+		t.Fatalf("last accept with the match service down = %v, want Unavailable %s", err, reasonNoMatches)
 	}
 	fm.mu.Lock()
 	fm.fail = nil

@@ -33,10 +33,8 @@ import (
 //
 //	who%5: 0 no token, 1 the fresh guest (owner of the fresh ticket and
 //	       session), 2 another player, 3 a service, 4 an operator
-//	pick%3: 0 the fresh guest's ticket / refresh token / finished match
-//	       (no rematch offered yet), 1 a cancelled ticket / a rotated-away
-//	       refresh token / a match whose rematch was declined, 2 the
-//	       request's own
+//	pick%3: 0 the fresh guest's ticket / refresh token, 1 a cancelled
+//	       ticket / a rotated-away refresh token, 2 the request's own
 //
 // No answer is INTERNAL or UNKNOWN, every refusal has an ErrorInfo, a
 // refusal writes nothing (the key count and the fresh ticket are as they
@@ -54,18 +52,21 @@ type mmFuzz struct {
 	tokens  [5]string // who%5 -> token; [1] is set per input
 	oldTk   string    // a cancelled ticket
 	oldRT   string    // a rotated-away refresh token
+	code    string    // an open table another player hosts
 	traffic []proto.Message
-	// fm is the match service in memory; oldMatch a finished match whose
-	// rematch was declined.
-	fm       *fakeMatches
+	// fm is the match service in memory for rematches; oldMatch a
+	// finished match whose rematch was declined.
+	fm       *fakeMatchService
 	oldMatch string
 }
 
 func newMMFuzz(f *testing.F) *mmFuzz {
 	kind := redistest.Kinds()[0]
 	rdb, _ := kind.Client(f)
-	fm := newFakeMatches()
-	x := &mmFuzz{h: newHarness(f, kind, rematchSettings(fm), withWindow(time.Minute)), rdb: rdb, fm: fm}
+	fm := newFakeMatchService()
+	set := rematchSettings(fm)
+	set.Tables.Matches = &fakeMatches{}
+	x := &mmFuzz{h: newHarness(f, kind, set, withWindow(time.Minute)), rdb: rdb, fm: fm}
 	x.tokens[2] = x.h.token(f, auth.Identity{Subject: "stranger", Role: auth.RolePlayer})
 	x.tokens[3] = x.h.token(f, auth.Identity{Subject: "matchmaker", Role: auth.RoleService})
 	x.tokens[4] = x.h.token(f, auth.Identity{Subject: "operator", Role: auth.RoleOperator})
@@ -131,6 +132,31 @@ func (x *mmFuzz) record(f *testing.F) {
 	keep(refresh)
 	keep(&authv1.RevokeSessionRequest{RefreshToken: r.GetRefreshToken()})
 	x.oldRT = r.GetRefreshToken()
+
+	// A table: a host opens it with a bot seat, the recorded guest joins,
+	// watches, tries to start it (not the host) and leaves.
+	host := as(x.h.token(f, auth.Identity{Subject: "fuzz-host", Role: auth.RolePlayer, DisplayName: "Host"}))
+	create := &matchmakingv1.CreateTableRequest{TimeControl: &gamev1.TimeControl{Name: "5+5"}, HostSeat: gamev1.Seat_SEAT_BLUE,
+		Seats: []*matchmakingv1.TableSeat{{Seat: gamev1.Seat_SEAT_GREEN, Mode: matchmakingv1.SeatMode_SEAT_MODE_BOT, BotLevel: "greedy"}}}
+	tb, err := x.h.mm.CreateTable(ctx, create, host)
+	if err != nil {
+		f.Fatal(err)
+	}
+	keep(create)
+	x.code = tb.GetTable().GetCode()
+	join := &matchmakingv1.JoinTableRequest{Code: x.code, Seat: gamev1.Seat_SEAT_RED}
+	if _, err := x.h.mm.JoinTable(ctx, join, tok); err != nil {
+		f.Fatal(err)
+	}
+	keep(join)
+	keep(&matchmakingv1.WatchTableRequest{Code: x.code})
+	keep(&matchmakingv1.StartTableRequest{Code: x.code, FillWithBots: true, FillBotLevel: "random"})
+	leave := &matchmakingv1.LeaveTableRequest{Code: x.code}
+	if _, err := x.h.mm.LeaveTable(ctx, leave, tok); err != nil {
+		f.Fatal(err)
+	}
+	keep(leave)
+
 	// A finished match of the guest's: offered, watched, declined.
 	x.oldMatch = "recorded"
 	x.fm.add(x.oldMatch, matchv1.MatchStatus_MATCH_STATUS_FINISHED, [4]string{g.GetPlayerId(), "p2", "p3", "p4"})
@@ -193,6 +219,9 @@ func mmCall[Req proto.Message](t *testing.T, x *mmFuzz, in rpcfuzz.Input[Req], n
 		if fd := fields.ByName("refresh_token"); fd != nil {
 			in.Req.ProtoReflect().Set(fd, protoreflect.ValueOfString(rt))
 		}
+		if fd := fields.ByName("code"); fd != nil {
+			in.Req.ProtoReflect().Set(fd, protoreflect.ValueOfString(x.code))
+		}
 		if fd := fields.ByName("match_id"); fd != nil {
 			in.Req.ProtoReflect().Set(fd, protoreflect.ValueOfString(match))
 		}
@@ -208,7 +237,10 @@ func mmCall[Req proto.Message](t *testing.T, x *mmFuzz, in rpcfuzz.Input[Req], n
 	before := x.state(t, ticket)
 	err = rpc(ctx, in.Req, call)
 	refused := rpcfuzz.Check(t, name, in.Req, err)
-	if (!refused && !read) || rpcerr.Info(err).GetReason() == ReasonRefreshReused {
+	// By design, two refusals write: a reused refresh token revokes its
+	// session, and an unknown table code counts against the caller's
+	// guesses (TOO_MANY_GUESSES).
+	if reason := rpcerr.Info(err).GetReason(); (!refused && !read) || reason == ReasonRefreshReused || reason == "TABLE_NOT_FOUND" {
 		return
 	}
 	if after := x.state(t, ticket); after != before {
@@ -349,6 +381,89 @@ func FuzzRevokeSession(f *testing.F) {
 			})
 		})
 }
+
+// The table RPCs. Pick 0 and 1 aim at the open table "fuzz-host" hosts
+// (the fresh guest has a live ticket, so it is refused ALREADY_SEATED where
+// seating matters), pick 2 at the request's own code.
+
+func FuzzCreateTable(f *testing.F) {
+	x := newMMFuzz(f)
+	rpcfuzz.Fuzz(f, func() *matchmakingv1.CreateTableRequest { return new(matchmakingv1.CreateTableRequest) },
+		mmSeeds(x, &matchmakingv1.CreateTableRequest{}, &matchmakingv1.CreateTableRequest{RuleSet: "{x}", TimeControl: &gamev1.TimeControl{Name: "5+5"}, HostSeat: 99},
+			&matchmakingv1.CreateTableRequest{TimeControl: &gamev1.TimeControl{Name: "5+5"}, Seats: []*matchmakingv1.TableSeat{{Seat: 1, Mode: 2, BotLevel: "{x}"}, {Seat: 1}}}),
+		func(t *testing.T, in rpcfuzz.Input[*matchmakingv1.CreateTableRequest]) {
+			mmCall(t, x, in, "CreateTable", false, func(ctx context.Context, r *matchmakingv1.CreateTableRequest, o grpc.CallOption) error {
+				_, err := x.h.mm.CreateTable(ctx, r, o)
+				return err
+			})
+		})
+}
+
+func FuzzJoinTable(f *testing.F) {
+	x := newMMFuzz(f)
+	rpcfuzz.Fuzz(f, func() *matchmakingv1.JoinTableRequest { return new(matchmakingv1.JoinTableRequest) },
+		mmSeeds(x, &matchmakingv1.JoinTableRequest{}, &matchmakingv1.JoinTableRequest{Code: "ilo0-0000-000u", Seat: -3}, &matchmakingv1.JoinTableRequest{Code: "{abcd}efgh-ij"}),
+		func(t *testing.T, in rpcfuzz.Input[*matchmakingv1.JoinTableRequest]) {
+			mmCall(t, x, in, "JoinTable", false, func(ctx context.Context, r *matchmakingv1.JoinTableRequest, o grpc.CallOption) error {
+				_, err := x.h.mm.JoinTable(ctx, r, o)
+				return err
+			})
+		})
+}
+
+func FuzzLeaveTable(f *testing.F) {
+	x := newMMFuzz(f)
+	rpcfuzz.Fuzz(f, func() *matchmakingv1.LeaveTableRequest { return new(matchmakingv1.LeaveTableRequest) },
+		mmSeeds(x, &matchmakingv1.LeaveTableRequest{}, &matchmakingv1.LeaveTableRequest{Code: "0000 0000 0000"}),
+		func(t *testing.T, in rpcfuzz.Input[*matchmakingv1.LeaveTableRequest]) {
+			mmCall(t, x, in, "LeaveTable", false, func(ctx context.Context, r *matchmakingv1.LeaveTableRequest, o grpc.CallOption) error {
+				_, err := x.h.mm.LeaveTable(ctx, r, o)
+				return err
+			})
+		})
+}
+
+func FuzzStartTable(f *testing.F) {
+	x := newMMFuzz(f)
+	rpcfuzz.Fuzz(f, func() *matchmakingv1.StartTableRequest { return new(matchmakingv1.StartTableRequest) },
+		mmSeeds(x, &matchmakingv1.StartTableRequest{}, &matchmakingv1.StartTableRequest{Code: "0000-0000-0000", FillWithBots: true, FillBotLevel: "{x}"}),
+		func(t *testing.T, in rpcfuzz.Input[*matchmakingv1.StartTableRequest]) {
+			mmCall(t, x, in, "StartTable", false, func(ctx context.Context, r *matchmakingv1.StartTableRequest, o grpc.CallOption) error {
+				_, err := x.h.mm.StartTable(ctx, r, o)
+				return err
+			})
+		})
+}
+
+// FuzzWatchTable watches for 50 ms, as FuzzWatchTicket.
+func FuzzWatchTable(f *testing.F) {
+	x := newMMFuzz(f)
+	rpcfuzz.Fuzz(f, func() *matchmakingv1.WatchTableRequest { return new(matchmakingv1.WatchTableRequest) },
+		mmSeeds(x, &matchmakingv1.WatchTableRequest{}, &matchmakingv1.WatchTableRequest{Code: "ZZZZ-ZZZZ-ZZZZ"}),
+		func(t *testing.T, in rpcfuzz.Input[*matchmakingv1.WatchTableRequest]) {
+			mmCall(t, x, in, "WatchTable", true, func(ctx context.Context, r *matchmakingv1.WatchTableRequest, o grpc.CallOption) error {
+				ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+				defer cancel()
+				s, err := x.h.mm.WatchTable(ctx, r, o)
+				if err != nil {
+					return err
+				}
+				for {
+					if _, err := s.Recv(); err != nil {
+						if errors.Is(err, io.EOF) {
+							return nil
+						}
+						return err
+					}
+				}
+			})
+		})
+}
+
+// The rematch RPCs. Pick 0 aims at a finished match of the fresh guest's
+// with no offer yet (the guest has a live ticket, so its own offer is
+// refused ALREADY_SEATED), pick 1 at a match whose rematch was declined,
+// pick 2 at the request's own match id.
 
 func FuzzOfferRematch(f *testing.F) {
 	x := newMMFuzz(f)

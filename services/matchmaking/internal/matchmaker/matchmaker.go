@@ -74,6 +74,8 @@ type MatchRequest struct {
 	TimeControl timecontrol.TimeControl
 	Players     [4]store.Player
 	Seed        uint64
+	// Unrated keeps the match out of the ratings (private unrated tables).
+	Unrated bool
 }
 
 // Match is a created match: its id and each player's seat (1-4).

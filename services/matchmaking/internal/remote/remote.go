@@ -78,6 +78,7 @@ func (m Matches) CreateMatch(ctx context.Context, req matchmaker.MatchRequest) (
 		RuleSet:     req.RuleSet,
 		TimeControl: TimeControl(req.TimeControl),
 		Seed:        &req.Seed,
+		Unrated:     req.Unrated,
 	}
 	for i, p := range req.Players {
 		in.Players = append(in.Players, &gamev1.SeatPlayer{

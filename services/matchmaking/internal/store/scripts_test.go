@@ -77,6 +77,21 @@ func TestScriptLayouts(t *testing.T) {
 			k, a = completeBotsArgs("h", "m1", 60000, []string{lobby + "t:b1"}, []int{2})
 			add("complete bots", scriptOf{completeBotsLayout, completeBotsLua, completeBotsScript}, k, a)
 
+			table := prefix + "mm:table:{T}"
+			if err := rdb.Set(t.Context(), table, `{"code":"T","host":"h","st":"O","v":1,"seq":1,"seats":[{"pl":{"p":"h"},"j":1},{},{"bot":true,"lvl":"greedy"},{}]}`, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			k, a = joinArgs(table, []byte(`{"p":"a"}`), "a", 0, 1000, 60000)
+			add("join table", scriptOf{joinLayout, joinLua, joinScript}, k, a)
+			k, a = leaveArgs(table, "a", 1000, 60000, 1000)
+			add("leave table", scriptOf{leaveLayout, leaveLua, leaveScript}, k, a)
+			k, a = beginStartArgs(table, "h", 3, []byte(`{"rid":"r","seed":"1"}`), 1000, 60000)
+			add("begin start", scriptOf{beginStartLayout, beginStartLua, beginStartScript}, k, a)
+			k, a = finishStartArgs(table, "m1", 1000, 60000)
+			add("finish start", scriptOf{finishStartLayout, finishStartLua, finishStartScript}, k, a)
+			k, a = guessArgs(prefix+"mm:guess:{p}", 60000)
+			add("count guess", scriptOf{guessLayout, guessLua, guessScript}, k, a)
+
 			got := scripttest.Run(t, rdb, cases...)
 			want := []string{"1", "1", "1", "1", "1", "[1]", "{}", "1", "[1]", "[1]", "1", "[1 0]", "1", "1",
 				"1", `[["b1","{}"]]`, "1", `[["b1","{}"]]`, "1"}

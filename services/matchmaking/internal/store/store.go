@@ -313,20 +313,39 @@ func (s *Store) Enqueue(ctx context.Context, queue string, p Player, now time.Ti
 		}
 		curID, createdStr, _ := strings.Cut(cur, "|")
 		created, _ := strconv.ParseInt(createdStr, 10, 64)
-		t, err := s.Ticket(ctx, curID)
-		switch {
-		case err == nil && t.State.Live():
-			return t, true, nil
-		case errors.Is(err, ErrNotFound) && now.Add(time.Since(start)).Sub(time.UnixMilli(created)) < s.set.PointerGrace:
-			// Another Enqueue of this player is between its two writes.
-			select {
-			case <-ctx.Done():
-				return Ticket{}, false, ctx.Err()
-			case <-time.After(20 * time.Millisecond):
+		if strings.HasPrefix(curID, "table:") {
+			// The player sits at (or is joining) a private table.
+			live, wait, err := s.pointerLive(ctx, cur, p.ID, now.Add(time.Since(start)))
+			switch {
+			case err != nil:
+				return Ticket{}, false, err
+			case live:
+				return Ticket{}, false, ErrSeated
+			case wait:
+				select {
+				case <-ctx.Done():
+					return Ticket{}, false, ctx.Err()
+				case <-time.After(20 * time.Millisecond):
+				}
+				continue
 			}
-			continue
-		case err != nil && !errors.Is(err, ErrNotFound):
-			return Ticket{}, false, err
+			// A finished table, or a seat given up: take the pointer over.
+		} else {
+			t, err := s.Ticket(ctx, curID)
+			switch {
+			case err == nil && t.State.Live():
+				return t, true, nil
+			case errors.Is(err, ErrNotFound) && now.Add(time.Since(start)).Sub(time.UnixMilli(created)) < s.set.PointerGrace:
+				// Another Enqueue of this player is between its two writes.
+				select {
+				case <-ctx.Done():
+					return Ticket{}, false, ctx.Err()
+				case <-time.After(20 * time.Millisecond):
+				}
+				continue
+			case err != nil && !errors.Is(err, ErrNotFound):
+				return Ticket{}, false, err
+			}
 		}
 		// The pointer names a finished or vanished ticket: take it over.
 		ks, args := replacePointerArgs(ptr, cur, val, s.pointerTTL().Milliseconds())
@@ -345,28 +364,20 @@ func (s *Store) Enqueue(ctx context.Context, queue string, p Player, now time.Ti
 	}
 }
 
-// LiveTicket reports whether the player has a live ticket, in any queue:
-// the rule Enqueue keeps (one live ticket per player), read without
-// changing anything. A pointer whose ticket does not exist yet counts as
-// live during PointerGrace (an Enqueue between its two writes).
-func (s *Store) LiveTicket(ctx context.Context, player string, now time.Time) (bool, error) {
+// Occupied reports whether the player has a live ticket or a seat at an
+// open (or starting) table: what Enqueue and the tables refuse with
+// ErrSeated, read without changing anything. A pointer whose ticket or
+// seat is being written (within PointerGrace) counts as occupied.
+func (s *Store) Occupied(ctx context.Context, player string, now time.Time) (bool, error) {
 	cur, err := s.rdb.Get(ctx, s.pointerKey(player)).Result()
 	if errors.Is(err, redis.Nil) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read live-ticket pointer: %w", err)
+		return false, fmt.Errorf("read live pointer: %w", err)
 	}
-	id, createdStr, _ := strings.Cut(cur, "|")
-	created, _ := strconv.ParseInt(createdStr, 10, 64)
-	t, err := s.Ticket(ctx, id)
-	switch {
-	case err == nil:
-		return t.State.Live(), nil
-	case errors.Is(err, ErrNotFound):
-		return now.Sub(time.UnixMilli(created)) < s.set.PointerGrace, nil
-	}
-	return false, err
+	live, wait, err := s.pointerLive(ctx, cur, player, now)
+	return live || wait, err
 }
 
 // dropPointer deletes the live-ticket pointer if it still names ticket id,
@@ -756,13 +767,15 @@ func (s *Store) publish(ctx context.Context, queue string, ids []string) {
 	}
 }
 
-// Subscribe subscribes to the events channels of the queues. The caller
-// closes the subscription.
+// Subscribe subscribes to the events channels of the queues and to the
+// tables' channel (TablesChannel), in that order. The caller closes the
+// subscription.
 func (s *Store) Subscribe(ctx context.Context, queues []string) *redis.PubSub {
-	chans := make([]string, len(queues))
+	chans := make([]string, len(queues), len(queues)+1)
 	for i, q := range queues {
 		chans[i] = s.EventsChannel(q)
 	}
+	chans = append(chans, s.TablesChannel())
 	return s.rdb.Subscribe(ctx, chans...)
 }
 
