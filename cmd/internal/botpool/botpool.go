@@ -103,6 +103,8 @@ type Config struct {
 	Games int
 	// Lobby is how many of the Size bots wait in the lobby of their level
 	// (LobbyQueue), for private tables' bot seats, instead of in Queues.
+	// Only bot identities may wait there (MintTokens): the matchmaker
+	// answers NOT_FOUND to a guest enqueueing into a lobby.
 	Lobby int
 }
 

@@ -425,3 +425,38 @@ func TestCodeGuessLimit(t *testing.T) {
 		}
 	})
 }
+
+// The last human leaving closes the table: its watchers get CLOSED and
+// their streams end with OK.
+func TestWatchTableEndsWhenClosed(t *testing.T) {
+	t.Parallel()
+	forEachRedisTables(t, func(t *testing.T, h *harness, _ *fakeMatches) {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		host := h.guest(t, "host")
+		resp, err := h.mm.CreateTable(ctx, &matchmakingv1.CreateTableRequest{TimeControl: tc55()}, as(host.GetToken()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := resp.GetTable().GetCode()
+		stream, err := h.mm.WatchTable(ctx, &matchmakingv1.WatchTableRequest{Code: code}, as(h.guest(t, "w").GetToken()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := stream.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.mm.LeaveTable(ctx, &matchmakingv1.LeaveTableRequest{Code: code}, as(host.GetToken())); err != nil {
+			t.Fatal(err)
+		}
+		u, err := stream.Recv()
+		if err != nil || u.GetTable().GetState() != matchmakingv1.TableState_TABLE_STATE_CLOSED {
+			t.Fatalf("after the host left: %v, %v; want CLOSED", u, err)
+		}
+		if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
+			t.Errorf("after CLOSED: %v, want the end of the stream", err)
+		}
+		_, err = h.mm.JoinTable(ctx, &matchmakingv1.JoinTableRequest{Code: code}, as(host.GetToken()))
+		checkCode(t, "joining a closed table", err, codes.NotFound, "TABLE_NOT_FOUND")
+	})
+}
