@@ -200,8 +200,22 @@ type playMode struct {
 }
 
 // playFound plays a match found in a queue or started at a table to its
-// end, and prints the result.
+// end, and prints the result; then, after an interactive match that
+// finished, the rematch prompt, and each rematch the same way.
 func (a *app) playFound(ctx context.Context, c *client.Client, s session, found client.Found, mode playMode, lines <-chan string) error {
+	for {
+		again, err := a.playOne(ctx, c, s, found, mode, lines)
+		if err != nil || again == (client.Found{}) {
+			return err
+		}
+		found = again
+		fmt.Fprintf(a.stdout, "\rrematch: match %s, you play %s%40s\n", found.MatchID, seatName(found.Seat), "")
+	}
+}
+
+// playOne plays one match and returns the rematch to play next (zero when
+// there is none).
+func (a *app) playOne(ctx context.Context, c *client.Client, s session, found client.Found, mode playMode, lines <-chan string) (client.Found, error) {
 	auto, asJSON, fixed, level := &mode.auto, &mode.asJSON, &mode.fixed, mode.level
 	var err error
 	var final *matchv1.Match
@@ -231,14 +245,14 @@ func (a *app) playFound(ctx context.Context, c *client.Client, s session, found 
 			fmt.Fprintf(a.stdout, "\nleft match %s: it goes on without you (your clock runs).\n"+
 				"follow it with `fk watch %s`\n", found.MatchID, found.MatchID)
 		}
-		return nil
+		return client.Found{}, nil
 	}
 	if err != nil {
-		return err
+		return client.Found{}, err
 	}
 	res := summarize(final, s.PlayerID, found, reconnects)
 	if *asJSON {
-		return json.NewEncoder(a.stdout).Encode(res)
+		return client.Found{}, json.NewEncoder(a.stdout).Encode(res)
 	}
 	if *auto != "" {
 		fmt.Fprintln(a.stdout, resultText(final)) // the interactive board shows it already
@@ -247,7 +261,11 @@ func (a *app) playFound(ctx context.Context, c *client.Client, s session, found 
 		fmt.Fprintf(a.stdout, "you finished %d. — see your rating with `fk rating`\n", res.Rank)
 	}
 	fmt.Fprintln(a.stdout, replayHint(found.MatchID))
-	return nil
+	if *auto != "" || final.GetStatus() != matchv1.MatchStatus_MATCH_STATUS_FINISHED {
+		return client.Found{}, nil
+	}
+	again, _ := a.rematch(ctx, c, s.PlayerID, found, lines)
+	return again, nil
 }
 
 // replayHint says how to see a match again.

@@ -21,7 +21,7 @@ const help = `type a move in long algebraic form (h2-h4, e1-f3, O-O, k7-k8=Q),
 "moves" to list your legal moves, "pre MOVE [MOVE [MOVE]]" while waiting to queue up to 3
 premoves (played the moment your turn comes, if legal then; "pre" alone clears them), "resign" to
 resign, "claim" to claim the win when you lead the last other live player by more than 20 (where
-the rule set allows it), "quit" to leave (the game goes on).`
+the rule set allows it), "quit" to leave (the game goes on). After the game, "rematch" offers a rematch.`
 
 // errLeft is returned when the player leaves with "quit" or Ctrl-C: a
 // normal end of the command.

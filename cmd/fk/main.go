@@ -18,6 +18,10 @@
 //	fk [global flags] rating [PLAYER] [--rule-set NAME]
 //	fk [global flags] leaderboard [--rule-set NAME] [--size N] [--provisional]
 //
+// After an interactive match that finished, fk offers a rematch: typing
+// "rematch" offers (or accepts) it, "no" declines; once every human
+// accepted, fk plays the new match.
+//
 // Global flags (and their environment variables): --home (FK_HOME, where the
 // session tokens are kept; an expired player token is renewed with the
 // refresh token there, so the player stays the same), --matchmaking, --match, --rating (FK_MATCHMAKING_ADDR,
@@ -103,7 +107,9 @@ commands:
   rename NAME                                   change your display name (from your next match on)
   play [--queue NAME] [--fixed] [--auto LEVEL] [--json]
                                                 find a match and play it (LEVEL random|greedy lets a bot brain play;
-                                                the board turns to your seat unless --fixed)
+                                                the board turns to your seat unless --fixed; after the game,
+                                                "rematch" offers or accepts a rematch with the same players, seats
+                                                rotated, and follows into it once everyone accepted)
   table create|join|leave|start|play ...        play with friends at a private table: create prints an
                                                 invite code and link, play joins, waits for the start and
                                                 plays (see "fk table help")

@@ -15,7 +15,7 @@ import (
 // reason values are those of the wire enums (checked by the tests).
 func snapshot(v *match.View) *matchv1.Match {
 	m := &matchv1.Match{
-		MatchId: v.ID, Status: matchv1.MatchStatus(v.Status), RuleSet: v.RuleSet, TimeControl: wire.TimeControl(v.TimeControl),
+		MatchId: v.ID, Status: matchv1.MatchStatus(v.Status), RuleSet: v.RuleSet, Unrated: v.Unrated, TimeControl: wire.TimeControl(v.TimeControl),
 		Fen4: v.FEN4, Ply: uint32(v.Ply), Version: v.Version,
 		Clocks:    wire.Clocks(&v.Clocks.Remaining, v.Clocks.Running, v.Clocks.Deadline),
 		CreatedAt: timestamppb.New(v.CreatedAt),

@@ -388,7 +388,11 @@ func (s *Service) commit(ctx context.Context, e *entry, ch *change, moveKey stri
 	c.Deadline, _ = ch.rec.Clocks.Deadline(e.tc, s.cfg.FirstMoveLimit)
 	if ch.rec.Status != StatusActive {
 		c.Finished, c.Deadline = true, time.Time{}
-		if ch.rec.Status == StatusFinished {
+		// Only a rated finished match goes to the outbox (and on to the
+		// rating stream): an unrated one, like an aborted one, writes no
+		// outbox entry at all, so the relay has nothing to skip and its
+		// bookkeeping is the same as for every other entry.
+		if ch.rec.Status == StatusFinished && !e.created.GetMatchCreated().GetUnrated() {
 			fin, err := marshal(s.finishedRecord(e, ch.rec))
 			if err != nil {
 				return store.Result{}, err
@@ -473,7 +477,10 @@ func (s *Service) Create(ctx context.Context, c Caller, req *matchv1.CreateMatch
 	created := &eventsv1.MatchEvent{MatchId: id, Version: 1, Ply: uint32(g.Ply()), OccurredAt: timestamppb.New(now),
 		Event: &eventsv1.MatchEvent_MatchCreated{MatchCreated: &eventsv1.MatchCreated{
 			RuleSet: rs.Name, TimeControl: tcPB, Players: players, Fen4: g.FEN4(), ToMove: wire.Seat(g.ToMove()),
-			Clocks: clocksPB(&rec.Clocks, tc, s.cfg.FirstMoveLimit, now), ClaimWin: &rs.ClaimWin, AutoClaimWin: &rs.AutoClaimWin}}}
+			Clocks: clocksPB(&rec.Clocks, tc, s.cfg.FirstMoveLimit, now), ClaimWin: &rs.ClaimWin, AutoClaimWin: &rs.AutoClaimWin,
+			// Unrated is kept with the rest of the match's immutable
+			// metadata (this event, stored once as the match's meta).
+			Unrated: req.GetUnrated()}}}
 	meta, err := marshal(created)
 	if err != nil {
 		return nil, err
@@ -942,6 +949,10 @@ func (s *Service) Export(ctx context.Context, c Caller, id string) (string, erro
 	tags := []rules.Tag{{Name: "Site", Value: "Four Kingdoms"}, {Name: "MatchId", Value: e.id},
 		{Name: "Date", Value: e.created.GetOccurredAt().AsTime().UTC().Format("2006.01.02")},
 		{Name: "TimeControl", Value: mc.GetTimeControl().GetName()}}
+	if mc.GetUnrated() {
+		// Written only for unrated matches, so rated records stay as before.
+		tags = append(tags, rules.Tag{Name: "Rated", Value: "No"})
+	}
 	for _, sp := range mc.GetPlayers() {
 		if seat, ok := wire.SeatOf(sp.GetSeat()); ok {
 			tags = append(tags, rules.Tag{Name: seat.String(), Value: sp.GetPlayer().GetDisplayName()})

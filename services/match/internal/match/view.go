@@ -16,6 +16,8 @@ type View struct {
 	ID      string
 	Status  Status
 	RuleSet string
+	// Unrated: the match does not count for ratings (set at creation).
+	Unrated bool
 	// TimeControl is the match's time control, as accepted at creation.
 	TimeControl timecontrol.TimeControl
 	FEN4        string
@@ -109,7 +111,7 @@ func (s *Service) view(e *entry, c Caller, now time.Time) *View {
 func (s *Service) board(e *entry, g *rules.Game, rec *record, version uint64) *View {
 	mc := e.created.GetMatchCreated()
 	v := &View{
-		ID: e.id, RuleSet: mc.GetRuleSet(), TimeControl: e.tc, FEN4: g.FEN4(), Ply: g.Ply(),
+		ID: e.id, RuleSet: mc.GetRuleSet(), Unrated: mc.GetUnrated(), TimeControl: e.tc, FEN4: g.FEN4(), Ply: g.Ply(),
 		Version: version, CreatedAt: e.created.GetOccurredAt().AsTime(), Pieces: g.Squares(), LastMove: rec.LastMove,
 	}
 	for _, sp := range mc.GetPlayers() {

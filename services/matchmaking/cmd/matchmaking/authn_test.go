@@ -107,6 +107,22 @@ func TestHostileCredentials(t *testing.T) {
 			_, err = s.Recv()
 			return err
 		}},
+		{"OfferRematch", func(ctx context.Context, opts ...grpc.CallOption) error {
+			_, err := mm.OfferRematch(ctx, &matchmakingv1.OfferRematchRequest{MatchId: "m"}, opts...)
+			return err
+		}},
+		{"DeclineRematch", func(ctx context.Context, opts ...grpc.CallOption) error {
+			_, err := mm.DeclineRematch(ctx, &matchmakingv1.DeclineRematchRequest{MatchId: "m"}, opts...)
+			return err
+		}},
+		{"WatchRematch", func(ctx context.Context, opts ...grpc.CallOption) error {
+			s, err := mm.WatchRematch(ctx, &matchmakingv1.WatchRematchRequest{MatchId: "m"}, opts...)
+			if err != nil {
+				return err
+			}
+			_, err = s.Recv()
+			return err
+		}},
 	}
 	for _, h := range authtest.HostileTokens(t, keys, auth.Identity{Subject: "p-owner", Role: auth.RolePlayer, DisplayName: "p-owner"}, time.Now()) {
 		for _, rpc := range rpcs {

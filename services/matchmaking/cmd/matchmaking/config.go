@@ -74,6 +74,11 @@ type config struct {
 	SearchingEvery time.Duration
 	// StatsWindow is the window of GetQueueStats (at most 15m).
 	StatsWindow time.Duration
+	// RematchWindow is how long a rematch offer waits for every human of
+	// the finished match to accept (from the first offer).
+	RematchWindow time.Duration
+	// RematchPoll is how often a WatchRematch stream reads its offer.
+	RematchPoll time.Duration
 	// GuestTokenTTL is the lifetime of guest tokens.
 	GuestTokenTTL time.Duration
 	// GuestSessionTTL is how long a guest's refresh token stays usable
@@ -122,6 +127,8 @@ func defaultConfig() config {
 		WatchPoll:               2 * time.Second,
 		SearchingEvery:          5 * time.Second,
 		StatsWindow:             5 * time.Minute,
+		RematchWindow:           time.Minute,
+		RematchPoll:             500 * time.Millisecond,
 		GuestTokenTTL:           24 * time.Hour,
 		GuestSessionTTL:         sessions.DefaultSettings().TTL,
 		ServiceTokenTTL:         time.Hour,
@@ -160,6 +167,8 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.WatchPoll, "watch-poll", "MM_WATCH_POLL", "how often WatchTicket reads its ticket besides pub/sub wake-ups")
 	b.Duration(&c.SearchingEvery, "searching-every", "MM_SEARCHING_EVERY", "how often WatchTicket repeats a searching update")
 	b.Duration(&c.StatsWindow, "stats-window", "MM_STATS_WINDOW", "GetQueueStats window (at most 15m)")
+	b.Duration(&c.RematchWindow, "rematch-window", "MM_REMATCH_WINDOW", "how long a rematch offer waits for every human to accept")
+	b.Duration(&c.RematchPoll, "rematch-poll", "MM_REMATCH_POLL", "how often WatchRematch reads its offer")
 	b.Duration(&c.GuestTokenTTL, "guest-token-ttl", "GUEST_TOKEN_TTL", "lifetime of guest tokens")
 	b.Duration(&c.GuestSessionTTL, "guest-session-ttl", "GUEST_SESSION_TTL", "how long a guest's refresh token works after its last use")
 	b.Duration(&c.ServiceTokenTTL, "service-token-ttl", "SERVICE_TOKEN_TTL", "lifetime of the service token for internal calls")
@@ -200,6 +209,8 @@ func (c config) Validate() error {
 	check(c.WindowMax >= c.WindowInitial, "window max (%v) must be >= window initial (%v)", c.WindowMax, c.WindowInitial)
 	check(c.WatchPoll > 0, "watch poll must be positive, got %v", c.WatchPoll)
 	check(c.SearchingEvery > 0, "searching interval must be positive, got %v", c.SearchingEvery)
+	check(c.RematchWindow >= time.Second && c.RematchWindow <= time.Hour, "rematch window must be between 1s and 1h, got %v", c.RematchWindow)
+	check(c.RematchPoll > 0, "rematch poll must be positive, got %v", c.RematchPoll)
 	check(c.StatsWindow >= store.StatsSlot && c.StatsWindow <= 15*time.Minute, "stats window must be between %v and 15m, got %v", store.StatsSlot, c.StatsWindow)
 	check(c.GuestTokenTTL > 0, "guest token TTL must be positive, got %v", c.GuestTokenTTL)
 	check(c.GuestSessionTTL >= c.GuestTokenTTL, "guest session TTL (%v) must be >= the guest token TTL (%v): a session must outlive its tokens", c.GuestSessionTTL, c.GuestTokenTTL)

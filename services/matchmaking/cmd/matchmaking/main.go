@@ -28,6 +28,7 @@ import (
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/api"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/rematch"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/remote"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/sessions"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
@@ -114,7 +115,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		authv1.RegisterAuthServiceServer(s.GRPC(), guests)
 		events := api.NewEvents(log, s.Report)
-		matchmakingv1.RegisterMatchmakingServiceServer(s.GRPC(), api.NewMatchmaking(cfg.apiSettings(ratings, matches), st, qs, events, log))
+		apiSet := cfg.apiSettings(ratings, matches)
+		// Rematches read finished matches and create new ones through the
+		// match service, as this service.
+		apiSet.Matches = matches
+		apiSet.Rematches = rematch.New(rdb, cfg.KeyPrefix, cfg.RematchWindow)
+		apiSet.RematchPoll = cfg.RematchPoll
+		matchmakingv1.RegisterMatchmakingServiceServer(s.GRPC(), api.NewMatchmaking(apiSet, st, qs, events, log))
 		// The bot lobbies' tickets are woken like the queues'.
 		lobbies := make([]string, 0, len(names)+len(cfg.botLevels()))
 		lobbies = append(lobbies, names...)

@@ -58,15 +58,23 @@ var testAPISettings = Settings{
 // harness is the API served by the real server bootstrap on loopback.
 type harness struct {
 	store *store.Store
-	keys  *auth.KeySet
-	conn  *grpc.ClientConn
-	mm    matchmakingv1.MatchmakingServiceClient
-	auth  authv1.AuthServiceClient
+	// rdb and prefix are the harness's Redis and key prefix.
+	rdb    redis.UniversalClient
+	prefix string
+	keys   *auth.KeySet
+	conn   *grpc.ClientConn
+	mm     matchmakingv1.MatchmakingServiceClient
+	auth   authv1.AuthServiceClient
 }
 
-func newHarness(t testing.TB, kind redistest.Kind, set Settings) *harness {
+// newHarness serves the API with set; opts may complete set with what
+// needs the harness's Redis (rematchHarness does).
+func newHarness(t testing.TB, kind redistest.Kind, set Settings, opts ...func(*Settings, redis.UniversalClient, string)) *harness {
 	t.Helper()
 	rdb, prefix := kind.Client(t)
+	for _, o := range opts {
+		o(&set, rdb, prefix)
+	}
 	names := make([]string, len(testQueues))
 	for i, q := range testQueues {
 		names[i] = q.Name()
@@ -118,7 +126,7 @@ func newHarness(t testing.TB, kind redistest.Kind, set Settings) *harness {
 		}
 	})
 	return &harness{
-		store: st, keys: keys, conn: conn,
+		store: st, keys: keys, conn: conn, rdb: rdb, prefix: prefix,
 		mm:   matchmakingv1.NewMatchmakingServiceClient(conn),
 		auth: authv1.NewAuthServiceClient(conn),
 	}

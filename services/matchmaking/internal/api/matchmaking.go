@@ -29,6 +29,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/grouping"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/queues"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/rematch"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/remote"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
@@ -59,6 +60,13 @@ type Settings struct {
 	BotLevels []string
 	// Tables are the private tables' settings.
 	Tables TableSettings
+	// Matches reads finished matches and creates their rematches
+	// (remote.Matches); Rematches keeps the offers. With either nil the
+	// rematch RPCs answer UNIMPLEMENTED.
+	Matches   Matches
+	Rematches *rematch.Store
+	// RematchPoll is how often a WatchRematch stream reads its offer.
+	RematchPoll time.Duration
 }
 
 // Matchmaking implements matchmakingv1.MatchmakingServiceServer.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr/rpcfuzz"
 	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
+	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
 )
 
@@ -52,14 +54,19 @@ type mmFuzz struct {
 	oldRT   string    // a rotated-away refresh token
 	code    string    // an open table another player hosts
 	traffic []proto.Message
+	// fm is the match service in memory for rematches; oldMatch a
+	// finished match whose rematch was declined.
+	fm       *fakeMatchService
+	oldMatch string
 }
 
 func newMMFuzz(f *testing.F) *mmFuzz {
 	kind := redistest.Kinds()[0]
 	rdb, _ := kind.Client(f)
-	set := testAPISettings
+	fm := newFakeMatchService()
+	set := rematchSettings(fm)
 	set.Tables.Matches = &fakeMatches{}
-	x := &mmFuzz{h: newHarness(f, kind, set), rdb: rdb}
+	x := &mmFuzz{h: newHarness(f, kind, set, withWindow(time.Minute)), rdb: rdb, fm: fm}
 	x.tokens[2] = x.h.token(f, auth.Identity{Subject: "stranger", Role: auth.RolePlayer})
 	x.tokens[3] = x.h.token(f, auth.Identity{Subject: "matchmaker", Role: auth.RoleService})
 	x.tokens[4] = x.h.token(f, auth.Identity{Subject: "operator", Role: auth.RoleOperator})
@@ -149,6 +156,21 @@ func (x *mmFuzz) record(f *testing.F) {
 		f.Fatal(err)
 	}
 	keep(leave)
+
+	// A finished match of the guest's: offered, watched, declined.
+	x.oldMatch = "recorded"
+	x.fm.add(x.oldMatch, matchv1.MatchStatus_MATCH_STATUS_FINISHED, [4]string{g.GetPlayerId(), "p2", "p3", "p4"})
+	offer := &matchmakingv1.OfferRematchRequest{MatchId: x.oldMatch}
+	if _, err := x.h.mm.OfferRematch(ctx, offer, tok); err != nil {
+		f.Fatal(err)
+	}
+	keep(offer)
+	keep(&matchmakingv1.WatchRematchRequest{MatchId: x.oldMatch})
+	decline := &matchmakingv1.DeclineRematchRequest{MatchId: x.oldMatch}
+	if _, err := x.h.mm.DeclineRematch(ctx, decline, tok); err != nil {
+		f.Fatal(err)
+	}
+	keep(decline)
 }
 
 // mmSeeds are the recorded requests of type Req for every caller and
@@ -182,9 +204,12 @@ func mmCall[Req proto.Message](t *testing.T, x *mmFuzz, in rpcfuzz.Input[Req], n
 		t.Fatal(err)
 	}
 	ticket := e.GetTicket().GetTicketId()
+	// A finished match of the fresh guest's, with no offer yet.
+	match := fmt.Sprintf("fuzz-%d", x.seq.Add(1))
+	x.fm.add(match, matchv1.MatchStatus_MATCH_STATUS_FINISHED, [4]string{g.GetPlayerId(), "p2", "p3", "p4"})
 	tk, rt := ticket, g.GetRefreshToken()
 	if in.Pick%3 == 1 {
-		tk, rt = x.oldTk, x.oldRT
+		tk, rt, match = x.oldTk, x.oldRT, x.oldMatch
 	}
 	if in.Pick%3 != 2 {
 		fields := in.Req.ProtoReflect().Descriptor().Fields()
@@ -196,6 +221,9 @@ func mmCall[Req proto.Message](t *testing.T, x *mmFuzz, in rpcfuzz.Input[Req], n
 		}
 		if fd := fields.ByName("code"); fd != nil {
 			in.Req.ProtoReflect().Set(fd, protoreflect.ValueOfString(x.code))
+		}
+		if fd := fields.ByName("match_id"); fd != nil {
+			in.Req.ProtoReflect().Set(fd, protoreflect.ValueOfString(match))
 		}
 	}
 	opt := grpc.EmptyCallOption{}
@@ -417,6 +445,60 @@ func FuzzWatchTable(f *testing.F) {
 				ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 				defer cancel()
 				s, err := x.h.mm.WatchTable(ctx, r, o)
+				if err != nil {
+					return err
+				}
+				for {
+					if _, err := s.Recv(); err != nil {
+						if errors.Is(err, io.EOF) {
+							return nil
+						}
+						return err
+					}
+				}
+			})
+		})
+}
+
+// The rematch RPCs. Pick 0 aims at a finished match of the fresh guest's
+// with no offer yet (the guest has a live ticket, so its own offer is
+// refused ALREADY_SEATED), pick 1 at a match whose rematch was declined,
+// pick 2 at the request's own match id.
+
+func FuzzOfferRematch(f *testing.F) {
+	x := newMMFuzz(f)
+	rpcfuzz.Fuzz(f, func() *matchmakingv1.OfferRematchRequest { return new(matchmakingv1.OfferRematchRequest) },
+		mmSeeds(x, &matchmakingv1.OfferRematchRequest{}, &matchmakingv1.OfferRematchRequest{MatchId: "{x}"}),
+		func(t *testing.T, in rpcfuzz.Input[*matchmakingv1.OfferRematchRequest]) {
+			mmCall(t, x, in, "OfferRematch", false, func(ctx context.Context, r *matchmakingv1.OfferRematchRequest, o grpc.CallOption) error {
+				_, err := x.h.mm.OfferRematch(ctx, r, o)
+				return err
+			})
+		})
+}
+
+func FuzzDeclineRematch(f *testing.F) {
+	x := newMMFuzz(f)
+	rpcfuzz.Fuzz(f, func() *matchmakingv1.DeclineRematchRequest { return new(matchmakingv1.DeclineRematchRequest) },
+		mmSeeds(x, &matchmakingv1.DeclineRematchRequest{}, &matchmakingv1.DeclineRematchRequest{MatchId: strings.Repeat("m", 65)}),
+		func(t *testing.T, in rpcfuzz.Input[*matchmakingv1.DeclineRematchRequest]) {
+			mmCall(t, x, in, "DeclineRematch", false, func(ctx context.Context, r *matchmakingv1.DeclineRematchRequest, o grpc.CallOption) error {
+				_, err := x.h.mm.DeclineRematch(ctx, r, o)
+				return err
+			})
+		})
+}
+
+// FuzzWatchRematch watches for 50 ms, as FuzzWatchTicket.
+func FuzzWatchRematch(f *testing.F) {
+	x := newMMFuzz(f)
+	rpcfuzz.Fuzz(f, func() *matchmakingv1.WatchRematchRequest { return new(matchmakingv1.WatchRematchRequest) },
+		mmSeeds(x, &matchmakingv1.WatchRematchRequest{}, &matchmakingv1.WatchRematchRequest{MatchId: "nope"}),
+		func(t *testing.T, in rpcfuzz.Input[*matchmakingv1.WatchRematchRequest]) {
+			mmCall(t, x, in, "WatchRematch", true, func(ctx context.Context, r *matchmakingv1.WatchRematchRequest, o grpc.CallOption) error {
+				ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+				defer cancel()
+				s, err := x.h.mm.WatchRematch(ctx, r, o)
 				if err != nil {
 					return err
 				}

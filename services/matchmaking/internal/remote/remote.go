@@ -4,8 +4,11 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
@@ -96,4 +99,32 @@ func (m Matches) CreateMatch(ctx context.Context, req matchmaker.MatchRequest) (
 		return matchmaker.Match{}, fmt.Errorf("create match %s: the answer has no match id", req.RequestID)
 	}
 	return out, nil
+}
+
+// ErrMatchNotFound reports that the match service has no such match.
+var ErrMatchNotFound = errors.New("match not found")
+
+// Get reads a match as the service sees it (every seat, no delay).
+func (m Matches) Get(ctx context.Context, id string) (*matchv1.Match, error) {
+	resp, err := m.Client.GetMatch(ctx, &matchv1.GetMatchRequest{MatchId: id})
+	if status.Code(err) == codes.NotFound {
+		return nil, fmt.Errorf("get match %s: %w", id, ErrMatchNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get match %s: %w", id, err)
+	}
+	return resp.GetMatch(), nil
+}
+
+// Create calls MatchService.CreateMatch with req as it is and returns the
+// match (on a retry of the request id, the one created the first time).
+func (m Matches) Create(ctx context.Context, req *matchv1.CreateMatchRequest) (*matchv1.Match, error) {
+	resp, err := m.Client.CreateMatch(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("create match %s: %w", req.GetRequestId(), err)
+	}
+	if resp.GetMatch().GetMatchId() == "" {
+		return nil, fmt.Errorf("create match %s: the answer has no match id", req.GetRequestId())
+	}
+	return resp.GetMatch(), nil
 }

@@ -364,6 +364,22 @@ func (s *Store) Enqueue(ctx context.Context, queue string, p Player, now time.Ti
 	}
 }
 
+// Occupied reports whether the player has a live ticket or a seat at an
+// open (or starting) table: what Enqueue and the tables refuse with
+// ErrSeated, read without changing anything. A pointer whose ticket or
+// seat is being written (within PointerGrace) counts as occupied.
+func (s *Store) Occupied(ctx context.Context, player string, now time.Time) (bool, error) {
+	cur, err := s.rdb.Get(ctx, s.pointerKey(player)).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read live pointer: %w", err)
+	}
+	live, wait, err := s.pointerLive(ctx, cur, player, now)
+	return live || wait, err
+}
+
 // dropPointer deletes the live-ticket pointer if it still names ticket id,
 // best effort: a leftover pointer to a finished or missing ticket is
 // replaced by the player's next Enqueue.
