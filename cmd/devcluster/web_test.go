@@ -21,12 +21,12 @@ import (
 )
 
 // webTables says whether the private tables' part of web/e2e/friends.mjs
-// runs: "1" once the matchmaking service implements the table RPCs.
+// runs ("1": the matchmaking service implements the table RPCs).
 const webTables = "1"
 
-// webRematch says whether its rematch part runs: "1" once the matchmaking
-// service implements the rematch RPCs.
-const webRematch = "0"
+// webRematch says whether its rematch part runs ("1": the matchmaking
+// service implements the rematch RPCs).
+const webRematch = "1"
 
 // webResult is what web/e2e/play.mjs prints on its RESULT line.
 type webResult struct {
@@ -184,7 +184,9 @@ func webTestTools(t *testing.T) (web, node string) {
 // the refresh token afterwards); a host opens a private table, a friend
 // joins by the invite link in a second browser context, the host starts
 // with a bot filling the free seat and both pages land in the same match,
-// which the match service confirms has both of them.
+// which the match service confirms has both of them; four players of
+// another table accept a rematch and land in its new match, which has the
+// same players with seats rotated by one.
 func TestWebClientAccountsAndTables(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the cluster and a browser")
@@ -216,6 +218,10 @@ func TestWebClientAccountsAndTables(t *testing.T) {
 			HostID   string `json:"hostId"`
 			FriendID string `json:"friendId"`
 		} `json:"tables"`
+		Rematch *struct {
+			MatchID    string `json:"matchId"`
+			NewMatchID string `json:"newMatchId"`
+		} `json:"rematch"`
 	}
 	found := false
 	for sc := bufio.NewScanner(bytes.NewReader(out)); sc.Scan(); {
@@ -262,6 +268,31 @@ func TestWebClientAccountsAndTables(t *testing.T) {
 	for _, want := range []string{res.Tables.HostID, res.Tables.FriendID} {
 		if !slices.Contains(ids, want) {
 			t.Errorf("match %s has players %v; the page's player %s is not one", res.Tables.MatchID, ids, want)
+		}
+	}
+	if webRematch != "1" {
+		return
+	}
+	if res.Rematch == nil {
+		t.Fatal("the browser test reports no rematch")
+	}
+	// The match the four pages went to is the rematch: the same players,
+	// each one seat on (Red's player plays Blue, and so on).
+	seatsOf := func(id string) map[int32]string {
+		m, err := c.Match.GetMatch(l.ctx, &matchv1.GetMatchRequest{MatchId: id})
+		if err != nil {
+			t.Fatalf("get match %s: %v", id, err)
+		}
+		out := map[int32]string{}
+		for _, s := range m.GetMatch().GetSeats() {
+			out[int32(s.GetSeat())] = s.GetPlayer().GetPlayerId()
+		}
+		return out
+	}
+	before, after := seatsOf(res.Rematch.MatchID), seatsOf(res.Rematch.NewMatchID)
+	for seat := int32(1); seat <= 4; seat++ {
+		if next := seat%4 + 1; after[next] != before[seat] || before[seat] == "" {
+			t.Errorf("rematch %s: seat %d has %q; %q played seat %d in %s", res.Rematch.NewMatchID, next, after[next], before[seat], seat, res.Rematch.MatchID)
 		}
 	}
 }

@@ -99,7 +99,6 @@ const sentences: Record<string, string> = {
   REMATCH_EXPIRED: "The time for a rematch has passed.",
   REMATCH_STARTED: "The rematch has already started.",
   REMATCH_NOT_FOUND: "Nobody has offered a rematch of this game yet.",
-  NO_BOTS_AVAILABLE: "No bot is free to take a seat right now. Try again in a moment.",
   // rating
   RULE_SET_NOT_FOUND: "There are no ratings for that rule set.",
   PLAYER_NOT_FOUND: "No rated game yet: play one to get a rating.",
