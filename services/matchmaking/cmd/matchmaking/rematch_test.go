@@ -162,3 +162,69 @@ func TestRematchEndToEndRealMatchService(t *testing.T) {
 		}
 	}
 }
+
+// TestRematchOnTwoInstances: the last two players accept at once, each
+// through another matchmaker instance (twice each): one rematch is
+// created, and both instances name it.
+func TestRematchOnTwoInstances(t *testing.T) {
+	t.Parallel()
+	keys, err := auth.GenerateKeySet("two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, matches, _ := startBackends(t, keys)
+	env := baseEnv(t, keys, backend)
+	_, env["REDIS_ADDR"] = redistest.Standalone(t)
+	conns := []*grpc.ClientConn{startService(t, env), startService(t, env)}
+	old := &matchv1.Match{MatchId: "finished-1", Status: matchv1.MatchStatus_MATCH_STATUS_FINISHED, RuleSet: "fourkingdoms",
+		TimeControl: &gamev1.TimeControl{Name: "5+5"}}
+	ids := []string{"p1", "p2", "p3", "p4"}
+	for i, id := range ids {
+		old.Seats = append(old.Seats, &matchv1.SeatState{Seat: gamev1.Seat(i + 1), Player: &gamev1.Player{PlayerId: id}})
+	}
+	matches.mu.Lock()
+	matches.byID[old.GetMatchId()] = old
+	matches.mu.Unlock()
+	as := func(id string) grpc.CallOption {
+		tok, _, err := keys.Sign(auth.Identity{Subject: id, Role: auth.RolePlayer, DisplayName: id}, time.Now(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return grpc.PerRPCCredentials(auth.BearerToken(tok, true))
+	}
+	offer := func(conn *grpc.ClientConn, id string) (*matchmakingv1.Rematch, error) {
+		r, err := matchmakingv1.NewMatchmakingServiceClient(conn).OfferRematch(t.Context(), &matchmakingv1.OfferRematchRequest{MatchId: old.GetMatchId()}, as(id))
+		return r.GetRematch(), err
+	}
+	for _, id := range ids[:2] {
+		if _, err := offer(conns[0], id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 4)
+	for i := range 4 {
+		go func() {
+			_, err := offer(conns[i%2], ids[2+i%2])
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var news []string
+	for _, conn := range conns {
+		r, err := offer(conn, "p1")
+		if err != nil || r.GetState() != matchmakingv1.RematchState_REMATCH_STATE_STARTED {
+			t.Fatalf("offer after the start = %v, %v", r, err)
+		}
+		news = append(news, r.GetNewMatchId())
+	}
+	matches.mu.Lock()
+	n := len(matches.byID)
+	matches.mu.Unlock()
+	if n != 2 || news[0] != news[1] {
+		t.Fatalf("%d matches known (want the old one and one rematch); instances name %v", n, news)
+	}
+}
