@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
@@ -81,6 +82,10 @@ type config struct {
 	// ServiceTokenTTL is the lifetime of the service token sent to the
 	// match and rating services (re-minted before it expires).
 	ServiceTokenTTL time.Duration
+	// LinkStream is the Redis stream (after KeyPrefix) that receives a
+	// PlayerLinked event per guest linked to an account (LinkGuest); the
+	// rating service consumes it (RATING_LINK_STREAM).
+	LinkStream string
 }
 
 // defaultConfig returns the defaults of every setting.
@@ -110,6 +115,7 @@ func defaultConfig() config {
 		GuestTokenTTL:           24 * time.Hour,
 		GuestSessionTTL:         sessions.DefaultSettings().TTL,
 		ServiceTokenTTL:         time.Hour,
+		LinkStream:              eventstream.PlayerLinked().Key(),
 	}
 	// Each service has its own default ports, so the three run side by
 	// side on one machine: match on 8081, matchmaking 8082, rating 8083
@@ -144,6 +150,7 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.GuestTokenTTL, "guest-token-ttl", "GUEST_TOKEN_TTL", "lifetime of guest tokens")
 	b.Duration(&c.GuestSessionTTL, "guest-session-ttl", "GUEST_SESSION_TTL", "how long a guest's refresh token works after its last use")
 	b.Duration(&c.ServiceTokenTTL, "service-token-ttl", "SERVICE_TOKEN_TTL", "lifetime of the service token for internal calls")
+	b.String(&c.LinkStream, "link-stream", "MM_LINK_STREAM", "stream receiving a PlayerLinked event per guest linked to an account (after the key prefix)")
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }
 
@@ -178,6 +185,7 @@ func (c config) Validate() error {
 	check(c.SearchingEvery > 0, "searching interval must be positive, got %v", c.SearchingEvery)
 	check(c.StatsWindow >= store.StatsSlot && c.StatsWindow <= 15*time.Minute, "stats window must be between %v and 15m, got %v", store.StatsSlot, c.StatsWindow)
 	check(c.GuestTokenTTL > 0, "guest token TTL must be positive, got %v", c.GuestTokenTTL)
+	check(c.LinkStream != "", "link stream must be set")
 	check(c.GuestSessionTTL >= c.GuestTokenTTL, "guest session TTL (%v) must be >= the guest token TTL (%v): a session must outlive its tokens", c.GuestSessionTTL, c.GuestTokenTTL)
 	check(c.ServiceTokenTTL >= 3*time.Second, "service token TTL must be >= 3s, got %v", c.ServiceTokenTTL)
 	return errors.Join(errs...)

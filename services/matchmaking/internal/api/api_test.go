@@ -55,6 +55,11 @@ type harness struct {
 	conn  *grpc.ClientConn
 	mm    matchmakingv1.MatchmakingServiceClient
 	auth  authv1.AuthServiceClient
+	// idp is the OpenID Connect provider the server accepts tokens of.
+	idp *authtest.Provider
+	rdb redis.UniversalClient
+	// links is the stream of PlayerLinked events.
+	links string
 }
 
 func newHarness(t testing.TB, kind redistest.Kind, set Settings) *harness {
@@ -69,15 +74,18 @@ func newHarness(t testing.TB, kind redistest.Kind, set Settings) *harness {
 		PointerGrace: 5 * time.Second, WaitSamples: 1000,
 	})
 	keys, keyFile := authtest.KeyFile(t)
+	idp := authtest.NewProvider(t)
 	cfg := server.DefaultConfig("matchmaking")
 	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile, cfg.RateLimitRPS = "127.0.0.1:0", "127.0.0.1:0", keyFile, 0
+	cfg.OIDC = idp.Config()
 	cfg.TLS.Plaintext = true
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, err := server.New(t.Context(), cfg, log, server.Options{PublicMethods: PublicAuthMethods(), MintsTokens: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	guests, err := NewAuth(srv.Keys(), time.Hour, sessions.New(rdb, prefix, sessions.DefaultSettings()), log)
+	links := prefix + "links"
+	guests, err := NewAuth(srv.Keys(), time.Hour, sessions.New(rdb, prefix, sessions.DefaultSettings()), sessions.NewLinkStream(rdb, links, 0), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +116,7 @@ func newHarness(t testing.TB, kind redistest.Kind, set Settings) *harness {
 		}
 	})
 	return &harness{
-		store: st, keys: keys, conn: conn,
+		store: st, keys: keys, conn: conn, idp: idp, rdb: rdb, links: links,
 		mm:   matchmakingv1.NewMatchmakingServiceClient(conn),
 		auth: authv1.NewAuthServiceClient(conn),
 	}
