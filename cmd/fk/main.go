@@ -8,6 +8,7 @@
 //	fk [global flags] login [--name NAME]
 //	fk [global flags] logout
 //	fk [global flags] rename NAME
+//	fk [global flags] link [--token TOKEN | --token-file FILE]
 //	fk [global flags] play [--queue NAME] [--fixed] [--auto random|greedy] [--json]
 //	fk [global flags] watch MATCH
 //	fk [global flags] export MATCH
@@ -97,6 +98,8 @@ commands:
                                                 an expired token is renewed for the same player)
   logout                                        end the session (its refresh token stops working)
   rename NAME                                   change your display name (from your next match on)
+  link [--token TOKEN | --token-file FILE]      link this guest to your account at the identity provider
+                                                (its access token; also FK_OIDC_TOKEN): ratings carry over
   play [--queue NAME] [--fixed] [--auto LEVEL] [--json]
                                                 find a match and play it (LEVEL random|greedy lets a bot brain play;
                                                 the board turns to your seat unless --fixed)
@@ -175,6 +178,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return a.logout(ctx, rest)
 	case "rename":
 		return a.rename(ctx, rest)
+	case "link":
+		return a.link(ctx, rest)
 	case "help":
 		fs.Usage()
 		return nil
