@@ -8,8 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
+	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
 )
 
 // TestProviderAccountPlaysAndKeepsItsRating configures the three services
@@ -17,7 +21,9 @@ import (
 // account plays a whole game with the terminal client holding the
 // provider's access token, the game rates it under the player id derived
 // from issuer and subject, and a new token from the provider (the
-// provider's own refresh) is the same player with the same rating.
+// provider's own refresh) is the same player with the same rating. Then a
+// guest plays a rated game and links itself to another account with
+// `fk link`: that account has the guest's rating.
 func TestProviderAccountPlaysAndKeepsItsRating(t *testing.T) {
 	idp := authtest.NewProvider(t)
 	for k, v := range idp.Env() {
@@ -63,5 +69,46 @@ func TestProviderAccountPlaysAndKeepsItsRating(t *testing.T) {
 	if after := l.getRating(want); after.GetDisplayRating() != before.GetDisplayRating() || after.GetGamesPlayed() != 1 {
 		t.Errorf("rating after the new token %v, before %v", after, before)
 	}
+
+	// A guest plays a rated game, then links itself to a new account with
+	// `fk link`: the account has the guest's rating.
+	if got := l.fk("login", "--name", "Linking Guest"); !strings.Contains(got, "signed in as Linking Guest") {
+		t.Fatalf("login said %q", got)
+	}
+	guest := l.play()
+	l.waitRatings(map[string]uint32{guest.PlayerID: 1})
+	guestRating := l.getRating(guest.PlayerID)
+	tokenFile := filepath.Join(l.dir, "idp-token")
+	if err := os.WriteFile(tokenFile, []byte(idp.Token(t, "acct-linked", "Linked Account", time.Hour)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	account := auth.OIDCPlayerID(idp.Issuer, "acct-linked")
+	if got := l.fk("link", "--token-file", tokenFile); !strings.Contains(got, "to account "+account) {
+		t.Fatalf("fk link said %q", got)
+	}
+	linked := l.waitRating(account)
+	if linked.GetGamesPlayed() != 1 || linked.GetDisplayRating() != guestRating.GetDisplayRating() || linked.GetDisplayName() != "Linked Account" {
+		t.Errorf("account after the link %v, want the guest's rating %v under the account's name", linked, guestRating)
+	}
+	if got := l.fk("rating"); !strings.Contains(got, "Linked Account") || !strings.Contains(got, "1 games") {
+		t.Errorf("fk rating after the link said %q, want the account with the guest's game", got)
+	}
 	l.shutdown()
+}
+
+// waitRating waits until the rating service knows id (the link is applied
+// asynchronously) and returns its rating.
+func (l *launched) waitRating(id string) *ratingv1.Rating {
+	l.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r, err := l.rating.GetRating(l.ctx, &ratingv1.GetRatingRequest{PlayerId: id, RuleSet: ruleSet})
+		if err == nil {
+			return r.GetRating()
+		}
+		if status.Code(err) != codes.NotFound || time.Now().After(deadline) {
+			l.t.Fatalf("rating of %s: %v", id, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

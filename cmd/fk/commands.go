@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -123,6 +124,60 @@ func (a *app) logout(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "signed out %s (%s)\n", s.DisplayName, s.PlayerID)
+	return nil
+}
+
+// link links the signed-in guest to an account at the deployment's
+// OpenID Connect provider (AuthService.LinkGuest), so that its ratings
+// carry over: the provider's access token (--token, --token-file or
+// FK_OIDC_TOKEN) authorizes the call, the session's refresh token proves
+// the guest. The guest session ends; the session file then holds the
+// account's token, so the next commands play as the account.
+func (a *app) link(ctx context.Context, args []string) error {
+	fs := a.flags("link")
+	token := fs.String("token", a.getenv("FK_OIDC_TOKEN"), "the provider's access token of your account (also FK_OIDC_TOKEN)")
+	file := fs.String("token-file", "", "read the access token from this file instead")
+	operands, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(operands) > 0 {
+		return fmt.Errorf("fk link: unexpected argument %q", operands[0])
+	}
+	if *file != "" {
+		b, err := os.ReadFile(*file)
+		if err != nil {
+			return fmt.Errorf("fk link: %w", err)
+		}
+		*token = string(b)
+	}
+	if *token = strings.TrimSpace(*token); *token == "" {
+		return errors.New("fk link: give your account's access token with --token, --token-file or FK_OIDC_TOKEN")
+	}
+	s, err := loadSession(a.Home)
+	if err != nil {
+		return err
+	}
+	if s.RefreshToken == "" {
+		return errors.New("fk link: this session is not a guest's with a refresh token: nothing to link (run `fk login` for a guest)")
+	}
+	c, err := client.Dial(a.Endpoints)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetToken(*token)
+	resp, err := c.Auth.LinkGuest(ctx, &authv1.LinkGuestRequest{RefreshToken: s.RefreshToken})
+	if err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	// The account's token from now on; the provider renews it, not fk.
+	acct := session{PlayerID: resp.GetPlayerId(), DisplayName: s.DisplayName, Token: *token}
+	if err := saveSession(a.Home, acct); err != nil {
+		return fmt.Errorf("linked, but the session file was not saved: %w", err)
+	}
+	fmt.Fprintf(a.stdout, "linked guest %s (%s) to account %s: its ratings move to the account within seconds; you now play as the account\n",
+		s.DisplayName, resp.GetGuestPlayerId(), resp.GetPlayerId())
 	return nil
 }
 

@@ -8,6 +8,7 @@
 //	fk [global flags] login [--name NAME]
 //	fk [global flags] logout
 //	fk [global flags] rename NAME
+//	fk [global flags] link [--token TOKEN | --token-file FILE]
 //	fk [global flags] play [--queue NAME] [--fixed] [--auto random|greedy] [--json]
 //	fk [global flags] table create [--time TC] [--rated] [--seat SEAT] [--bot SEAT=LEVEL]...
 //	fk [global flags] table join|leave CODE
@@ -105,6 +106,8 @@ commands:
                                                 an expired token is renewed for the same player)
   logout                                        end the session (its refresh token stops working)
   rename NAME                                   change your display name (from your next match on)
+  link [--token TOKEN | --token-file FILE]      link this guest to your account at the identity provider
+                                                (its access token; also FK_OIDC_TOKEN): ratings carry over
   play [--queue NAME] [--fixed] [--auto LEVEL] [--json]
                                                 find a match and play it (LEVEL random|greedy lets a bot brain play;
                                                 the board turns to your seat unless --fixed; after the game,
@@ -190,6 +193,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return a.rename(ctx, rest)
 	case "table":
 		return a.table(ctx, rest)
+	case "link":
+		return a.link(ctx, rest)
 	case "help":
 		fs.Usage()
 		return nil

@@ -32,6 +32,7 @@ type fakeServices struct {
 	refreshed []string // refresh tokens received
 	revoked   []string
 	bearer    []string // authorization of each GetRating
+	linked    []string // "<authorization> <refresh token>" of each LinkGuest
 }
 
 func (f *fakeServices) RefreshSession(_ context.Context, req *authv1.RefreshSessionRequest) (*authv1.RefreshSessionResponse, error) {
@@ -65,6 +66,16 @@ func (f *fakeServices) SetDisplayName(_ context.Context, req *authv1.SetDisplayN
 		PlayerId: "g-same", DisplayName: req.GetDisplayName(), Token: "token-2", ExpiresAt: timestamppb.New(time.Now().Add(time.Hour)),
 		RefreshToken: "refresh-2", RefreshExpiresAt: timestamppb.New(time.Now().Add(90 * 24 * time.Hour)),
 	}, nil
+}
+
+func (f *fakeServices) LinkGuest(ctx context.Context, req *authv1.LinkGuestRequest) (*authv1.LinkGuestResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.linked = append(f.linked, strings.Join(metadata.ValueFromIncomingContext(ctx, "authorization"), ",")+" "+req.GetRefreshToken())
+	if req.GetRefreshToken() != "refresh-1" {
+		return nil, status.Error(codes.Unauthenticated, "refresh token unknown, expired or revoked")
+	}
+	return &authv1.LinkGuestResponse{PlayerId: "o-acct", GuestPlayerId: "g-same", LinkedAt: timestamppb.Now()}, nil
 }
 
 func (f *fakeServices) GetRating(ctx context.Context, _ *ratingv1.GetRatingRequest) (*ratingv1.GetRatingResponse, error) {
@@ -210,5 +221,48 @@ func TestRename(t *testing.T) {
 	}
 	if s2, _ := loadSession(home); s2 != s {
 		t.Errorf("a refused rename changed the session to %+v", s2)
+	}
+}
+
+// TestLink links the signed-in guest with an access token from a file:
+// fk sends it as the authorization and the refresh token as the proof,
+// and keeps the account's token as its session; a refused link leaves the
+// session as it was.
+func TestLink(t *testing.T) {
+	t.Parallel()
+	f := &fakeServices{}
+	env, home := startFake(t, f, expiredSession())
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"link"}, env, strings.NewReader(""), &out); err == nil || !strings.Contains(err.Error(), "--token") {
+		t.Fatalf("fk link without a token: %v, want a hint to give one", err)
+	}
+	file := home + "/idp-token"
+	if err := os.WriteFile(file, []byte("acct-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t.Context(), []string{"link", "--token-file", file}, env, strings.NewReader(""), &out); err != nil {
+		t.Fatalf("fk link: %v", err)
+	}
+	if len(f.linked) != 1 || f.linked[0] != "Bearer acct-token refresh-1" {
+		t.Errorf("LinkGuest calls %q, want one with the account's token and refresh-1", f.linked)
+	}
+	s, err := loadSession(home)
+	if err != nil || s.PlayerID != "o-acct" || s.Token != "acct-token" || s.RefreshToken != "" {
+		t.Fatalf("session after the link = %+v, %v; want the account's", s, err)
+	}
+	if !strings.Contains(out.String(), "linked guest Same (g-same) to account o-acct") {
+		t.Errorf("output %q", out.String())
+	}
+	if err := run(t.Context(), []string{"link", "--token", "x"}, env, strings.NewReader(""), &out); err == nil || !strings.Contains(err.Error(), "not a guest") {
+		t.Fatalf("fk link as the account: %v, want a refusal before any call", err)
+	}
+
+	env, home = startFake(t, f, session{PlayerID: "g-other", Token: "t", RefreshToken: "stale"})
+	err = run(t.Context(), []string{"link", "--token", "acct-token"}, env, strings.NewReader(""), &out)
+	if err == nil || !strings.Contains(explain(err), "revoked") {
+		t.Fatalf("fk link refused: %v", err)
+	}
+	if s, _ := loadSession(home); s.PlayerID != "g-other" || s.RefreshToken != "stale" {
+		t.Errorf("a refused link changed the session to %+v", s)
 	}
 }

@@ -32,6 +32,11 @@ type Identity struct {
 	DisplayName string    // shown to other players; may be empty for services
 	Bot         bool      // the player is a bot
 	ExpiresAt   time.Time // when the token proving this identity expires
+	// Account is true when the token is an access token of the
+	// deployment's OpenID Connect provider (the player is an account
+	// there, not a guest); such identities are never minted by this
+	// deployment's keys.
+	Account bool
 }
 
 func (id Identity) validate() error {

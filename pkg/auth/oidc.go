@@ -388,6 +388,7 @@ func (o *OIDC) Verify(ctx context.Context, token string, now time.Time) (Identit
 		Role:        RolePlayer,
 		DisplayName: oidcDisplayName(pid, c.PreferredUsername, c.Name),
 		ExpiresAt:   c.ExpiresAt.Time.UTC(),
+		Account:     true,
 	}
 	keys.cache.put(token, id, now)
 	return id, nil

@@ -205,7 +205,7 @@ func TestOIDCAcceptsEachAlgorithm(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Verify: %v", err)
 			}
-			want := Identity{Subject: OIDCPlayerID(testIssuer, "user-1"), Role: RolePlayer, DisplayName: "alice", ExpiresAt: t0.Add(time.Hour)}
+			want := Identity{Subject: OIDCPlayerID(testIssuer, "user-1"), Role: RolePlayer, DisplayName: "alice", ExpiresAt: t0.Add(time.Hour), Account: true}
 			if id != want {
 				t.Fatalf("Verify = %+v, want %+v", id, want)
 			}

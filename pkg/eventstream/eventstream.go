@@ -57,6 +57,13 @@ var matchFinished = must(For[*eventsv1.MatchFinished]())
 // the match service publishes and the rating service consumes.
 func MatchFinished() Stream[*eventsv1.MatchFinished] { return matchFinished }
 
+var playerLinked = must(For[*eventsv1.PlayerLinked]())
+
+// PlayerLinked returns the contract of the stream of guests linked to
+// accounts, which the matchmaking service publishes (AuthService.LinkGuest)
+// and the rating service consumes.
+func PlayerLinked() Stream[*eventsv1.PlayerLinked] { return playerLinked }
+
 func must[M proto.Message](s Stream[M], err error) Stream[M] {
 	if err != nil {
 		panic(err)

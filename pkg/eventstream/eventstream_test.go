@@ -52,6 +52,23 @@ func TestMatchFinishedWireNames(t *testing.T) {
 	}
 }
 
+// TestPlayerLinkedWireNames pins the link stream's names: matchmaking
+// publishes and rating consumes them, possibly of different releases.
+func TestPlayerLinkedWireNames(t *testing.T) {
+	t.Parallel()
+	s := eventstream.PlayerLinked()
+	for _, tt := range []struct{ name, got, want string }{
+		{"key", s.Key(), "fk:events:player-linked"},
+		{"type field", s.TypeField(), "type"},
+		{"data field", s.DataField(), "data"},
+		{"type", s.Type(), "fourkingdoms.events.v1.PlayerLinked"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s = %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
 func TestForNeedsTheOption(t *testing.T) {
 	t.Parallel()
 	if _, err := eventstream.For[*eventsv1.MatchEvent](); err == nil || !strings.Contains(err.Error(), "no stream option") {

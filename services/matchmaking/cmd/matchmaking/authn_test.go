@@ -15,6 +15,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
+	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
 )
@@ -36,6 +37,11 @@ func TestHostileCredentials(t *testing.T) {
 	_, env["REDIS_ADDR"] = redistest.Standalone(t)
 	conn := startService(t, env)
 	mm := matchmakingv1.NewMatchmakingServiceClient(conn)
+	authc := authv1.NewAuthServiceClient(conn)
+	guest, err := authc.GuestLogin(t.Context(), &authv1.GuestLoginRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	const queue = "fourkingdoms/5+5"
 	as := func(subject string, role auth.Role) grpc.CallOption {
 		tok, _, err := keys.Sign(auth.Identity{Subject: subject, Role: role, DisplayName: subject}, time.Now(), time.Hour)
@@ -123,6 +129,12 @@ func TestHostileCredentials(t *testing.T) {
 			_, err = s.Recv()
 			return err
 		}},
+		// The one AuthService RPC that needs a token: a forgery accepted
+		// by mistake would take the guest over.
+		{"LinkGuest", func(ctx context.Context, opts ...grpc.CallOption) error {
+			_, err := authc.LinkGuest(ctx, &authv1.LinkGuestRequest{RefreshToken: guest.GetRefreshToken()}, opts...)
+			return err
+		}},
 	}
 	for _, h := range authtest.HostileTokens(t, keys, auth.Identity{Subject: "p-owner", Role: auth.RolePlayer, DisplayName: "p-owner"}, time.Now()) {
 		for _, rpc := range rpcs {
@@ -161,6 +173,10 @@ func TestHostileCredentials(t *testing.T) {
 			_, err := mm.Enqueue(ctx, enq, as("op", auth.RoleOperator))
 			return err
 		}},
+		{"a guest links a guest", "fourkingdoms.auth.v1/ACCOUNT_REQUIRED", func(ctx context.Context) error {
+			_, err := authc.LinkGuest(ctx, &authv1.LinkGuestRequest{RefreshToken: guest.GetRefreshToken()}, owner)
+			return err
+		}},
 	}
 	for _, tc := range denied {
 		t.Run(tc.name, func(t *testing.T) {
@@ -194,5 +210,9 @@ func TestHostileCredentials(t *testing.T) {
 	}
 	if n := stats.GetStats()[0].GetPlayersWaiting(); n != 1 {
 		t.Fatalf("%d players waiting after the refusals, want 1 (the owner)", n)
+	}
+	// The guest was not taken over: its session still refreshes.
+	if _, err := authc.RefreshSession(t.Context(), &authv1.RefreshSessionRequest{RefreshToken: guest.GetRefreshToken()}); err != nil {
+		t.Fatalf("the guest's RefreshSession after the refusals: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/envflag"
@@ -101,6 +102,10 @@ type config struct {
 	// BotLevels lists the bot levels (","-separated) that have a bot lobby
 	// queue, "bots/<level>", where bot pools park bots for private tables.
 	BotLevels string
+	// LinkStream is the Redis stream (after KeyPrefix) that receives a
+	// PlayerLinked event per guest linked to an account (LinkGuest); the
+	// rating service consumes it (RATING_LINK_STREAM).
+	LinkStream string
 }
 
 // defaultConfig returns the defaults of every setting.
@@ -136,6 +141,7 @@ func defaultConfig() config {
 		TableIdleTTL:            30 * time.Minute,
 		TableGuesses:            10,
 		TableGuessWindow:        time.Minute,
+		LinkStream:              eventstream.PlayerLinked().Key(),
 	}
 	// Each service has its own default ports, so the three run side by
 	// side on one machine: match on 8081, matchmaking 8082, rating 8083
@@ -177,6 +183,7 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Int(&c.TableGuesses, "table-guesses", "MM_TABLE_GUESSES", "unknown invite codes a player may try per guess window")
 	b.Duration(&c.TableGuessWindow, "table-guess-window", "MM_TABLE_GUESS_WINDOW", "the window of MM_TABLE_GUESSES")
 	b.String(&c.PublicURL, "public-url", "MM_PUBLIC_URL", "the web client's public address, for invite links (empty: no links)")
+	b.String(&c.LinkStream, "link-stream", "MM_LINK_STREAM", "stream receiving a PlayerLinked event per guest linked to an account (after the key prefix)")
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }
 
@@ -213,6 +220,7 @@ func (c config) Validate() error {
 	check(c.RematchPoll > 0, "rematch poll must be positive, got %v", c.RematchPoll)
 	check(c.StatsWindow >= store.StatsSlot && c.StatsWindow <= 15*time.Minute, "stats window must be between %v and 15m, got %v", store.StatsSlot, c.StatsWindow)
 	check(c.GuestTokenTTL > 0, "guest token TTL must be positive, got %v", c.GuestTokenTTL)
+	check(c.LinkStream != "", "link stream must be set")
 	check(c.GuestSessionTTL >= c.GuestTokenTTL, "guest session TTL (%v) must be >= the guest token TTL (%v): a session must outlive its tokens", c.GuestSessionTTL, c.GuestTokenTTL)
 	for _, l := range c.botLevels() {
 		check(l != "" && !strings.ContainsAny(l, "/{} "), "bot levels: %q is not a level name", l)

@@ -50,6 +50,11 @@ func main() {
 // Everything opened while registering is closed by run's defers, after
 // server.Run has returned, so in-flight calls drain first; on a
 // registration error server.Run has already released the server.
+// linkStreamLen caps the link stream (approximately): links are rare, and
+// the rating service reads them within seconds, so the cap only bounds
+// memory should it not run for a long time.
+const linkStreamLen = 1_000_000
+
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer, listening func(*server.Server)) error {
 	cfg, err := envflag.Load("matchmaking", defaultConfig(), args, getenv, stdout)
 	if err != nil {
@@ -109,7 +114,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		matches := remote.Matches{Client: matchv1.NewMatchServiceClient(matchConn)}
 		mm := matchmaker.New(cfg.matchmakerConfig(), st, ratings, matches,
 			s.MeterProvider().Meter("github.com/fourkingdoms/fourkingdoms/services/matchmaking"), log)
-		guests, err := api.NewAuth(s.Keys(), cfg.GuestTokenTTL, sessions.New(rdb, cfg.KeyPrefix, cfg.sessionSettings()), log)
+		links := sessions.NewLinkStream(rdb, cfg.KeyPrefix+cfg.LinkStream, linkStreamLen)
+		guests, err := api.NewAuth(s.Keys(), cfg.GuestTokenTTL, sessions.New(rdb, cfg.KeyPrefix, cfg.sessionSettings()), links, log)
 		if err != nil {
 			return err
 		}

@@ -65,6 +65,10 @@ type harness struct {
 	conn   *grpc.ClientConn
 	mm     matchmakingv1.MatchmakingServiceClient
 	auth   authv1.AuthServiceClient
+	// idp is the OpenID Connect provider the server accepts tokens of.
+	idp *authtest.Provider
+	// links is the stream of PlayerLinked events.
+	links string
 }
 
 // newHarness serves the API with set; opts may complete set with what
@@ -87,15 +91,18 @@ func newHarness(t testing.TB, kind redistest.Kind, set Settings, opts ...func(*S
 		names = append(names, store.LobbyQueue(l))
 	}
 	keys, keyFile := authtest.KeyFile(t)
+	idp := authtest.NewProvider(t)
 	cfg := server.DefaultConfig("matchmaking")
 	cfg.GRPCAddr, cfg.AdminAddr, cfg.AuthKeysFile, cfg.RateLimitRPS = "127.0.0.1:0", "127.0.0.1:0", keyFile, 0
+	cfg.OIDC = idp.Config()
 	cfg.TLS.Plaintext = true
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv, err := server.New(t.Context(), cfg, log, server.Options{PublicMethods: PublicAuthMethods(), MintsTokens: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	guests, err := NewAuth(srv.Keys(), time.Hour, sessions.New(rdb, prefix, sessions.DefaultSettings()), log)
+	links := prefix + "links"
+	guests, err := NewAuth(srv.Keys(), time.Hour, sessions.New(rdb, prefix, sessions.DefaultSettings()), sessions.NewLinkStream(rdb, links, 0), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +133,7 @@ func newHarness(t testing.TB, kind redistest.Kind, set Settings, opts ...func(*S
 		}
 	})
 	return &harness{
-		store: st, keys: keys, conn: conn, rdb: rdb, prefix: prefix,
+		store: st, keys: keys, conn: conn, idp: idp, rdb: rdb, prefix: prefix, links: links,
 		mm:   matchmakingv1.NewMatchmakingServiceClient(conn),
 		auth: authv1.NewAuthServiceClient(conn),
 	}

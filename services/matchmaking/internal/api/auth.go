@@ -19,6 +19,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
+	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/sessions"
 )
 
@@ -30,6 +31,11 @@ const (
 	ReasonRefreshInvalid = "REFRESH_TOKEN_INVALID"
 	ReasonRefreshReused  = "REFRESH_TOKEN_REUSED"
 	ReasonRefreshRaced   = "REFRESH_TOKEN_RACED"
+	// ReasonAccountRequired: LinkGuest called with a guest's (or a bot's,
+	// or a service's) token instead of a provider account's.
+	ReasonAccountRequired = "ACCOUNT_REQUIRED"
+	// ReasonGuestLinked: LinkGuest for a guest linked to another account.
+	ReasonGuestLinked = "GUEST_ALREADY_LINKED"
 )
 
 // PublicAuthMethods are the AuthService methods callable without a
@@ -49,6 +55,12 @@ type Sessions interface {
 	Create(ctx context.Context, sess sessions.Session, now time.Time) (string, time.Time, error)
 	Rotate(ctx context.Context, refresh string, now time.Time, rename string) (sessions.Session, string, time.Time, error)
 	Revoke(ctx context.Context, refresh string) (bool, error)
+	Link(ctx context.Context, refresh, account string, now time.Time) (string, time.Time, error)
+}
+
+// Links publishes the PlayerLinked events of LinkGuest (LinkStream).
+type Links interface {
+	Publish(ctx context.Context, ev *eventsv1.PlayerLinked) error
 }
 
 // Auth implements authv1.AuthServiceServer: guest logins and their
@@ -59,17 +71,19 @@ type Auth struct {
 	keys     *auth.KeySet
 	ttl      time.Duration
 	sessions Sessions
+	links    Links
 	log      *slog.Logger
 	now      func() time.Time
 }
 
 // NewAuth returns the auth API signing tokens valid for ttl with keys,
-// which must hold a private key, and keeping refresh tokens in sessions.
-func NewAuth(keys *auth.KeySet, ttl time.Duration, sessions Sessions, log *slog.Logger) (*Auth, error) {
+// which must hold a private key, keeping refresh tokens in sessions and
+// publishing links of guests to accounts to links.
+func NewAuth(keys *auth.KeySet, ttl time.Duration, sessions Sessions, links Links, log *slog.Logger) (*Auth, error) {
 	if !keys.CanSign() {
 		return nil, fmt.Errorf("guest login: %w", auth.ErrCannotSign)
 	}
-	return &Auth{keys: keys, ttl: ttl, sessions: sessions, log: log, now: time.Now}, nil
+	return &Auth{keys: keys, ttl: ttl, sessions: sessions, links: links, log: log, now: time.Now}, nil
 }
 
 var guestEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
@@ -185,6 +199,41 @@ func (a *Auth) RevokeSession(ctx context.Context, req *authv1.RevokeSessionReque
 		return nil, a.sessionStatus(ctx, err)
 	}
 	return &authv1.RevokeSessionResponse{}, nil
+}
+
+// LinkGuest implements AuthService.LinkGuest: the caller, an account of
+// the OpenID Connect provider, takes over the guest whose refresh token
+// the request carries. The session is marked linked first and the event
+// published after: should publishing fail, the call fails with
+// UNAVAILABLE and the client's retry (the same token, the same account:
+// Link answers as the first time) publishes it again; the rating service
+// applies a link once however often it is published.
+func (a *Auth) LinkGuest(ctx context.Context, req *authv1.LinkGuestRequest) (*authv1.LinkGuestResponse, error) {
+	if err := auth.RequireRole(ctx, auth.RolePlayer); err != nil {
+		return nil, err
+	}
+	id, _ := auth.FromContext(ctx)
+	if !id.Account {
+		return nil, rpcerr.Auth.Error(codes.PermissionDenied, ReasonAccountRequired,
+			"LinkGuest needs the access token of an account at the OpenID Connect provider as authorization; this token is a guest's, a bot's or the deployment's own", nil)
+	}
+	guest, linkedAt, err := a.sessions.Link(ctx, req.GetRefreshToken(), id.Subject, a.now())
+	var linked *sessions.LinkedError
+	if errors.As(err, &linked) {
+		return nil, rpcerr.Auth.Error(codes.FailedPrecondition, ReasonGuestLinked,
+			"this guest is linked to another account already; a guest can be linked once", nil)
+	}
+	if err != nil {
+		return nil, a.sessionStatus(ctx, err)
+	}
+	ev := &eventsv1.PlayerLinked{
+		GuestPlayerId: guest, AccountPlayerId: id.Subject, AccountDisplayName: id.DisplayName, LinkedAt: timestamppb.New(linkedAt),
+	}
+	if err := a.links.Publish(ctx, ev); err != nil {
+		return nil, redisconn.Status(ctx, a.log, err, rpcerr.Auth, "link stream", "player", guest, "account", id.Subject)
+	}
+	a.log.InfoContext(ctx, "guest linked to account", "player", guest, "account", id.Subject)
+	return &authv1.LinkGuestResponse{PlayerId: id.Subject, GuestPlayerId: guest, LinkedAt: timestamppb.New(linkedAt)}, nil
 }
 
 // sessionStatus is the error table of the session RPCs.

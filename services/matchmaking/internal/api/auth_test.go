@@ -2,13 +2,18 @@ package api
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/sessions"
@@ -170,6 +175,13 @@ func (rejectAll) Rotate(_ context.Context, refresh string, _ time.Time, _ string
 
 func (rejectAll) Revoke(context.Context, string) (bool, error) { return false, nil }
 
+func (rejectAll) Link(_ context.Context, refresh, _ string, _ time.Time) (string, time.Time, error) {
+	if err := sessions.Validate(refresh); err != nil {
+		return "", time.Time{}, err
+	}
+	return "", time.Time{}, sessions.ErrInvalid
+}
+
 // TestSetDisplayName renames a guest: the answer's token carries the new
 // name, later refreshes keep it, the old refresh token is rotated away,
 // and bad names change nothing.
@@ -214,5 +226,128 @@ func TestSetDisplayName(t *testing.T) {
 			t.Fatalf("SetDisplayName without a refresh token: %v, want INVALID_ARGUMENT", err)
 		}
 		checkRefusal(t, err, "fourkingdoms.auth.v1/INVALID_ARGUMENT", "refresh_token")
+	})
+}
+
+// links returns the PlayerLinked events published so far.
+func (h *harness) linkEvents(t *testing.T) []string {
+	t.Helper()
+	msgs, err := h.rdb.XRange(context.Background(), h.links, "-", "+").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range msgs {
+		ev, err := eventstream.PlayerLinked().Decode(m.Values)
+		if err != nil {
+			t.Fatalf("link event %s: %v", m.ID, err)
+		}
+		out = append(out, ev.GetGuestPlayerId()+" -> "+ev.GetAccountPlayerId()+" ("+ev.GetAccountDisplayName()+")")
+	}
+	return out
+}
+
+// TestLinkGuest links a guest to a provider account: the answer names
+// both, a PlayerLinked event is published, the guest's refresh token
+// stops working, and the same call again succeeds with the same answer
+// (publishing again: the rating service applies a link once).
+func TestLinkGuest(t *testing.T) {
+	t.Parallel()
+	forEachRedis(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		login := h.guest(t, "Before")
+		acct := h.idp.Token(t, "link-1", "Linked Account", time.Hour)
+		want := auth.OIDCPlayerID(h.idp.Issuer, "link-1")
+		req := &authv1.LinkGuestRequest{RefreshToken: login.GetRefreshToken()}
+		got, err := h.auth.LinkGuest(ctx, req, as(acct))
+		if err != nil {
+			t.Fatalf("LinkGuest: %v", err)
+		}
+		if got.GetPlayerId() != want || got.GetGuestPlayerId() != login.GetPlayerId() || !got.GetLinkedAt().IsValid() {
+			t.Fatalf("LinkGuest = %v, want account %s and guest %s", got, want, login.GetPlayerId())
+		}
+		wantEvent := login.GetPlayerId() + " -> " + want + " (Linked Account)"
+		if ev := h.linkEvents(t); len(ev) != 1 || ev[0] != wantEvent {
+			t.Fatalf("link events %q, want [%q]", ev, wantEvent)
+		}
+		_, err = h.auth.RefreshSession(ctx, &authv1.RefreshSessionRequest{RefreshToken: login.GetRefreshToken()})
+		if status.Code(err) != codes.Unauthenticated {
+			t.Fatalf("refresh of a linked guest: %v, want UNAUTHENTICATED", err)
+		}
+		checkRefusal(t, err, "fourkingdoms.auth.v1/"+ReasonRefreshInvalid, "")
+		again, err := h.auth.LinkGuest(ctx, req, as(h.idp.Token(t, "link-1", "Linked Account", time.Hour)))
+		if err != nil || again.GetPlayerId() != want || !again.GetLinkedAt().AsTime().Equal(got.GetLinkedAt().AsTime()) {
+			t.Fatalf("LinkGuest again = %v, %v; want the first answer %v", again, err, got)
+		}
+		if ev := h.linkEvents(t); len(ev) != 2 || ev[1] != wantEvent {
+			t.Fatalf("link events after the retry %q, want the event twice", ev)
+		}
+	})
+}
+
+// TestLinkGuestRefusals is the refusal table of LinkGuest: code,
+// ErrorInfo, field, and that the guest's session still works (and no
+// event was published) afterwards, except where the refusal ends it.
+func TestLinkGuestRefusals(t *testing.T) {
+	t.Parallel()
+	forEachRedis(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		login := h.guest(t, "")
+		acct := as(h.idp.Token(t, "refusals", "Acct", time.Hour))
+		link := func(tok string, opt grpc.CallOption) error {
+			_, err := h.auth.LinkGuest(ctx, &authv1.LinkGuestRequest{RefreshToken: tok}, opt)
+			return err
+		}
+		parts := strings.Split(login.GetRefreshToken(), ".")
+		tests := []struct {
+			name   string
+			err    error
+			code   codes.Code
+			reason string
+			field  string
+		}{
+			{"no token", link(login.GetRefreshToken(), grpc.EmptyCallOption{}), codes.Unauthenticated, auth.ReasonMissingToken, ""},
+			{"a guest's token", link(login.GetRefreshToken(), as(login.GetToken())), codes.PermissionDenied, ReasonAccountRequired, ""},
+			{"a deployment token with an account-like id", link(login.GetRefreshToken(), as(h.token(t, auth.Identity{Subject: auth.OIDCPlayerID(h.idp.Issuer, "refusals"), Role: auth.RolePlayer}))), codes.PermissionDenied, ReasonAccountRequired, ""},
+			{"a service", link(login.GetRefreshToken(), as(h.token(t, auth.Identity{Subject: "matchmaker", Role: auth.RoleService}))), codes.PermissionDenied, "ROLE_NOT_ALLOWED", ""},
+			{"empty refresh token", link("", acct), codes.InvalidArgument, "INVALID_ARGUMENT", "refresh_token"},
+			{"a player token instead", link(login.GetToken(), acct), codes.InvalidArgument, "INVALID_ARGUMENT", "refresh_token"},
+			{"unknown session", link("fks1."+strings.Repeat("a", 26)+"."+parts[2], acct), codes.Unauthenticated, ReasonRefreshInvalid, ""},
+			{"wrong secret", link(parts[0]+"."+parts[1]+"."+strings.Repeat("A", 43), acct), codes.Unauthenticated, ReasonRefreshInvalid, ""},
+		}
+		for _, tt := range tests {
+			if status.Code(tt.err) != tt.code {
+				t.Errorf("%s: %v, want %v", tt.name, tt.err, tt.code)
+				continue
+			}
+			checkRefusal(t, tt.err, "fourkingdoms.auth.v1/"+tt.reason, tt.field)
+		}
+		if ev := h.linkEvents(t); len(ev) != 0 {
+			t.Fatalf("refusals published %q", ev)
+		}
+		// None of them touched the session; the rotation makes the
+		// login's token a rotated one.
+		r, err := h.auth.RefreshSession(ctx, &authv1.RefreshSessionRequest{RefreshToken: login.GetRefreshToken()})
+		if err != nil {
+			t.Fatalf("refresh after the refusals: %v", err)
+		}
+		err = link(login.GetRefreshToken(), acct)
+		if status.Code(err) != codes.Aborted {
+			t.Fatalf("a token rotated a moment ago: %v, want ABORTED", err)
+		}
+		checkRefusal(t, err, "fourkingdoms.auth.v1/"+ReasonRefreshRaced, "")
+
+		// Linked to one account, the guest cannot be linked to another.
+		if err := link(r.GetRefreshToken(), acct); err != nil {
+			t.Fatalf("LinkGuest: %v", err)
+		}
+		err = link(r.GetRefreshToken(), as(h.idp.Token(t, "someone-else", "Other", time.Hour)))
+		if status.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("link to a second account: %v, want FAILED_PRECONDITION", err)
+		}
+		checkRefusal(t, err, "fourkingdoms.auth.v1/"+ReasonGuestLinked, "")
+		if ev := h.linkEvents(t); len(ev) != 1 {
+			t.Fatalf("link events %q, want only the first link's", ev)
+		}
 	})
 }

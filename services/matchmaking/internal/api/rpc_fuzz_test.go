@@ -32,7 +32,9 @@ import (
 // corpus captured from a real queue flow (rpcfuzz), as any caller:
 //
 //	who%5: 0 no token, 1 the fresh guest (owner of the fresh ticket and
-//	       session), 2 another player, 3 a service, 4 an operator
+//	       session), 2 another player (an account of the OpenID Connect
+//	       provider, the one caller LinkGuest accepts), 3 a service,
+//	       4 an operator
 //	pick%3: 0 the fresh guest's ticket / refresh token, 1 a cancelled
 //	       ticket / a rotated-away refresh token, 2 the request's own
 //
@@ -67,7 +69,7 @@ func newMMFuzz(f *testing.F) *mmFuzz {
 	set := rematchSettings(fm)
 	set.Tables.Matches = &fakeMatches{}
 	x := &mmFuzz{h: newHarness(f, kind, set, withWindow(time.Minute)), rdb: rdb, fm: fm}
-	x.tokens[2] = x.h.token(f, auth.Identity{Subject: "stranger", Role: auth.RolePlayer})
+	x.tokens[2] = x.h.idp.Token(f, "stranger", "Stranger", 24*time.Hour)
 	x.tokens[3] = x.h.token(f, auth.Identity{Subject: "matchmaker", Role: auth.RoleService})
 	x.tokens[4] = x.h.token(f, auth.Identity{Subject: "operator", Role: auth.RoleOperator})
 	x.record(f)
@@ -131,6 +133,7 @@ func (x *mmFuzz) record(f *testing.F) {
 	}
 	keep(refresh)
 	keep(&authv1.RevokeSessionRequest{RefreshToken: r.GetRefreshToken()})
+	keep(&authv1.LinkGuestRequest{RefreshToken: r.GetRefreshToken()})
 	x.oldRT = r.GetRefreshToken()
 
 	// A table: a host opens it with a bot seat, the recorded guest joins,
@@ -377,6 +380,18 @@ func FuzzRevokeSession(f *testing.F) {
 		func(t *testing.T, in rpcfuzz.Input[*authv1.RevokeSessionRequest]) {
 			mmCall(t, x, in, "RevokeSession", false, func(ctx context.Context, r *authv1.RevokeSessionRequest, o grpc.CallOption) error {
 				_, err := x.h.auth.RevokeSession(ctx, r, o)
+				return err
+			})
+		})
+}
+
+func FuzzLinkGuest(f *testing.F) {
+	x := newMMFuzz(f)
+	rpcfuzz.Fuzz(f, func() *authv1.LinkGuestRequest { return new(authv1.LinkGuestRequest) },
+		mmSeeds(x, &authv1.LinkGuestRequest{}, &authv1.LinkGuestRequest{RefreshToken: "fks1.}{.x"}),
+		func(t *testing.T, in rpcfuzz.Input[*authv1.LinkGuestRequest]) {
+			mmCall(t, x, in, "LinkGuest", false, func(ctx context.Context, r *authv1.LinkGuestRequest, o grpc.CallOption) error {
+				_, err := x.h.auth.LinkGuest(ctx, r, o)
 				return err
 			})
 		})

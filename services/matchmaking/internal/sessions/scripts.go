@@ -84,15 +84,16 @@ func rotateArgs(session, used, hash, next string, nowMS, ttlMS, graceMS int64, k
 }
 
 // rotateScript replaces the session's current secret by its successor,
-// renames the player if a name is given, and answers {"ok", player, name}; a secret rotated less than the grace
+// renames the player if a name is given, and answers {"ok", player, name}; a
+// session ended by a link answers {"invalid"}; a secret rotated less than the grace
 // ago answers {"raced"} and changes nothing; any other rotated secret
 // deletes the session and answers {"reused"}; anything else {"invalid"}.
 var rotateScript = rotateLayout.Script(rotateLua)
 
 const rotateLua = `
-local s = redis.call('HMGET', KEYS[K_SESSION], 'p', 'n', 'h', 'ph', 'pt')
-if not s[1] then
-	return {'invalid'}
+local s = redis.call('HMGET', KEYS[K_SESSION], 'p', 'n', 'h', 'ph', 'pt', 'l')
+if not s[1] or s[6] then
+	return {'invalid'} -- unknown, or ended by a link (linkScript)
 end
 if s[3] == ARGV[A_HASH] then
 	redis.call('HSET', KEYS[K_SESSION], 'h', ARGV[A_NEW], 'ph', ARGV[A_HASH], 'pt', ARGV[A_NOW])
@@ -149,4 +150,71 @@ if redis.call('HGET', KEYS[K_SESSION], 'h') == ARGV[A_HASH] or redis.call('LPOS'
 	return 1
 end
 return 0
+`
+
+// Slots of linkScript.
+const (
+	linkAHash = iota
+	linkAAccount
+	linkANow
+	linkATTL
+	linkAGrace
+	linkNArgs
+)
+
+var linkLayout = redisconn.Layout{
+	Name: "session-link",
+	Keys: keyNames,
+	Args: []string{linkAHash: "A_HASH", linkAAccount: "A_ACCOUNT", linkANow: "A_NOW", linkATTL: "A_TTL", linkAGrace: "A_GRACE"},
+}
+
+// linkArgs lays out a run of linkScript: the session's keys, the hash of
+// the secret presented, the account's player id, the time (unix ms), how
+// long the linked session is remembered (ms) and the race grace (ms).
+func linkArgs(session, used, hash, account string, nowMS, ttlMS, graceMS int64) ([]string, []any) {
+	k := make([]string, nKeys)
+	k[kSession], k[kUsed] = session, used
+	a := make([]any, linkNArgs)
+	a[linkAHash], a[linkAAccount], a[linkANow], a[linkATTL], a[linkAGrace] = hash, account, nowMS, ttlMS, graceMS
+	return k, a
+}
+
+// linkScript ends the session by linking its player to an account: the
+// current secret presented marks the session linked (fields l, the
+// account, and lt, the time), keeps it for the TTL so that a repeated call
+// can be told apart from a stolen token, and answers {"ok", player, lt}.
+// On a linked session, the secret that linked it answers {"ok", player,
+// lt} again for the same account and {"linked", account} for another one.
+// Otherwise as rotateScript: {"raced"}, {"reused"} (the session is
+// deleted) or {"invalid"}.
+var linkScript = linkLayout.Script(linkLua)
+
+const linkLua = `
+local s = redis.call('HMGET', KEYS[K_SESSION], 'p', 'h', 'ph', 'pt', 'l', 'lt')
+if not s[1] then
+	return {'invalid'}
+end
+if s[2] == ARGV[A_HASH] then
+	if s[5] then
+		if s[5] == ARGV[A_ACCOUNT] then
+			return {'ok', s[1], s[6]}
+		end
+		return {'linked', s[5]}
+	end
+	redis.call('HSET', KEYS[K_SESSION], 'l', ARGV[A_ACCOUNT], 'lt', ARGV[A_NOW])
+	redis.call('PEXPIRE', KEYS[K_SESSION], ARGV[A_TTL])
+	redis.call('PEXPIRE', KEYS[K_USED], ARGV[A_TTL])
+	return {'ok', s[1], ARGV[A_NOW]}
+end
+if s[5] then
+	return {'invalid'}
+end
+if s[3] == ARGV[A_HASH] and tonumber(ARGV[A_NOW]) - tonumber(s[4]) < tonumber(ARGV[A_GRACE]) then
+	return {'raced'}
+end
+if redis.call('LPOS', KEYS[K_USED], ARGV[A_HASH]) then
+	redis.call('DEL', KEYS[K_SESSION], KEYS[K_USED])
+	return {'reused'}
+end
+return {'invalid'}
 `

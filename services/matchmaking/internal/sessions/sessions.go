@@ -15,7 +15,9 @@
 // The two keys of a session share the hash tag of its id:
 //
 //	mm:session:{<id>}       hash  player p, display name n, current secret
-//	                              hash h, previous hash ph, rotated at pt (ms)
+//	                              hash h, previous hash ph, rotated at pt (ms),
+//	                              once linked (AuthService.LinkGuest): the
+//	                              account l and the link time lt (ms)
 //	mm:session:{<id>}:used  list  hashes of rotated secrets, newest first,
 //	                              at most Settings.KeepRotated
 //
@@ -43,6 +45,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +65,17 @@ var (
 	// ErrRaced: the token was rotated a moment ago by another request.
 	ErrRaced = errors.New("refresh token rotated a moment ago by another request")
 )
+
+// LinkedError reports a session linked to another account already
+// (Store.Link).
+type LinkedError struct {
+	// Account is the player id of the account the guest is linked to.
+	Account string
+}
+
+func (e *LinkedError) Error() string {
+	return "the guest is linked to account " + e.Account + " already"
+}
 
 // Settings are the store's tunables.
 type Settings struct {
@@ -193,6 +207,44 @@ func (s *Store) Rotate(ctx context.Context, refresh string, now time.Time, renam
 		return Session{}, "", time.Time{}, ErrInvalid
 	}
 	return Session{}, "", time.Time{}, fmt.Errorf("rotate session: unexpected reply %q", reply)
+}
+
+// Link ends the session of refresh by linking its player to account at
+// now: the refresh token stops working for Rotate, and it returns the
+// guest's player id and when the link was made. Sent again with the same
+// account, the token that linked the session returns the same answer
+// (the first call's time), so a retry is safe; with another account it
+// returns a *LinkedError. The linked session is remembered for the TTL.
+// Other errors wrap ErrMalformed, ErrInvalid, ErrReused, ErrRaced or a
+// Redis error.
+func (s *Store) Link(ctx context.Context, refresh, account string, now time.Time) (string, time.Time, error) {
+	t, err := parseToken(refresh)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	session, used := s.keys(t.id)
+	k, a := linkArgs(session, used, t.hash(), account, now.UnixMilli(), s.set.TTL.Milliseconds(), s.set.RaceGrace.Milliseconds())
+	reply, err := linkScript.Run(ctx, s.rdb, k, a...).StringSlice()
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("link session: %w", err)
+	}
+	switch {
+	case len(reply) == 3 && reply[0] == "ok":
+		ms, err := strconv.ParseInt(reply[2], 10, 64)
+		if err != nil {
+			return "", time.Time{}, fmt.Errorf("link session: bad link time %q", reply[2])
+		}
+		return reply[1], time.UnixMilli(ms).UTC(), nil
+	case len(reply) == 2 && reply[0] == "linked":
+		return "", time.Time{}, &LinkedError{Account: reply[1]}
+	case len(reply) == 1 && reply[0] == "raced":
+		return "", time.Time{}, ErrRaced
+	case len(reply) == 1 && reply[0] == "reused":
+		return "", time.Time{}, ErrReused
+	case len(reply) == 1 && reply[0] == "invalid":
+		return "", time.Time{}, ErrInvalid
+	}
+	return "", time.Time{}, fmt.Errorf("link session: unexpected reply %q", reply)
 }
 
 // Revoke ends the session of refresh, if refresh is its current or a

@@ -42,8 +42,10 @@ func TestScriptLayouts(t *testing.T) {
 		cases = append(cases, scripttest.Case{Name: "rotate", Layout: rotateLayout, Body: rotateLua, Script: rotateScript, Keys: k, Args: a})
 		k, a = revokeArgs(session, used, h2)
 		cases = append(cases, scripttest.Case{Name: "revoke", Layout: revokeLayout, Body: revokeLua, Script: revokeScript, Keys: k, Args: a})
+		k, a = linkArgs(session, used, h2, "o-acct", 2000, 60000, 10000)
+		cases = append(cases, scripttest.Case{Name: "link", Layout: linkLayout, Body: linkLua, Script: linkScript, Keys: k, Args: a})
 		got := scripttest.Run(t, rdb, cases...)
-		want := []string{"1", "[ok g-p Guest]", "1"}
+		want := []string{"1", "[ok g-p Guest]", "1", "[invalid]"}
 		for i := range cases {
 			if g := fmt.Sprint(got[i]); g != want[i] {
 				t.Errorf("%s: reply %s, want %s", cases[i].Name, g, want[i])
@@ -280,6 +282,78 @@ func FuzzParseToken(f *testing.F) {
 		// Whatever parses is safe in a key name and round-trips.
 		if strings.ContainsAny(tok.id, "{}: ") || tok.String() != s {
 			t.Fatalf("parseToken(%q) = %+v", s, tok)
+		}
+	})
+}
+
+// TestLink links a session's guest to an account: the token then no
+// longer refreshes, the same call again gives the same answer, another
+// account is refused, and rotated or unknown tokens get the errors of
+// Rotate.
+func TestLink(t *testing.T) {
+	forEachKind(t, func(t *testing.T, rdb redis.UniversalClient, st *Store) {
+		ctx := t.Context()
+		first, _, err := st.Create(ctx, Session{PlayerID: "g-p", DisplayName: "P"}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, tok, _, err := st.Rotate(ctx, first, t0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := t0.Add(time.Hour)
+		guest, linkedAt, err := st.Link(ctx, tok, "o-acct", at)
+		if err != nil || guest != "g-p" || !linkedAt.Equal(at) {
+			t.Fatalf("Link = %q, %v, %v; want g-p, %v", guest, linkedAt, err, at)
+		}
+		if _, _, _, err := st.Rotate(ctx, tok, at.Add(time.Minute), ""); !errors.Is(err, ErrInvalid) {
+			t.Errorf("refresh after the link: %v, want %v", err, ErrInvalid)
+		}
+		guest, again, err := st.Link(ctx, tok, "o-acct", at.Add(time.Minute))
+		if err != nil || guest != "g-p" || !again.Equal(at) {
+			t.Errorf("Link again = %q, %v, %v; want g-p and the first call's time %v", guest, again, err, at)
+		}
+		var linked *LinkedError
+		if _, _, err := st.Link(ctx, tok, "o-other", at.Add(time.Minute)); !errors.As(err, &linked) || linked.Account != "o-acct" {
+			t.Errorf("Link to another account: %v, want a LinkedError naming o-acct", err)
+		}
+		if _, _, err := st.Link(ctx, first, "o-acct", at.Add(time.Minute)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Link with a rotated token of a linked session: %v, want %v", err, ErrInvalid)
+		}
+		parsed, _ := parseToken(tok)
+		session, _ := st.keys(parsed.id)
+		if ttl, err := rdb.PTTL(ctx, session).Result(); err != nil || ttl <= 0 {
+			t.Errorf("linked session PTTL %v, %v; want it kept until its TTL", ttl, err)
+		}
+	})
+}
+
+// TestLinkRefusals: the refusals Link shares with Rotate.
+func TestLinkRefusals(t *testing.T) {
+	forEachKind(t, func(t *testing.T, _ redis.UniversalClient, st *Store) {
+		ctx := t.Context()
+		first, _, err := st.Create(ctx, Session{PlayerID: "g-p", DisplayName: "P"}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, second, _, err := st.Rotate(ctx, first, t0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := st.Link(ctx, "fks1.x.y", "o-a", t0); !errors.Is(err, ErrMalformed) {
+			t.Errorf("malformed: %v, want %v", err, ErrMalformed)
+		}
+		if _, _, err := st.Link(ctx, newToken("").String(), "o-a", t0); !errors.Is(err, ErrInvalid) {
+			t.Errorf("unknown: %v, want %v", err, ErrInvalid)
+		}
+		if _, _, err := st.Link(ctx, first, "o-a", t0.Add(time.Second)); !errors.Is(err, ErrRaced) {
+			t.Errorf("just rotated: %v, want %v", err, ErrRaced)
+		}
+		if _, _, err := st.Link(ctx, first, "o-a", t0.Add(time.Hour)); !errors.Is(err, ErrReused) {
+			t.Errorf("rotated long ago: %v, want %v", err, ErrReused)
+		}
+		if _, _, err := st.Link(ctx, second, "o-a", t0.Add(time.Hour)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("newest token after a reuse: %v, want %v (the session is revoked)", err, ErrInvalid)
 		}
 	})
 }

@@ -62,6 +62,8 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.String(&cc.Name, "rating-consumer", "RATING_CONSUMER", "this instance's consumer name (default: $HOSTNAME)")
 	b.Int(&cc.Workers, "rating-workers", "RATING_WORKERS", "consumer loops in this instance")
 	b.String(&cc.DeadLetter, "rating-dead-letter-stream", "RATING_DEAD_LETTER_STREAM", "stream for events that cannot be applied")
+	b.String(&cc.LinkStream, "rating-link-stream", "RATING_LINK_STREAM", "Redis stream of PlayerLinked events (guests linked to accounts)")
+	b.String(&cc.LinkDeadLetter, "rating-link-dead-letter-stream", "RATING_LINK_DEAD_LETTER_STREAM", "stream for link events that cannot be applied")
 	b.Int(&cc.Batch, "rating-batch", "RATING_BATCH", "events read and applied at once")
 	b.Duration(&cc.Block, "rating-block", "RATING_BLOCK", "how long one read waits for events")
 	b.Duration(&cc.ClaimMinIdle, "rating-claim-min-idle", "RATING_CLAIM_MIN_IDLE", "idle time after which another consumer takes an unacknowledged event over")

@@ -70,11 +70,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			return err
 		}
 		srv.Go("rating-consumer", c.Run)
+		links, err := consumer.NewLinks(rdb, st, cfg.Consumer, log, srv.Report)
+		if err != nil {
+			return err
+		}
+		srv.Go("rating-link-consumer", links.Run)
 		srv.Go("rating-backfill", func(ctx context.Context) error {
 			return backfill(ctx, st, rules.RuleSetNames(), backoff.DefaultPolicy(), log)
 		})
 		log.InfoContext(ctx, "rating service starting",
-			"stream", cfg.Consumer.Stream, "group", cfg.Consumer.Group, "consumer", cfg.Consumer.Name,
+			"stream", cfg.Consumer.Stream, "link_stream", cfg.Consumer.LinkStream, "group", cfg.Consumer.Group, "consumer", cfg.Consumer.Name,
 			"workers", cfg.Consumer.Workers, "redis_cluster", cfg.Redis.Cluster())
 		return nil
 	})

@@ -44,6 +44,7 @@ func TestRunServesAndConsumes(t *testing.T) {
 		"ADMIN_ADDR":                adminAddr,
 		"RATING_STREAM":             prefix + "events",
 		"RATING_DEAD_LETTER_STREAM": prefix + "dead",
+		"RATING_LINK_STREAM":        prefix + "links",
 		"RATING_KEY_PREFIX":         prefix,
 		"HOSTNAME":                  "rating-test",
 		"LOG_LEVEL":                 "warn",

@@ -66,7 +66,11 @@ func (s *Service) GetRating(ctx context.Context, req *ratingv1.GetRatingRequest)
 		// unknown id is as likely a typo as a new player (issue 24).
 		return nil, s.toStatus(ctx, fmt.Errorf("player %q in pool %s: %w", req.GetPlayerId(), req.GetRuleSet(), errUnknownPlayer))
 	}
-	return &ratingv1.GetRatingResponse{Rating: s.rating(req.GetRuleSet(), players[0])}, nil
+	r := s.rating(req.GetRuleSet(), players[0])
+	// A guest linked to an account reads as the account (store.Players),
+	// under the id asked for.
+	r.PlayerId = req.GetPlayerId()
+	return &ratingv1.GetRatingResponse{Rating: r}, nil
 }
 
 // BatchGetRatings returns several players' ratings, in request order.
@@ -97,6 +101,7 @@ func (s *Service) BatchGetRatings(ctx context.Context, req *ratingv1.BatchGetRat
 	resp := &ratingv1.BatchGetRatingsResponse{Ratings: make([]*ratingv1.Rating, len(players))}
 	for i, p := range players {
 		r := s.rating(req.GetRuleSet(), p)
+		r.PlayerId = ids[i] // a linked guest reads as its account, under the id asked for
 		for _, m := range recent[i] {
 			r.RecentMatches = append(r.RecentMatches, &ratingv1.RecentMatch{
 				MatchId: m.MatchID, FinishedAt: timestamppb.New(m.FinishedAt), CoPlayerIds: m.CoPlayers,

@@ -86,6 +86,11 @@ type Config struct {
 	// RuleSets are the pools that exist; events of another rule set are
 	// dead-lettered.
 	RuleSets []string
+	// LinkStream is the key of the PlayerLinked stream (guests linked to
+	// accounts), read by the same group (NewLinks).
+	LinkStream string
+	// LinkDeadLetter is the key of its dead-letter stream.
+	LinkDeadLetter string
 }
 
 // DefaultConfig returns the defaults of every setting.
@@ -104,6 +109,8 @@ func DefaultConfig() Config {
 		MaxDeliveries:    10,
 		Retry:            backoff.DefaultPolicy(),
 		RuleSets:         rules.RuleSetNames(),
+		LinkStream:       eventstream.PlayerLinked().Key(),
+		LinkDeadLetter:   eventstream.PlayerLinked().Key() + ":dead",
 	}
 }
 
@@ -128,6 +135,9 @@ func (c Config) Validate() error {
 	check(c.MaxDeliveries > 1, "consumer: max deliveries must be at least 2")
 	check(c.Retry.Validate() == nil, "consumer: retry needs 0 < initial <= max")
 	check(len(c.RuleSets) > 0, "consumer: rule sets must be set")
+	check(c.LinkStream != "" && c.LinkStream != c.Stream, "consumer: link stream must be set and differ from the stream")
+	check(c.LinkDeadLetter != "" && c.LinkDeadLetter != c.LinkStream && c.LinkDeadLetter != c.DeadLetter,
+		"consumer: link dead-letter stream must be set and differ from the link stream and the dead-letter stream")
 	return errors.Join(errs...)
 }
 
@@ -141,6 +151,9 @@ type Consumer struct {
 	// forgetAfter is defaultForgetAfter; tests shorten it.
 	forgetAfter time.Duration
 	report      func(component string, err error)
+	// handle handles a batch of entries: Handle, or handleLinks for a
+	// consumer of the link stream (NewLinks).
+	handle func(ctx context.Context, msgs []redis.XMessage) error
 }
 
 // Outcomes counted by the rating.consumer.events metric.
@@ -177,6 +190,7 @@ func New(rdb redis.UniversalClient, st *store.Store, cfg Config, log *slog.Logge
 		events.Add(context.Background(), 0, o)
 	}
 	c := &Consumer{rdb: rdb, store: st, cfg: cfg, log: log, events: events, forgetAfter: defaultForgetAfter, report: report}
+	c.handle = c.Handle
 	if err := c.registerGroupMetrics(mp.Meter("github.com/fourkingdoms/fourkingdoms/services/rating/internal/consumer")); err != nil {
 		return nil, err
 	}
@@ -312,7 +326,7 @@ func (c *Consumer) steps(ctx context.Context, name string, lastClaim *time.Time)
 	if err != nil {
 		return "read events", err
 	}
-	if err := c.Handle(ctx, msgs); err != nil {
+	if err := c.handle(ctx, msgs); err != nil {
 		return "handle events", err
 	}
 	return "", nil
@@ -374,8 +388,8 @@ func (c *Consumer) claim(ctx context.Context, name string) error {
 			return fmt.Errorf("claim stale entries of %s: %w", c.cfg.Stream, err)
 		}
 		if len(msgs) > 0 {
-			c.log.InfoContext(ctx, "claimed stale rating events", "consumer", name, "count", len(msgs))
-			if err := c.Handle(ctx, msgs); err != nil {
+			c.log.InfoContext(ctx, "claimed stale rating events", "consumer", name, "stream", c.cfg.Stream, "count", len(msgs))
+			if err := c.handle(ctx, msgs); err != nil {
 				return err
 			}
 		}
@@ -542,6 +556,10 @@ func (c *Consumer) Handle(ctx context.Context, msgs []redis.XMessage) error {
 				expired = append(expired, msgs[index[i]])
 				why = append(why, fmt.Sprintf("finished at %s, older than the %s exactly-once window of pool %s (the marker retention before its newest applied match)",
 					results[i].FinishedAt.Format(time.RFC3339), span(c.store.MarkerRetention()), results[i].Pool))
+				continue
+			case store.Unratable:
+				expired = append(expired, msgs[index[i]])
+				why = append(why, "a guest of the match was linked to an account that plays in the same match: one player holds two seats")
 				continue
 			default:
 				failed++

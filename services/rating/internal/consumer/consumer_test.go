@@ -61,6 +61,7 @@ func forEachBackend(t *testing.T, f func(t *testing.T, fx *fixture)) {
 			cfg := DefaultConfig()
 			cfg.Stream = prefix + "events"
 			cfg.DeadLetter = prefix + "dead"
+			cfg.LinkStream, cfg.LinkDeadLetter = prefix+"links", prefix+"links:dead"
 			cfg.Block = 50 * time.Millisecond
 			cfg.ClaimMinIdle = 200 * time.Millisecond
 			cfg.ClaimInterval = 50 * time.Millisecond

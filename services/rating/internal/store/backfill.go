@@ -46,6 +46,9 @@ func (s *Store) Backfill(ctx context.Context, pool string) (int, error) {
 		}
 		var args []any
 		for i := 0; i+1 < len(kv); i += 2 {
+			if _, ok := aliasOf(kv[i+1]); ok {
+				continue // a guest linked to an account: listed as the account
+			}
 			p, err := s.decodePlayer(kv[i], kv[i+1])
 			if err != nil {
 				return added, fmt.Errorf("backfill provisional section of pool %s: %w", pool, err)

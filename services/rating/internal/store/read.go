@@ -14,7 +14,8 @@ import (
 
 // Players returns the standings of ids in pool, in the order of ids.
 // Players who never played in the pool get the default standing and
-// Known = false.
+// Known = false. A guest linked to an account (Link) reads as the
+// account: its Player has the account's ID and standing.
 func (s *Store) Players(ctx context.Context, pool string, ids []string) ([]Player, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -25,13 +26,37 @@ func (s *Store) Players(ctx context.Context, pool string, ids []string) ([]Playe
 		return nil, fmt.Errorf("read %d players of pool %s: %w", len(ids), pool, err)
 	}
 	out := make([]Player, len(ids))
+	var linked []int // guests linked to accounts: read as the account
+	var accounts []string
 	for i, v := range vals {
 		raw, _ := v.(string)
+		if acct, ok := aliasOf(raw); ok {
+			linked, accounts = append(linked, i), append(accounts, acct)
+			continue
+		}
 		p, err := s.decodePlayer(ids[i], raw)
 		if err != nil {
 			return nil, err
 		}
 		out[i] = p
+	}
+	if len(linked) == 0 {
+		return out, nil
+	}
+	vals, err = s.rdb.HMGet(ctx, newKeys(s.prefix, pool).standings(), accounts...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read %d linked accounts of pool %s: %w", len(accounts), pool, err)
+	}
+	for j, v := range vals {
+		raw, _ := v.(string)
+		if _, ok := aliasOf(raw); ok {
+			return nil, fmt.Errorf("read player %s of pool %s: account %s is linked to another player", ids[linked[j]], pool, accounts[j])
+		}
+		p, err := s.decodePlayer(accounts[j], raw)
+		if err != nil {
+			return nil, err
+		}
+		out[linked[j]] = p
 	}
 	return out, nil
 }
@@ -181,16 +206,22 @@ func (s *Store) History(ctx context.Context, pool, playerID, cursor string, limi
 		return nil, "", fmt.Errorf("history page size %d: %w", limit, ErrInvalidCursor)
 	}
 	k := newKeys(s.prefix, pool)
-	if cursor == "" {
-		p, err := s.Players(ctx, pool, []string{playerID})
-		if err != nil {
-			return nil, "", err
+	if cursor != "" {
+		if _, _, err := parseRecordRef(cursor); err != nil {
+			return nil, "", fmt.Errorf("history cursor %q: %w", cursor, ErrInvalidCursor)
 		}
+	}
+	// Read the player even with a cursor: a guest linked to an account
+	// reads as the account, whose id its records carry now.
+	p, err := s.Players(ctx, pool, []string{playerID})
+	if err != nil {
+		return nil, "", err
+	}
+	playerID = p[0].ID
+	if cursor == "" {
 		if cursor = p[0].last; cursor == "" {
 			return nil, "", nil // never played in the pool
 		}
-	} else if _, _, err := parseRecordRef(cursor); err != nil {
-		return nil, "", fmt.Errorf("history cursor %q: %w", cursor, ErrInvalidCursor)
 	}
 	// Each run reads the buckets of a window of days (every key a script
 	// touches is passed to it); a page that walks past the window goes on

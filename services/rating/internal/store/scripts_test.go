@@ -67,11 +67,19 @@ func TestScriptLayouts(t *testing.T) {
 				t.Fatal(err)
 			}
 			hk, ha := historyArgs(k, "ann", recordRef(dayOf(t0), "old"), dayOf(t0), 10, s.retention.History)
+			// bob, linked to an account: his one record is of the day the
+			// apply run drops, which the link then skips.
+			bobRaw, err := rdb.HGet(t.Context(), k.standings(), "bob").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			lk, la := linkArgs(k, Link{Guest: "bob", Account: "o-bob"}, bobRaw, "", bobRaw, []int64{dayOf(t0)}, []any{1, "old"})
 			got := scripttest.Run(t, rdb,
 				scripttest.Case{Name: "apply", Layout: applyLayout, Body: applySource, Script: s.apply, Keys: c.keys, Args: c.args},
 				scripttest.Case{Name: "history", Layout: historyLayout, Body: historySource, Script: s.history, Keys: hk, Args: ha},
 				scripttest.Case{Name: "backfill", Layout: backfillLayout, Body: backfillSource, Script: s.backfill,
 					Keys: backfillKeys(k), Args: []any{"ann", raw, ladder.Display(ann.Standing.Rating)}},
+				scripttest.Case{Name: "link", Layout: linkLayout, Body: linkSource, Script: s.link, Keys: lk, Args: la},
 			)
 			if fmt.Sprint(got[0]) != "[2]" {
 				t.Errorf("apply: reply %v, want [2] (applied as the second match)", got[0])
@@ -81,6 +89,9 @@ func TestScriptLayouts(t *testing.T) {
 			}
 			if fmt.Sprint(got[2]) != "1" {
 				t.Errorf("backfill: reply %v, want 1 (ann added)", got[2])
+			}
+			if fmt.Sprint(got[3]) != "1" {
+				t.Errorf("link: reply %v, want 1 (linked)", got[3])
 			}
 		})
 	}

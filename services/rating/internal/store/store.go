@@ -157,6 +157,7 @@ type Store struct {
 	apply       *redisconn.Script
 	history     *redisconn.Script
 	backfill    *redisconn.Script
+	link        *redisconn.Script
 }
 
 // New returns a store on rdb; cfg must be valid (see [Config.Validate]).
@@ -172,6 +173,7 @@ func New(rdb redis.UniversalClient, policy ladder.Policy, cfg Config) *Store {
 		apply:       applyLayout.Script(applySource),
 		history:     historyLayout.Script(historySource),
 		backfill:    backfillLayout.Script(backfillSource),
+		link:        linkLayout.Script(linkSource),
 	}
 }
 
@@ -218,6 +220,10 @@ const (
 	// Expired: finished more than the marker retention before the newest
 	// match applied in the pool; not applied, and never will be.
 	Expired
+	// Unratable: a guest of the match was linked to an account that plays
+	// in the same match (Link), so one player holds two seats; not
+	// applied, and never will be.
+	Unratable
 )
 
 // Outcome is the result of applying one match.
@@ -257,12 +263,21 @@ func (s *Store) Apply(ctx context.Context, results []ladder.Result) ([]Outcome, 
 	for i := range pending {
 		pending[i] = i
 	}
+	// A guest linked to an account (Link) is rated as the account: the
+	// results are then rewritten, in a copy made once.
+	cloned := false
+	own := func() []ladder.Result {
+		if !cloned {
+			results, cloned = slices.Clone(results), true
+		}
+		return results
+	}
 	for attempt := 0; len(pending) > 0; attempt++ {
 		if attempt == s.maxAttempts {
 			return out, fmt.Errorf("apply %d matches after %d attempts: %w", len(pending), attempt, ErrContention)
 		}
 		var err error
-		pending, err = s.applyOnce(ctx, results, pending, out)
+		pending, err = s.applyOnce(ctx, results, pending, out, own)
 		if err != nil {
 			return out, err
 		}
@@ -280,11 +295,17 @@ type stored struct {
 // applyOnce reads the standings of the pending matches, computes them in
 // order and runs the apply script once per pool and maxScriptMatches
 // matches, all runs in one pipeline. It returns the matches that lost a
-// race.
-func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending []int, out []Outcome) ([]int, error) {
+// race. When a player read is a guest linked to an account, it only
+// rewrites the results (in own's copy) to name the account and returns
+// every pending match, to be read again.
+func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending []int, out []Outcome, own func() []ladder.Result) ([]int, error) {
 	current, index, applied, watermarks, err := s.readBatch(ctx, results, pending)
 	if err != nil {
 		return pending, err
+	}
+	if hasAlias(current) {
+		_, kept := resolve(own(), pending, current, index, out)
+		return kept, nil
 	}
 
 	// Compute in order; later matches see the earlier ones' results.
@@ -317,6 +338,11 @@ func (s *Store) applyOnce(ctx context.Context, results []ladder.Result, pending 
 		changes, err := s.policy.Rate(*res, before, res.FinishedAt)
 		if err != nil {
 			return pending, err
+		}
+		for p := range changes {
+			if changes[p].Name == "" { // an account resolved from a linked guest
+				changes[p].Name = prior[p].player.Name
+			}
 		}
 		c := calls[res.Pool]
 		if c == nil || len(c.idx) == maxScriptMatches {
@@ -590,6 +616,10 @@ func (s *Store) readBatch(ctx context.Context, results []ladder.Result, pending 
 		}
 		for i, v := range r.standings.Val() {
 			raw, _ := v.(string)
+			if _, ok := aliasOf(raw); ok {
+				current[r.first+i] = stored{raw: raw} // applyOnce resolves it
+				continue
+			}
 			p, err := s.decodePlayer(r.players[i], raw)
 			if err != nil {
 				return nil, nil, nil, nil, err

@@ -544,6 +544,117 @@ func (x *SetDisplayNameResponse) GetRefreshExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// LinkGuestRequest names the guest to link by its session.
+type LinkGuestRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The guest session's current refresh token (of GuestLogin or the last
+	// RefreshSession).
+	RefreshToken  string `protobuf:"bytes,1,opt,name=refresh_token,json=refreshToken,proto3" json:"refresh_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LinkGuestRequest) Reset() {
+	*x = LinkGuestRequest{}
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LinkGuestRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LinkGuestRequest) ProtoMessage() {}
+
+func (x *LinkGuestRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LinkGuestRequest.ProtoReflect.Descriptor instead.
+func (*LinkGuestRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_auth_v1_auth_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *LinkGuestRequest) GetRefreshToken() string {
+	if x != nil {
+		return x.RefreshToken
+	}
+	return ""
+}
+
+// LinkGuestResponse says which guest was linked to which account.
+type LinkGuestResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The account's player id (the caller's; "o-...").
+	PlayerId string `protobuf:"bytes,1,opt,name=player_id,json=playerId,proto3" json:"player_id,omitempty"`
+	// The guest's player id ("g-..."), whose ratings move to the account.
+	GuestPlayerId string `protobuf:"bytes,2,opt,name=guest_player_id,json=guestPlayerId,proto3" json:"guest_player_id,omitempty"`
+	// When the link was made (the first call's time on a repeated call).
+	LinkedAt      *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=linked_at,json=linkedAt,proto3" json:"linked_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LinkGuestResponse) Reset() {
+	*x = LinkGuestResponse{}
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LinkGuestResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LinkGuestResponse) ProtoMessage() {}
+
+func (x *LinkGuestResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_auth_v1_auth_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LinkGuestResponse.ProtoReflect.Descriptor instead.
+func (*LinkGuestResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_auth_v1_auth_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *LinkGuestResponse) GetPlayerId() string {
+	if x != nil {
+		return x.PlayerId
+	}
+	return ""
+}
+
+func (x *LinkGuestResponse) GetGuestPlayerId() string {
+	if x != nil {
+		return x.GuestPlayerId
+	}
+	return ""
+}
+
+func (x *LinkGuestResponse) GetLinkedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LinkedAt
+	}
+	return nil
+}
+
 var File_fourkingdoms_auth_v1_auth_proto protoreflect.FileDescriptor
 
 const file_fourkingdoms_auth_v1_auth_proto_rawDesc = "" +
@@ -582,13 +693,20 @@ const file_fourkingdoms_auth_v1_auth_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12#\n" +
 	"\rrefresh_token\x18\x05 \x01(\tR\frefreshToken\x12H\n" +
-	"\x12refresh_expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x10refreshExpiresAt2\xb2\x03\n" +
+	"\x12refresh_expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x10refreshExpiresAt\"7\n" +
+	"\x10LinkGuestRequest\x12#\n" +
+	"\rrefresh_token\x18\x01 \x01(\tR\frefreshToken\"\x91\x01\n" +
+	"\x11LinkGuestResponse\x12\x1b\n" +
+	"\tplayer_id\x18\x01 \x01(\tR\bplayerId\x12&\n" +
+	"\x0fguest_player_id\x18\x02 \x01(\tR\rguestPlayerId\x127\n" +
+	"\tlinked_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\blinkedAt2\x90\x04\n" +
 	"\vAuthService\x12_\n" +
 	"\n" +
 	"GuestLogin\x12'.fourkingdoms.auth.v1.GuestLoginRequest\x1a(.fourkingdoms.auth.v1.GuestLoginResponse\x12k\n" +
 	"\x0eRefreshSession\x12+.fourkingdoms.auth.v1.RefreshSessionRequest\x1a,.fourkingdoms.auth.v1.RefreshSessionResponse\x12h\n" +
 	"\rRevokeSession\x12*.fourkingdoms.auth.v1.RevokeSessionRequest\x1a+.fourkingdoms.auth.v1.RevokeSessionResponse\x12k\n" +
-	"\x0eSetDisplayName\x12+.fourkingdoms.auth.v1.SetDisplayNameRequest\x1a,.fourkingdoms.auth.v1.SetDisplayNameResponseB\xe3\x01\n" +
+	"\x0eSetDisplayName\x12+.fourkingdoms.auth.v1.SetDisplayNameRequest\x1a,.fourkingdoms.auth.v1.SetDisplayNameResponse\x12\\\n" +
+	"\tLinkGuest\x12&.fourkingdoms.auth.v1.LinkGuestRequest\x1a'.fourkingdoms.auth.v1.LinkGuestResponseB\xe3\x01\n" +
 	"\x18com.fourkingdoms.auth.v1B\tAuthProtoP\x01ZJgithub.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1;authv1\xa2\x02\x03FAX\xaa\x02\x14Fourkingdoms.Auth.V1\xca\x02\x14Fourkingdoms\\Auth\\V1\xe2\x02 Fourkingdoms\\Auth\\V1\\GPBMetadata\xea\x02\x16Fourkingdoms::Auth::V1b\x06proto3"
 
 var (
@@ -603,7 +721,7 @@ func file_fourkingdoms_auth_v1_auth_proto_rawDescGZIP() []byte {
 	return file_fourkingdoms_auth_v1_auth_proto_rawDescData
 }
 
-var file_fourkingdoms_auth_v1_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_fourkingdoms_auth_v1_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_fourkingdoms_auth_v1_auth_proto_goTypes = []any{
 	(*GuestLoginRequest)(nil),      // 0: fourkingdoms.auth.v1.GuestLoginRequest
 	(*GuestLoginResponse)(nil),     // 1: fourkingdoms.auth.v1.GuestLoginResponse
@@ -613,28 +731,33 @@ var file_fourkingdoms_auth_v1_auth_proto_goTypes = []any{
 	(*RevokeSessionResponse)(nil),  // 5: fourkingdoms.auth.v1.RevokeSessionResponse
 	(*SetDisplayNameRequest)(nil),  // 6: fourkingdoms.auth.v1.SetDisplayNameRequest
 	(*SetDisplayNameResponse)(nil), // 7: fourkingdoms.auth.v1.SetDisplayNameResponse
-	(*timestamppb.Timestamp)(nil),  // 8: google.protobuf.Timestamp
+	(*LinkGuestRequest)(nil),       // 8: fourkingdoms.auth.v1.LinkGuestRequest
+	(*LinkGuestResponse)(nil),      // 9: fourkingdoms.auth.v1.LinkGuestResponse
+	(*timestamppb.Timestamp)(nil),  // 10: google.protobuf.Timestamp
 }
 var file_fourkingdoms_auth_v1_auth_proto_depIdxs = []int32{
-	8,  // 0: fourkingdoms.auth.v1.GuestLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 1: fourkingdoms.auth.v1.GuestLoginResponse.refresh_expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 2: fourkingdoms.auth.v1.RefreshSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 3: fourkingdoms.auth.v1.RefreshSessionResponse.refresh_expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 4: fourkingdoms.auth.v1.SetDisplayNameResponse.expires_at:type_name -> google.protobuf.Timestamp
-	8,  // 5: fourkingdoms.auth.v1.SetDisplayNameResponse.refresh_expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 6: fourkingdoms.auth.v1.AuthService.GuestLogin:input_type -> fourkingdoms.auth.v1.GuestLoginRequest
-	2,  // 7: fourkingdoms.auth.v1.AuthService.RefreshSession:input_type -> fourkingdoms.auth.v1.RefreshSessionRequest
-	4,  // 8: fourkingdoms.auth.v1.AuthService.RevokeSession:input_type -> fourkingdoms.auth.v1.RevokeSessionRequest
-	6,  // 9: fourkingdoms.auth.v1.AuthService.SetDisplayName:input_type -> fourkingdoms.auth.v1.SetDisplayNameRequest
-	1,  // 10: fourkingdoms.auth.v1.AuthService.GuestLogin:output_type -> fourkingdoms.auth.v1.GuestLoginResponse
-	3,  // 11: fourkingdoms.auth.v1.AuthService.RefreshSession:output_type -> fourkingdoms.auth.v1.RefreshSessionResponse
-	5,  // 12: fourkingdoms.auth.v1.AuthService.RevokeSession:output_type -> fourkingdoms.auth.v1.RevokeSessionResponse
-	7,  // 13: fourkingdoms.auth.v1.AuthService.SetDisplayName:output_type -> fourkingdoms.auth.v1.SetDisplayNameResponse
-	10, // [10:14] is the sub-list for method output_type
-	6,  // [6:10] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	10, // 0: fourkingdoms.auth.v1.GuestLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
+	10, // 1: fourkingdoms.auth.v1.GuestLoginResponse.refresh_expires_at:type_name -> google.protobuf.Timestamp
+	10, // 2: fourkingdoms.auth.v1.RefreshSessionResponse.expires_at:type_name -> google.protobuf.Timestamp
+	10, // 3: fourkingdoms.auth.v1.RefreshSessionResponse.refresh_expires_at:type_name -> google.protobuf.Timestamp
+	10, // 4: fourkingdoms.auth.v1.SetDisplayNameResponse.expires_at:type_name -> google.protobuf.Timestamp
+	10, // 5: fourkingdoms.auth.v1.SetDisplayNameResponse.refresh_expires_at:type_name -> google.protobuf.Timestamp
+	10, // 6: fourkingdoms.auth.v1.LinkGuestResponse.linked_at:type_name -> google.protobuf.Timestamp
+	0,  // 7: fourkingdoms.auth.v1.AuthService.GuestLogin:input_type -> fourkingdoms.auth.v1.GuestLoginRequest
+	2,  // 8: fourkingdoms.auth.v1.AuthService.RefreshSession:input_type -> fourkingdoms.auth.v1.RefreshSessionRequest
+	4,  // 9: fourkingdoms.auth.v1.AuthService.RevokeSession:input_type -> fourkingdoms.auth.v1.RevokeSessionRequest
+	6,  // 10: fourkingdoms.auth.v1.AuthService.SetDisplayName:input_type -> fourkingdoms.auth.v1.SetDisplayNameRequest
+	8,  // 11: fourkingdoms.auth.v1.AuthService.LinkGuest:input_type -> fourkingdoms.auth.v1.LinkGuestRequest
+	1,  // 12: fourkingdoms.auth.v1.AuthService.GuestLogin:output_type -> fourkingdoms.auth.v1.GuestLoginResponse
+	3,  // 13: fourkingdoms.auth.v1.AuthService.RefreshSession:output_type -> fourkingdoms.auth.v1.RefreshSessionResponse
+	5,  // 14: fourkingdoms.auth.v1.AuthService.RevokeSession:output_type -> fourkingdoms.auth.v1.RevokeSessionResponse
+	7,  // 15: fourkingdoms.auth.v1.AuthService.SetDisplayName:output_type -> fourkingdoms.auth.v1.SetDisplayNameResponse
+	9,  // 16: fourkingdoms.auth.v1.AuthService.LinkGuest:output_type -> fourkingdoms.auth.v1.LinkGuestResponse
+	12, // [12:17] is the sub-list for method output_type
+	7,  // [7:12] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_auth_v1_auth_proto_init() }
@@ -648,7 +771,7 @@ func file_fourkingdoms_auth_v1_auth_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fourkingdoms_auth_v1_auth_proto_rawDesc), len(file_fourkingdoms_auth_v1_auth_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,6 +38,7 @@ const (
 	AuthService_RefreshSession_FullMethodName = "/fourkingdoms.auth.v1.AuthService/RefreshSession"
 	AuthService_RevokeSession_FullMethodName  = "/fourkingdoms.auth.v1.AuthService/RevokeSession"
 	AuthService_SetDisplayName_FullMethodName = "/fourkingdoms.auth.v1.AuthService/SetDisplayName"
+	AuthService_LinkGuest_FullMethodName      = "/fourkingdoms.auth.v1.AuthService/LinkGuest"
 )
 
 // AuthServiceClient is the client API for AuthService service.
@@ -92,6 +93,31 @@ type AuthServiceClient interface {
 	// control or invisible characters, or a bot's name: "Bot ..."; or a
 	// malformed refresh_token), and those of RefreshSession.
 	SetDisplayName(ctx context.Context, in *SetDisplayNameRequest, opts ...grpc.CallOption) (*SetDisplayNameResponse, error)
+	// LinkGuest links a guest player to the caller's account at the
+	// deployment's OpenID Connect provider, so that the guest's ratings
+	// carry over: the rating service moves the guest's standing, history and
+	// leaderboard entry of every rule set to the account (docs/rating.md,
+	// "Linking a guest"), shortly after the call (it learns of the link from
+	// a PlayerLinked event). Matches of the guest that finish later count
+	// for the account too. In a rule set where the account has rated games
+	// already, the account keeps its own rating and the guest's is dropped.
+	//
+	// Authorization: the provider's access token of the account ("authorization:
+	// Bearer <token>"); the body carries the guest's current refresh token as
+	// the proof of owning the guest. The guest's session ends: its refresh
+	// tokens stop working (player tokens already issued stay valid until they
+	// expire, and their games count for the account). Calling again with
+	// the same refresh token and the same account succeeds again and
+	// changes nothing (a retry after a lost answer is safe).
+	//
+	// Errors: INVALID_ARGUMENT (empty or malformed refresh_token),
+	// UNAUTHENTICATED (no token; REFRESH_TOKEN_INVALID: unknown, expired or
+	// revoked; REFRESH_TOKEN_REUSED: a rotated token sent, the session is
+	// now revoked), PERMISSION_DENIED (ACCOUNT_REQUIRED: the caller is a
+	// guest or a bot, not an account of the provider; ROLE_NOT_ALLOWED),
+	// FAILED_PRECONDITION (GUEST_ALREADY_LINKED: the guest is linked to
+	// another account), ABORTED (REFRESH_TOKEN_RACED), UNAVAILABLE, INTERNAL.
+	LinkGuest(ctx context.Context, in *LinkGuestRequest, opts ...grpc.CallOption) (*LinkGuestResponse, error)
 }
 
 type authServiceClient struct {
@@ -136,6 +162,16 @@ func (c *authServiceClient) SetDisplayName(ctx context.Context, in *SetDisplayNa
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SetDisplayNameResponse)
 	err := c.cc.Invoke(ctx, AuthService_SetDisplayName_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *authServiceClient) LinkGuest(ctx context.Context, in *LinkGuestRequest, opts ...grpc.CallOption) (*LinkGuestResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LinkGuestResponse)
+	err := c.cc.Invoke(ctx, AuthService_LinkGuest_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +230,31 @@ type AuthServiceServer interface {
 	// control or invisible characters, or a bot's name: "Bot ..."; or a
 	// malformed refresh_token), and those of RefreshSession.
 	SetDisplayName(context.Context, *SetDisplayNameRequest) (*SetDisplayNameResponse, error)
+	// LinkGuest links a guest player to the caller's account at the
+	// deployment's OpenID Connect provider, so that the guest's ratings
+	// carry over: the rating service moves the guest's standing, history and
+	// leaderboard entry of every rule set to the account (docs/rating.md,
+	// "Linking a guest"), shortly after the call (it learns of the link from
+	// a PlayerLinked event). Matches of the guest that finish later count
+	// for the account too. In a rule set where the account has rated games
+	// already, the account keeps its own rating and the guest's is dropped.
+	//
+	// Authorization: the provider's access token of the account ("authorization:
+	// Bearer <token>"); the body carries the guest's current refresh token as
+	// the proof of owning the guest. The guest's session ends: its refresh
+	// tokens stop working (player tokens already issued stay valid until they
+	// expire, and their games count for the account). Calling again with
+	// the same refresh token and the same account succeeds again and
+	// changes nothing (a retry after a lost answer is safe).
+	//
+	// Errors: INVALID_ARGUMENT (empty or malformed refresh_token),
+	// UNAUTHENTICATED (no token; REFRESH_TOKEN_INVALID: unknown, expired or
+	// revoked; REFRESH_TOKEN_REUSED: a rotated token sent, the session is
+	// now revoked), PERMISSION_DENIED (ACCOUNT_REQUIRED: the caller is a
+	// guest or a bot, not an account of the provider; ROLE_NOT_ALLOWED),
+	// FAILED_PRECONDITION (GUEST_ALREADY_LINKED: the guest is linked to
+	// another account), ABORTED (REFRESH_TOKEN_RACED), UNAVAILABLE, INTERNAL.
+	LinkGuest(context.Context, *LinkGuestRequest) (*LinkGuestResponse, error)
 	mustEmbedUnimplementedAuthServiceServer()
 }
 
@@ -215,6 +276,9 @@ func (UnimplementedAuthServiceServer) RevokeSession(context.Context, *RevokeSess
 }
 func (UnimplementedAuthServiceServer) SetDisplayName(context.Context, *SetDisplayNameRequest) (*SetDisplayNameResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetDisplayName not implemented")
+}
+func (UnimplementedAuthServiceServer) LinkGuest(context.Context, *LinkGuestRequest) (*LinkGuestResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method LinkGuest not implemented")
 }
 func (UnimplementedAuthServiceServer) mustEmbedUnimplementedAuthServiceServer() {}
 func (UnimplementedAuthServiceServer) testEmbeddedByValue()                     {}
@@ -309,6 +373,24 @@ func _AuthService_SetDisplayName_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AuthService_LinkGuest_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LinkGuestRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AuthServiceServer).LinkGuest(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AuthService_LinkGuest_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AuthServiceServer).LinkGuest(ctx, req.(*LinkGuestRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AuthService_ServiceDesc is the grpc.ServiceDesc for AuthService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -331,6 +413,10 @@ var AuthService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetDisplayName",
 			Handler:    _AuthService_SetDisplayName_Handler,
+		},
+		{
+			MethodName: "LinkGuest",
+			Handler:    _AuthService_LinkGuest_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -147,6 +147,87 @@ func (x *MatchFinished) GetPlies() uint32 {
 	return 0
 }
 
+// PlayerLinked is published when a guest player is linked to an account
+// (AuthService.LinkGuest): the rating service moves the guest's standings
+// to the account and resolves the guest's id to the account from then on.
+//
+// Transport: as MatchFinished, on its own stream (the (stream) option
+// below). Delivery is at least once, and the same link may be published
+// more than once (LinkGuest called again after a lost answer): consumers
+// must treat guest_player_id as an idempotency key. A guest is linked to
+// at most one account.
+type PlayerLinked struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The guest's player id ("g-...").
+	GuestPlayerId string `protobuf:"bytes,1,opt,name=guest_player_id,json=guestPlayerId,proto3" json:"guest_player_id,omitempty"`
+	// The account's player id ("o-...").
+	AccountPlayerId string `protobuf:"bytes,2,opt,name=account_player_id,json=accountPlayerId,proto3" json:"account_player_id,omitempty"`
+	// The account's display name when the link was made.
+	AccountDisplayName string `protobuf:"bytes,3,opt,name=account_display_name,json=accountDisplayName,proto3" json:"account_display_name,omitempty"`
+	// When the link was made.
+	LinkedAt      *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=linked_at,json=linkedAt,proto3" json:"linked_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlayerLinked) Reset() {
+	*x = PlayerLinked{}
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlayerLinked) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlayerLinked) ProtoMessage() {}
+
+func (x *PlayerLinked) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlayerLinked.ProtoReflect.Descriptor instead.
+func (*PlayerLinked) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PlayerLinked) GetGuestPlayerId() string {
+	if x != nil {
+		return x.GuestPlayerId
+	}
+	return ""
+}
+
+func (x *PlayerLinked) GetAccountPlayerId() string {
+	if x != nil {
+		return x.AccountPlayerId
+	}
+	return ""
+}
+
+func (x *PlayerLinked) GetAccountDisplayName() string {
+	if x != nil {
+		return x.AccountDisplayName
+	}
+	return ""
+}
+
+func (x *PlayerLinked) GetLinkedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LinkedAt
+	}
+	return nil
+}
+
 // MatchEvent is one change of a match's state. Events of a match form a gap-
 // free sequence: version starts at 1 with MatchCreated and grows by exactly
 // one per event. Folding the events in version order over an empty state
@@ -188,7 +269,7 @@ type MatchEvent struct {
 
 func (x *MatchEvent) Reset() {
 	*x = MatchEvent{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[1]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -200,7 +281,7 @@ func (x *MatchEvent) String() string {
 func (*MatchEvent) ProtoMessage() {}
 
 func (x *MatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[1]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -213,7 +294,7 @@ func (x *MatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchEvent.ProtoReflect.Descriptor instead.
 func (*MatchEvent) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{1}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *MatchEvent) GetMatchId() string {
@@ -416,7 +497,7 @@ type MatchCreated struct {
 
 func (x *MatchCreated) Reset() {
 	*x = MatchCreated{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[2]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -428,7 +509,7 @@ func (x *MatchCreated) String() string {
 func (*MatchCreated) ProtoMessage() {}
 
 func (x *MatchCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[2]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -441,7 +522,7 @@ func (x *MatchCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchCreated.ProtoReflect.Descriptor instead.
 func (*MatchCreated) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{2}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *MatchCreated) GetRuleSet() string {
@@ -539,7 +620,7 @@ type MoveApplied struct {
 
 func (x *MoveApplied) Reset() {
 	*x = MoveApplied{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[3]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -551,7 +632,7 @@ func (x *MoveApplied) String() string {
 func (*MoveApplied) ProtoMessage() {}
 
 func (x *MoveApplied) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[3]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -564,7 +645,7 @@ func (x *MoveApplied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveApplied.ProtoReflect.Descriptor instead.
 func (*MoveApplied) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{3}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *MoveApplied) GetEffects() *v1.MoveEffects {
@@ -624,7 +705,7 @@ type PlayerResigned struct {
 
 func (x *PlayerResigned) Reset() {
 	*x = PlayerResigned{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[4]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +717,7 @@ func (x *PlayerResigned) String() string {
 func (*PlayerResigned) ProtoMessage() {}
 
 func (x *PlayerResigned) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[4]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +730,7 @@ func (x *PlayerResigned) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayerResigned.ProtoReflect.Descriptor instead.
 func (*PlayerResigned) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{4}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PlayerResigned) GetSeat() v1.Seat {
@@ -683,7 +764,7 @@ type WinClaimed struct {
 
 func (x *WinClaimed) Reset() {
 	*x = WinClaimed{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[5]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +776,7 @@ func (x *WinClaimed) String() string {
 func (*WinClaimed) ProtoMessage() {}
 
 func (x *WinClaimed) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[5]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +789,7 @@ func (x *WinClaimed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WinClaimed.ProtoReflect.Descriptor instead.
 func (*WinClaimed) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{5}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *WinClaimed) GetSeat() v1.Seat {
@@ -741,7 +822,7 @@ type PlayerTimedOut struct {
 
 func (x *PlayerTimedOut) Reset() {
 	*x = PlayerTimedOut{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[6]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -753,7 +834,7 @@ func (x *PlayerTimedOut) String() string {
 func (*PlayerTimedOut) ProtoMessage() {}
 
 func (x *PlayerTimedOut) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[6]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -766,7 +847,7 @@ func (x *PlayerTimedOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayerTimedOut.ProtoReflect.Descriptor instead.
 func (*PlayerTimedOut) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{6}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PlayerTimedOut) GetSeat() v1.Seat {
@@ -813,7 +894,7 @@ type PlayerEliminated struct {
 
 func (x *PlayerEliminated) Reset() {
 	*x = PlayerEliminated{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +906,7 @@ func (x *PlayerEliminated) String() string {
 func (*PlayerEliminated) ProtoMessage() {}
 
 func (x *PlayerEliminated) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +919,7 @@ func (x *PlayerEliminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayerEliminated.ProtoReflect.Descriptor instead.
 func (*PlayerEliminated) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{7}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PlayerEliminated) GetElimination() *v1.Elimination {
@@ -880,7 +961,7 @@ type GameOver struct {
 
 func (x *GameOver) Reset() {
 	*x = GameOver{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -892,7 +973,7 @@ func (x *GameOver) String() string {
 func (*GameOver) ProtoMessage() {}
 
 func (x *GameOver) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -905,7 +986,7 @@ func (x *GameOver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GameOver.ProtoReflect.Descriptor instead.
 func (*GameOver) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{8}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GameOver) GetResult() *v1.Result {
@@ -928,7 +1009,7 @@ type MatchAborted struct {
 
 func (x *MatchAborted) Reset() {
 	*x = MatchAborted{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -940,7 +1021,7 @@ func (x *MatchAborted) String() string {
 func (*MatchAborted) ProtoMessage() {}
 
 func (x *MatchAborted) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -953,7 +1034,7 @@ func (x *MatchAborted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchAborted.ProtoReflect.Descriptor instead.
 func (*MatchAborted) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{9}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MatchAborted) GetReason() string {
@@ -986,7 +1067,13 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\vfinished_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x14\n" +
 	"\x05plies\x18\b \x01(\rR\x05plies:*\x82\xb5\x18&\n" +
-	"\x18fk:events:match-finished\x12\x04type\x1a\x04data\"\x85\x06\n" +
+	"\x18fk:events:match-finished\x12\x04type\x1a\x04data\"\xf8\x01\n" +
+	"\fPlayerLinked\x12&\n" +
+	"\x0fguest_player_id\x18\x01 \x01(\tR\rguestPlayerId\x12*\n" +
+	"\x11account_player_id\x18\x02 \x01(\tR\x0faccountPlayerId\x120\n" +
+	"\x14account_display_name\x18\x03 \x01(\tR\x12accountDisplayName\x127\n" +
+	"\tlinked_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\blinkedAt:)\x82\xb5\x18%\n" +
+	"\x17fk:events:player-linked\x12\x04type\x1a\x04data\"\x85\x06\n" +
 	"\n" +
 	"MatchEvent\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x18\n" +
@@ -1061,66 +1148,68 @@ func file_fourkingdoms_events_v1_events_proto_rawDescGZIP() []byte {
 	return file_fourkingdoms_events_v1_events_proto_rawDescData
 }
 
-var file_fourkingdoms_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_fourkingdoms_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_fourkingdoms_events_v1_events_proto_goTypes = []any{
 	(*MatchFinished)(nil),         // 0: fourkingdoms.events.v1.MatchFinished
-	(*MatchEvent)(nil),            // 1: fourkingdoms.events.v1.MatchEvent
-	(*MatchCreated)(nil),          // 2: fourkingdoms.events.v1.MatchCreated
-	(*MoveApplied)(nil),           // 3: fourkingdoms.events.v1.MoveApplied
-	(*PlayerResigned)(nil),        // 4: fourkingdoms.events.v1.PlayerResigned
-	(*WinClaimed)(nil),            // 5: fourkingdoms.events.v1.WinClaimed
-	(*PlayerTimedOut)(nil),        // 6: fourkingdoms.events.v1.PlayerTimedOut
-	(*PlayerEliminated)(nil),      // 7: fourkingdoms.events.v1.PlayerEliminated
-	(*GameOver)(nil),              // 8: fourkingdoms.events.v1.GameOver
-	(*MatchAborted)(nil),          // 9: fourkingdoms.events.v1.MatchAborted
-	(*v1.TimeControl)(nil),        // 10: fourkingdoms.game.v1.TimeControl
-	(*v1.SeatPlayer)(nil),         // 11: fourkingdoms.game.v1.SeatPlayer
-	(*v1.Result)(nil),             // 12: fourkingdoms.game.v1.Result
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
-	(v1.Seat)(0),                  // 14: fourkingdoms.game.v1.Seat
-	(*v1.Clock)(nil),              // 15: fourkingdoms.game.v1.Clock
-	(*v1.MoveEffects)(nil),        // 16: fourkingdoms.game.v1.MoveEffects
-	(*v1.SeatPoints)(nil),         // 17: fourkingdoms.game.v1.SeatPoints
-	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
-	(*v1.Elimination)(nil),        // 19: fourkingdoms.game.v1.Elimination
+	(*PlayerLinked)(nil),          // 1: fourkingdoms.events.v1.PlayerLinked
+	(*MatchEvent)(nil),            // 2: fourkingdoms.events.v1.MatchEvent
+	(*MatchCreated)(nil),          // 3: fourkingdoms.events.v1.MatchCreated
+	(*MoveApplied)(nil),           // 4: fourkingdoms.events.v1.MoveApplied
+	(*PlayerResigned)(nil),        // 5: fourkingdoms.events.v1.PlayerResigned
+	(*WinClaimed)(nil),            // 6: fourkingdoms.events.v1.WinClaimed
+	(*PlayerTimedOut)(nil),        // 7: fourkingdoms.events.v1.PlayerTimedOut
+	(*PlayerEliminated)(nil),      // 8: fourkingdoms.events.v1.PlayerEliminated
+	(*GameOver)(nil),              // 9: fourkingdoms.events.v1.GameOver
+	(*MatchAborted)(nil),          // 10: fourkingdoms.events.v1.MatchAborted
+	(*v1.TimeControl)(nil),        // 11: fourkingdoms.game.v1.TimeControl
+	(*v1.SeatPlayer)(nil),         // 12: fourkingdoms.game.v1.SeatPlayer
+	(*v1.Result)(nil),             // 13: fourkingdoms.game.v1.Result
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(v1.Seat)(0),                  // 15: fourkingdoms.game.v1.Seat
+	(*v1.Clock)(nil),              // 16: fourkingdoms.game.v1.Clock
+	(*v1.MoveEffects)(nil),        // 17: fourkingdoms.game.v1.MoveEffects
+	(*v1.SeatPoints)(nil),         // 18: fourkingdoms.game.v1.SeatPoints
+	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
+	(*v1.Elimination)(nil),        // 20: fourkingdoms.game.v1.Elimination
 }
 var file_fourkingdoms_events_v1_events_proto_depIdxs = []int32{
-	10, // 0: fourkingdoms.events.v1.MatchFinished.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	11, // 1: fourkingdoms.events.v1.MatchFinished.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	12, // 2: fourkingdoms.events.v1.MatchFinished.result:type_name -> fourkingdoms.game.v1.Result
-	13, // 3: fourkingdoms.events.v1.MatchFinished.started_at:type_name -> google.protobuf.Timestamp
-	13, // 4: fourkingdoms.events.v1.MatchFinished.finished_at:type_name -> google.protobuf.Timestamp
-	13, // 5: fourkingdoms.events.v1.MatchEvent.occurred_at:type_name -> google.protobuf.Timestamp
-	2,  // 6: fourkingdoms.events.v1.MatchEvent.match_created:type_name -> fourkingdoms.events.v1.MatchCreated
-	3,  // 7: fourkingdoms.events.v1.MatchEvent.move_applied:type_name -> fourkingdoms.events.v1.MoveApplied
-	4,  // 8: fourkingdoms.events.v1.MatchEvent.player_resigned:type_name -> fourkingdoms.events.v1.PlayerResigned
-	6,  // 9: fourkingdoms.events.v1.MatchEvent.player_timed_out:type_name -> fourkingdoms.events.v1.PlayerTimedOut
-	7,  // 10: fourkingdoms.events.v1.MatchEvent.player_eliminated:type_name -> fourkingdoms.events.v1.PlayerEliminated
-	8,  // 11: fourkingdoms.events.v1.MatchEvent.game_over:type_name -> fourkingdoms.events.v1.GameOver
-	9,  // 12: fourkingdoms.events.v1.MatchEvent.match_aborted:type_name -> fourkingdoms.events.v1.MatchAborted
-	5,  // 13: fourkingdoms.events.v1.MatchEvent.win_claimed:type_name -> fourkingdoms.events.v1.WinClaimed
-	10, // 14: fourkingdoms.events.v1.MatchCreated.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	11, // 15: fourkingdoms.events.v1.MatchCreated.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	14, // 16: fourkingdoms.events.v1.MatchCreated.to_move:type_name -> fourkingdoms.game.v1.Seat
-	15, // 17: fourkingdoms.events.v1.MatchCreated.clocks:type_name -> fourkingdoms.game.v1.Clock
-	16, // 18: fourkingdoms.events.v1.MoveApplied.effects:type_name -> fourkingdoms.game.v1.MoveEffects
-	14, // 19: fourkingdoms.events.v1.MoveApplied.to_move:type_name -> fourkingdoms.game.v1.Seat
-	15, // 20: fourkingdoms.events.v1.MoveApplied.clocks:type_name -> fourkingdoms.game.v1.Clock
-	17, // 21: fourkingdoms.events.v1.MoveApplied.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	18, // 22: fourkingdoms.events.v1.MoveApplied.time_charged:type_name -> google.protobuf.Duration
-	18, // 23: fourkingdoms.events.v1.MoveApplied.lag_compensation:type_name -> google.protobuf.Duration
-	14, // 24: fourkingdoms.events.v1.PlayerResigned.seat:type_name -> fourkingdoms.game.v1.Seat
-	14, // 25: fourkingdoms.events.v1.WinClaimed.seat:type_name -> fourkingdoms.game.v1.Seat
-	14, // 26: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
-	19, // 27: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
-	17, // 28: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	17, // 29: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
-	12, // 30: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	11, // 0: fourkingdoms.events.v1.MatchFinished.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	12, // 1: fourkingdoms.events.v1.MatchFinished.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	13, // 2: fourkingdoms.events.v1.MatchFinished.result:type_name -> fourkingdoms.game.v1.Result
+	14, // 3: fourkingdoms.events.v1.MatchFinished.started_at:type_name -> google.protobuf.Timestamp
+	14, // 4: fourkingdoms.events.v1.MatchFinished.finished_at:type_name -> google.protobuf.Timestamp
+	14, // 5: fourkingdoms.events.v1.PlayerLinked.linked_at:type_name -> google.protobuf.Timestamp
+	14, // 6: fourkingdoms.events.v1.MatchEvent.occurred_at:type_name -> google.protobuf.Timestamp
+	3,  // 7: fourkingdoms.events.v1.MatchEvent.match_created:type_name -> fourkingdoms.events.v1.MatchCreated
+	4,  // 8: fourkingdoms.events.v1.MatchEvent.move_applied:type_name -> fourkingdoms.events.v1.MoveApplied
+	5,  // 9: fourkingdoms.events.v1.MatchEvent.player_resigned:type_name -> fourkingdoms.events.v1.PlayerResigned
+	7,  // 10: fourkingdoms.events.v1.MatchEvent.player_timed_out:type_name -> fourkingdoms.events.v1.PlayerTimedOut
+	8,  // 11: fourkingdoms.events.v1.MatchEvent.player_eliminated:type_name -> fourkingdoms.events.v1.PlayerEliminated
+	9,  // 12: fourkingdoms.events.v1.MatchEvent.game_over:type_name -> fourkingdoms.events.v1.GameOver
+	10, // 13: fourkingdoms.events.v1.MatchEvent.match_aborted:type_name -> fourkingdoms.events.v1.MatchAborted
+	6,  // 14: fourkingdoms.events.v1.MatchEvent.win_claimed:type_name -> fourkingdoms.events.v1.WinClaimed
+	11, // 15: fourkingdoms.events.v1.MatchCreated.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	12, // 16: fourkingdoms.events.v1.MatchCreated.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	15, // 17: fourkingdoms.events.v1.MatchCreated.to_move:type_name -> fourkingdoms.game.v1.Seat
+	16, // 18: fourkingdoms.events.v1.MatchCreated.clocks:type_name -> fourkingdoms.game.v1.Clock
+	17, // 19: fourkingdoms.events.v1.MoveApplied.effects:type_name -> fourkingdoms.game.v1.MoveEffects
+	15, // 20: fourkingdoms.events.v1.MoveApplied.to_move:type_name -> fourkingdoms.game.v1.Seat
+	16, // 21: fourkingdoms.events.v1.MoveApplied.clocks:type_name -> fourkingdoms.game.v1.Clock
+	18, // 22: fourkingdoms.events.v1.MoveApplied.points:type_name -> fourkingdoms.game.v1.SeatPoints
+	19, // 23: fourkingdoms.events.v1.MoveApplied.time_charged:type_name -> google.protobuf.Duration
+	19, // 24: fourkingdoms.events.v1.MoveApplied.lag_compensation:type_name -> google.protobuf.Duration
+	15, // 25: fourkingdoms.events.v1.PlayerResigned.seat:type_name -> fourkingdoms.game.v1.Seat
+	15, // 26: fourkingdoms.events.v1.WinClaimed.seat:type_name -> fourkingdoms.game.v1.Seat
+	15, // 27: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
+	20, // 28: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
+	18, // 29: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
+	18, // 30: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
+	13, // 31: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_events_v1_events_proto_init() }
@@ -1129,7 +1218,7 @@ func file_fourkingdoms_events_v1_events_proto_init() {
 		return
 	}
 	file_fourkingdoms_events_v1_stream_proto_init()
-	file_fourkingdoms_events_v1_events_proto_msgTypes[1].OneofWrappers = []any{
+	file_fourkingdoms_events_v1_events_proto_msgTypes[2].OneofWrappers = []any{
 		(*MatchEvent_MatchCreated)(nil),
 		(*MatchEvent_MoveApplied)(nil),
 		(*MatchEvent_PlayerResigned)(nil),
@@ -1139,14 +1228,14 @@ func file_fourkingdoms_events_v1_events_proto_init() {
 		(*MatchEvent_MatchAborted)(nil),
 		(*MatchEvent_WinClaimed)(nil),
 	}
-	file_fourkingdoms_events_v1_events_proto_msgTypes[2].OneofWrappers = []any{}
+	file_fourkingdoms_events_v1_events_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fourkingdoms_events_v1_events_proto_rawDesc), len(file_fourkingdoms_events_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -27,7 +27,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fourkingdoms/auth/v1/auth.proto.
  */
 export const file_fourkingdoms_auth_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("Ch9mb3Vya2luZ2RvbXMvYXV0aC92MS9hdXRoLnByb3RvEhRmb3Vya2luZ2RvbXMuYXV0aC52MSIpChFHdWVzdExvZ2luUmVxdWVzdBIUCgxkaXNwbGF5X25hbWUYASABKAkiywEKEkd1ZXN0TG9naW5SZXNwb25zZRIRCglwbGF5ZXJfaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEg0KBXRva2VuGAMgASgJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXJlZnJlc2hfdG9rZW4YBSABKAkSNgoScmVmcmVzaF9leHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIuChVSZWZyZXNoU2Vzc2lvblJlcXVlc3QSFQoNcmVmcmVzaF90b2tlbhgBIAEoCSLPAQoWUmVmcmVzaFNlc3Npb25SZXNwb25zZRIRCglwbGF5ZXJfaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEg0KBXRva2VuGAMgASgJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXJlZnJlc2hfdG9rZW4YBSABKAkSNgoScmVmcmVzaF9leHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCItChRSZXZva2VTZXNzaW9uUmVxdWVzdBIVCg1yZWZyZXNoX3Rva2VuGAEgASgJIhcKFVJldm9rZVNlc3Npb25SZXNwb25zZSJEChVTZXREaXNwbGF5TmFtZVJlcXVlc3QSFQoNcmVmcmVzaF90b2tlbhgBIAEoCRIUCgxkaXNwbGF5X25hbWUYAiABKAkizwEKFlNldERpc3BsYXlOYW1lUmVzcG9uc2USEQoJcGxheWVyX2lkGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRINCgV0b2tlbhgDIAEoCRIuCgpleHBpcmVzX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZWZyZXNoX3Rva2VuGAUgASgJEjYKEnJlZnJlc2hfZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAysgMKC0F1dGhTZXJ2aWNlEl8KCkd1ZXN0TG9naW4SJy5mb3Vya2luZ2RvbXMuYXV0aC52MS5HdWVzdExvZ2luUmVxdWVzdBooLmZvdXJraW5nZG9tcy5hdXRoLnYxLkd1ZXN0TG9naW5SZXNwb25zZRJrCg5SZWZyZXNoU2Vzc2lvbhIrLmZvdXJraW5nZG9tcy5hdXRoLnYxLlJlZnJlc2hTZXNzaW9uUmVxdWVzdBosLmZvdXJraW5nZG9tcy5hdXRoLnYxLlJlZnJlc2hTZXNzaW9uUmVzcG9uc2USaAoNUmV2b2tlU2Vzc2lvbhIqLmZvdXJraW5nZG9tcy5hdXRoLnYxLlJldm9rZVNlc3Npb25SZXF1ZXN0GisuZm91cmtpbmdkb21zLmF1dGgudjEuUmV2b2tlU2Vzc2lvblJlc3BvbnNlEmsKDlNldERpc3BsYXlOYW1lEisuZm91cmtpbmdkb21zLmF1dGgudjEuU2V0RGlzcGxheU5hbWVSZXF1ZXN0GiwuZm91cmtpbmdkb21zLmF1dGgudjEuU2V0RGlzcGxheU5hbWVSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("Ch9mb3Vya2luZ2RvbXMvYXV0aC92MS9hdXRoLnByb3RvEhRmb3Vya2luZ2RvbXMuYXV0aC52MSIpChFHdWVzdExvZ2luUmVxdWVzdBIUCgxkaXNwbGF5X25hbWUYASABKAkiywEKEkd1ZXN0TG9naW5SZXNwb25zZRIRCglwbGF5ZXJfaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEg0KBXRva2VuGAMgASgJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXJlZnJlc2hfdG9rZW4YBSABKAkSNgoScmVmcmVzaF9leHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIuChVSZWZyZXNoU2Vzc2lvblJlcXVlc3QSFQoNcmVmcmVzaF90b2tlbhgBIAEoCSLPAQoWUmVmcmVzaFNlc3Npb25SZXNwb25zZRIRCglwbGF5ZXJfaWQYASABKAkSFAoMZGlzcGxheV9uYW1lGAIgASgJEg0KBXRva2VuGAMgASgJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXJlZnJlc2hfdG9rZW4YBSABKAkSNgoScmVmcmVzaF9leHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCItChRSZXZva2VTZXNzaW9uUmVxdWVzdBIVCg1yZWZyZXNoX3Rva2VuGAEgASgJIhcKFVJldm9rZVNlc3Npb25SZXNwb25zZSJEChVTZXREaXNwbGF5TmFtZVJlcXVlc3QSFQoNcmVmcmVzaF90b2tlbhgBIAEoCRIUCgxkaXNwbGF5X25hbWUYAiABKAkizwEKFlNldERpc3BsYXlOYW1lUmVzcG9uc2USEQoJcGxheWVyX2lkGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRINCgV0b2tlbhgDIAEoCRIuCgpleHBpcmVzX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZWZyZXNoX3Rva2VuGAUgASgJEjYKEnJlZnJlc2hfZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKQoQTGlua0d1ZXN0UmVxdWVzdBIVCg1yZWZyZXNoX3Rva2VuGAEgASgJIm4KEUxpbmtHdWVzdFJlc3BvbnNlEhEKCXBsYXllcl9pZBgBIAEoCRIXCg9ndWVzdF9wbGF5ZXJfaWQYAiABKAkSLQoJbGlua2VkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcDKQBAoLQXV0aFNlcnZpY2USXwoKR3Vlc3RMb2dpbhInLmZvdXJraW5nZG9tcy5hdXRoLnYxLkd1ZXN0TG9naW5SZXF1ZXN0GiguZm91cmtpbmdkb21zLmF1dGgudjEuR3Vlc3RMb2dpblJlc3BvbnNlEmsKDlJlZnJlc2hTZXNzaW9uEisuZm91cmtpbmdkb21zLmF1dGgudjEuUmVmcmVzaFNlc3Npb25SZXF1ZXN0GiwuZm91cmtpbmdkb21zLmF1dGgudjEuUmVmcmVzaFNlc3Npb25SZXNwb25zZRJoCg1SZXZva2VTZXNzaW9uEiouZm91cmtpbmdkb21zLmF1dGgudjEuUmV2b2tlU2Vzc2lvblJlcXVlc3QaKy5mb3Vya2luZ2RvbXMuYXV0aC52MS5SZXZva2VTZXNzaW9uUmVzcG9uc2USawoOU2V0RGlzcGxheU5hbWUSKy5mb3Vya2luZ2RvbXMuYXV0aC52MS5TZXREaXNwbGF5TmFtZVJlcXVlc3QaLC5mb3Vya2luZ2RvbXMuYXV0aC52MS5TZXREaXNwbGF5TmFtZVJlc3BvbnNlElwKCUxpbmtHdWVzdBImLmZvdXJraW5nZG9tcy5hdXRoLnYxLkxpbmtHdWVzdFJlcXVlc3QaJy5mb3Vya2luZ2RvbXMuYXV0aC52MS5MaW5rR3Vlc3RSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * GuestLoginRequest asks for a guest identity.
@@ -308,6 +308,63 @@ export const SetDisplayNameResponseSchema: GenMessage<SetDisplayNameResponse> = 
   messageDesc(file_fourkingdoms_auth_v1_auth, 7);
 
 /**
+ * LinkGuestRequest names the guest to link by its session.
+ *
+ * @generated from message fourkingdoms.auth.v1.LinkGuestRequest
+ */
+export type LinkGuestRequest = Message<"fourkingdoms.auth.v1.LinkGuestRequest"> & {
+  /**
+   * The guest session's current refresh token (of GuestLogin or the last
+   * RefreshSession).
+   *
+   * @generated from field: string refresh_token = 1;
+   */
+  refreshToken: string;
+};
+
+/**
+ * Describes the message fourkingdoms.auth.v1.LinkGuestRequest.
+ * Use `create(LinkGuestRequestSchema)` to create a new message.
+ */
+export const LinkGuestRequestSchema: GenMessage<LinkGuestRequest> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_auth_v1_auth, 8);
+
+/**
+ * LinkGuestResponse says which guest was linked to which account.
+ *
+ * @generated from message fourkingdoms.auth.v1.LinkGuestResponse
+ */
+export type LinkGuestResponse = Message<"fourkingdoms.auth.v1.LinkGuestResponse"> & {
+  /**
+   * The account's player id (the caller's; "o-...").
+   *
+   * @generated from field: string player_id = 1;
+   */
+  playerId: string;
+
+  /**
+   * The guest's player id ("g-..."), whose ratings move to the account.
+   *
+   * @generated from field: string guest_player_id = 2;
+   */
+  guestPlayerId: string;
+
+  /**
+   * When the link was made (the first call's time on a repeated call).
+   *
+   * @generated from field: google.protobuf.Timestamp linked_at = 3;
+   */
+  linkedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.auth.v1.LinkGuestResponse.
+ * Use `create(LinkGuestResponseSchema)` to create a new message.
+ */
+export const LinkGuestResponseSchema: GenMessage<LinkGuestResponse> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_auth_v1_auth, 9);
+
+/**
  * AuthService signs players in.
  *
  * Players with an account at the deployment's OpenID Connect provider
@@ -390,6 +447,39 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof SetDisplayNameRequestSchema;
     output: typeof SetDisplayNameResponseSchema;
+  },
+  /**
+   * LinkGuest links a guest player to the caller's account at the
+   * deployment's OpenID Connect provider, so that the guest's ratings
+   * carry over: the rating service moves the guest's standing, history and
+   * leaderboard entry of every rule set to the account (docs/rating.md,
+   * "Linking a guest"), shortly after the call (it learns of the link from
+   * a PlayerLinked event). Matches of the guest that finish later count
+   * for the account too. In a rule set where the account has rated games
+   * already, the account keeps its own rating and the guest's is dropped.
+   *
+   * Authorization: the provider's access token of the account ("authorization:
+   * Bearer <token>"); the body carries the guest's current refresh token as
+   * the proof of owning the guest. The guest's session ends: its refresh
+   * tokens stop working (player tokens already issued stay valid until they
+   * expire, and their games count for the account). Calling again with
+   * the same refresh token and the same account succeeds again and
+   * changes nothing (a retry after a lost answer is safe).
+   *
+   * Errors: INVALID_ARGUMENT (empty or malformed refresh_token),
+   * UNAUTHENTICATED (no token; REFRESH_TOKEN_INVALID: unknown, expired or
+   * revoked; REFRESH_TOKEN_REUSED: a rotated token sent, the session is
+   * now revoked), PERMISSION_DENIED (ACCOUNT_REQUIRED: the caller is a
+   * guest or a bot, not an account of the provider; ROLE_NOT_ALLOWED),
+   * FAILED_PRECONDITION (GUEST_ALREADY_LINKED: the guest is linked to
+   * another account), ABORTED (REFRESH_TOKEN_RACED), UNAVAILABLE, INTERNAL.
+   *
+   * @generated from rpc fourkingdoms.auth.v1.AuthService.LinkGuest
+   */
+  linkGuest: {
+    methodKind: "unary";
+    input: typeof LinkGuestRequestSchema;
+    output: typeof LinkGuestResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_fourkingdoms_auth_v1_auth, 0);

@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fourkingdoms/events/v1/events.proto.
  */
 export const file_fourkingdoms_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("CiNmb3Vya2luZ2RvbXMvZXZlbnRzL3YxL2V2ZW50cy5wcm90bxIWZm91cmtpbmdkb21zLmV2ZW50cy52MSLpAgoNTWF0Y2hGaW5pc2hlZBIQCghtYXRjaF9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRI3Cgx0aW1lX2NvbnRyb2wYAyABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5UaW1lQ29udHJvbBIxCgdwbGF5ZXJzGAQgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBsYXllchIsCgZyZXN1bHQYBSABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQSLgoKc3RhcnRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBXBsaWVzGAggASgNOiqCtRgmChhmazpldmVudHM6bWF0Y2gtZmluaXNoZWQSBHR5cGUaBGRhdGEi8QQKCk1hdGNoRXZlbnQSEAoIbWF0Y2hfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoBBILCgNwbHkYAyABKA0SLwoLb2NjdXJyZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDW1hdGNoX2NyZWF0ZWQYCiABKAsyJC5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLk1hdGNoQ3JlYXRlZEgAEjsKDG1vdmVfYXBwbGllZBgLIAEoCzIjLmZvdXJraW5nZG9tcy5ldmVudHMudjEuTW92ZUFwcGxpZWRIABJBCg9wbGF5ZXJfcmVzaWduZWQYDCABKAsyJi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLlBsYXllclJlc2lnbmVkSAASQgoQcGxheWVyX3RpbWVkX291dBgNIAEoCzImLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyVGltZWRPdXRIABJFChFwbGF5ZXJfZWxpbWluYXRlZBgOIAEoCzIoLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyRWxpbWluYXRlZEgAEjUKCWdhbWVfb3ZlchgPIAEoCzIgLmZvdXJraW5nZG9tcy5ldmVudHMudjEuR2FtZU92ZXJIABI9Cg1tYXRjaF9hYm9ydGVkGBAgASgLMiQuZm91cmtpbmdkb21zLmV2ZW50cy52MS5NYXRjaEFib3J0ZWRIABI5Cgt3aW5fY2xhaW1lZBgRIAEoCzIiLmZvdXJraW5nZG9tcy5ldmVudHMudjEuV2luQ2xhaW1lZEgAQgcKBWV2ZW50ItsCCgxNYXRjaENyZWF0ZWQSEAoIcnVsZV9zZXQYASABKAkSNwoMdGltZV9jb250cm9sGAIgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuVGltZUNvbnRyb2wSMQoHcGxheWVycxgDIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQbGF5ZXISDAoEZmVuNBgEIAEoCRIrCgd0b19tb3ZlGAUgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIrCgZjbG9ja3MYBiADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jaxIWCgljbGFpbV93aW4YByABKAhIAIgBARIbCg5hdXRvX2NsYWltX3dpbhgIIAEoCEgBiAEBEg8KB3VucmF0ZWQYCSABKAhCDAoKX2NsYWltX3dpbkIRCg9fYXV0b19jbGFpbV93aW4iswIKC01vdmVBcHBsaWVkEjIKB2VmZmVjdHMYASABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5Nb3ZlRWZmZWN0cxIrCgd0b19tb3ZlGAIgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIrCgZjbG9ja3MYAyADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jaxIwCgZwb2ludHMYBCADKAsyIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0UG9pbnRzEi8KDHRpbWVfY2hhcmdlZBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIzChBsYWdfY29tcGVuc2F0aW9uGAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIlEKDlBsYXllclJlc2lnbmVkEigKBHNlYXQYASABKA4yGi5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0EhUKDWZyb3plbl9wb2ludHMYAiABKAUiSQoKV2luQ2xhaW1lZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIRCglhdXRvbWF0aWMYAiABKAgiawoOUGxheWVyVGltZWRPdXQSKAoEc2VhdBgBIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSFQoNZnJvemVuX3BvaW50cxgCIAEoBRIYChBmaXJzdF9tb3ZlX2xpbWl0GAMgASgIIssBChBQbGF5ZXJFbGltaW5hdGVkEjYKC2VsaW1pbmF0aW9uGAEgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuRWxpbWluYXRpb24SFQoNcmVzdWx0X3BvaW50cxgCIAEoBRIwCgZwb2ludHMYAyADKAsyIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0UG9pbnRzEjYKDGJvbnVzX3BvaW50cxgEIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQb2ludHMiOAoIR2FtZU92ZXISLAoGcmVzdWx0GAEgASgLMhwuZm91cmtpbmdkb21zLmdhbWUudjEuUmVzdWx0IjIKDE1hdGNoQWJvcnRlZBIOCgZyZWFzb24YASABKAkSEgoKYWJvcnRlZF9ieRgCIAEoCWIGcHJvdG8z", [file_fourkingdoms_events_v1_stream, file_fourkingdoms_game_v1_game, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("CiNmb3Vya2luZ2RvbXMvZXZlbnRzL3YxL2V2ZW50cy5wcm90bxIWZm91cmtpbmdkb21zLmV2ZW50cy52MSLpAgoNTWF0Y2hGaW5pc2hlZBIQCghtYXRjaF9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRI3Cgx0aW1lX2NvbnRyb2wYAyABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5UaW1lQ29udHJvbBIxCgdwbGF5ZXJzGAQgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBsYXllchIsCgZyZXN1bHQYBSABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQSLgoKc3RhcnRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBXBsaWVzGAggASgNOiqCtRgmChhmazpldmVudHM6bWF0Y2gtZmluaXNoZWQSBHR5cGUaBGRhdGEiugEKDFBsYXllckxpbmtlZBIXCg9ndWVzdF9wbGF5ZXJfaWQYASABKAkSGQoRYWNjb3VudF9wbGF5ZXJfaWQYAiABKAkSHAoUYWNjb3VudF9kaXNwbGF5X25hbWUYAyABKAkSLQoJbGlua2VkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcDopgrUYJQoXZms6ZXZlbnRzOnBsYXllci1saW5rZWQSBHR5cGUaBGRhdGEi8QQKCk1hdGNoRXZlbnQSEAoIbWF0Y2hfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoBBILCgNwbHkYAyABKA0SLwoLb2NjdXJyZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDW1hdGNoX2NyZWF0ZWQYCiABKAsyJC5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLk1hdGNoQ3JlYXRlZEgAEjsKDG1vdmVfYXBwbGllZBgLIAEoCzIjLmZvdXJraW5nZG9tcy5ldmVudHMudjEuTW92ZUFwcGxpZWRIABJBCg9wbGF5ZXJfcmVzaWduZWQYDCABKAsyJi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLlBsYXllclJlc2lnbmVkSAASQgoQcGxheWVyX3RpbWVkX291dBgNIAEoCzImLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyVGltZWRPdXRIABJFChFwbGF5ZXJfZWxpbWluYXRlZBgOIAEoCzIoLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyRWxpbWluYXRlZEgAEjUKCWdhbWVfb3ZlchgPIAEoCzIgLmZvdXJraW5nZG9tcy5ldmVudHMudjEuR2FtZU92ZXJIABI9Cg1tYXRjaF9hYm9ydGVkGBAgASgLMiQuZm91cmtpbmdkb21zLmV2ZW50cy52MS5NYXRjaEFib3J0ZWRIABI5Cgt3aW5fY2xhaW1lZBgRIAEoCzIiLmZvdXJraW5nZG9tcy5ldmVudHMudjEuV2luQ2xhaW1lZEgAQgcKBWV2ZW50ItsCCgxNYXRjaENyZWF0ZWQSEAoIcnVsZV9zZXQYASABKAkSNwoMdGltZV9jb250cm9sGAIgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuVGltZUNvbnRyb2wSMQoHcGxheWVycxgDIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQbGF5ZXISDAoEZmVuNBgEIAEoCRIrCgd0b19tb3ZlGAUgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIrCgZjbG9ja3MYBiADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jaxIWCgljbGFpbV93aW4YByABKAhIAIgBARIbCg5hdXRvX2NsYWltX3dpbhgIIAEoCEgBiAEBEg8KB3VucmF0ZWQYCSABKAhCDAoKX2NsYWltX3dpbkIRCg9fYXV0b19jbGFpbV93aW4iswIKC01vdmVBcHBsaWVkEjIKB2VmZmVjdHMYASABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5Nb3ZlRWZmZWN0cxIrCgd0b19tb3ZlGAIgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIrCgZjbG9ja3MYAyADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jaxIwCgZwb2ludHMYBCADKAsyIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0UG9pbnRzEi8KDHRpbWVfY2hhcmdlZBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIzChBsYWdfY29tcGVuc2F0aW9uGAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIlEKDlBsYXllclJlc2lnbmVkEigKBHNlYXQYASABKA4yGi5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0EhUKDWZyb3plbl9wb2ludHMYAiABKAUiSQoKV2luQ2xhaW1lZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIRCglhdXRvbWF0aWMYAiABKAgiawoOUGxheWVyVGltZWRPdXQSKAoEc2VhdBgBIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSFQoNZnJvemVuX3BvaW50cxgCIAEoBRIYChBmaXJzdF9tb3ZlX2xpbWl0GAMgASgIIssBChBQbGF5ZXJFbGltaW5hdGVkEjYKC2VsaW1pbmF0aW9uGAEgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuRWxpbWluYXRpb24SFQoNcmVzdWx0X3BvaW50cxgCIAEoBRIwCgZwb2ludHMYAyADKAsyIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0UG9pbnRzEjYKDGJvbnVzX3BvaW50cxgEIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQb2ludHMiOAoIR2FtZU92ZXISLAoGcmVzdWx0GAEgASgLMhwuZm91cmtpbmdkb21zLmdhbWUudjEuUmVzdWx0IjIKDE1hdGNoQWJvcnRlZBIOCgZyZWFzb24YASABKAkSEgoKYWJvcnRlZF9ieRgCIAEoCWIGcHJvdG8z", [file_fourkingdoms_events_v1_stream, file_fourkingdoms_game_v1_game, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * MatchFinished is published once per match that ended with a result.
@@ -100,6 +100,56 @@ export type MatchFinished = Message<"fourkingdoms.events.v1.MatchFinished"> & {
  */
 export const MatchFinishedSchema: GenMessage<MatchFinished> = /*@__PURE__*/
   messageDesc(file_fourkingdoms_events_v1_events, 0);
+
+/**
+ * PlayerLinked is published when a guest player is linked to an account
+ * (AuthService.LinkGuest): the rating service moves the guest's standings
+ * to the account and resolves the guest's id to the account from then on.
+ *
+ * Transport: as MatchFinished, on its own stream (the (stream) option
+ * below). Delivery is at least once, and the same link may be published
+ * more than once (LinkGuest called again after a lost answer): consumers
+ * must treat guest_player_id as an idempotency key. A guest is linked to
+ * at most one account.
+ *
+ * @generated from message fourkingdoms.events.v1.PlayerLinked
+ */
+export type PlayerLinked = Message<"fourkingdoms.events.v1.PlayerLinked"> & {
+  /**
+   * The guest's player id ("g-...").
+   *
+   * @generated from field: string guest_player_id = 1;
+   */
+  guestPlayerId: string;
+
+  /**
+   * The account's player id ("o-...").
+   *
+   * @generated from field: string account_player_id = 2;
+   */
+  accountPlayerId: string;
+
+  /**
+   * The account's display name when the link was made.
+   *
+   * @generated from field: string account_display_name = 3;
+   */
+  accountDisplayName: string;
+
+  /**
+   * When the link was made.
+   *
+   * @generated from field: google.protobuf.Timestamp linked_at = 4;
+   */
+  linkedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.events.v1.PlayerLinked.
+ * Use `create(PlayerLinkedSchema)` to create a new message.
+ */
+export const PlayerLinkedSchema: GenMessage<PlayerLinked> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_events_v1_events, 1);
 
 /**
  * MatchEvent is one change of a match's state. Events of a match form a gap-
@@ -224,7 +274,7 @@ export type MatchEvent = Message<"fourkingdoms.events.v1.MatchEvent"> & {
  * Use `create(MatchEventSchema)` to create a new message.
  */
 export const MatchEventSchema: GenMessage<MatchEvent> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 1);
+  messageDesc(file_fourkingdoms_events_v1_events, 2);
 
 /**
  * MatchCreated starts a match's history.
@@ -306,7 +356,7 @@ export type MatchCreated = Message<"fourkingdoms.events.v1.MatchCreated"> & {
  * Use `create(MatchCreatedSchema)` to create a new message.
  */
 export const MatchCreatedSchema: GenMessage<MatchCreated> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 2);
+  messageDesc(file_fourkingdoms_events_v1_events, 3);
 
 /**
  * MoveApplied is one move and its immediate effects.
@@ -373,7 +423,7 @@ export type MoveApplied = Message<"fourkingdoms.events.v1.MoveApplied"> & {
  * Use `create(MoveAppliedSchema)` to create a new message.
  */
 export const MoveAppliedSchema: GenMessage<MoveApplied> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 3);
+  messageDesc(file_fourkingdoms_events_v1_events, 4);
 
 /**
  * PlayerResigned records a resignation. Resigning is allowed at any time,
@@ -403,7 +453,7 @@ export type PlayerResigned = Message<"fourkingdoms.events.v1.PlayerResigned"> & 
  * Use `create(PlayerResignedSchema)` to create a new message.
  */
 export const PlayerResignedSchema: GenMessage<PlayerResigned> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 4);
+  messageDesc(file_fourkingdoms_events_v1_events, 5);
 
 /**
  * WinClaimed records a claimed win (docs/rules.md section 8.3): the seat,
@@ -435,7 +485,7 @@ export type WinClaimed = Message<"fourkingdoms.events.v1.WinClaimed"> & {
  * Use `create(WinClaimedSchema)` to create a new message.
  */
 export const WinClaimedSchema: GenMessage<WinClaimed> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 5);
+  messageDesc(file_fourkingdoms_events_v1_events, 6);
 
 /**
  * PlayerTimedOut records a clock running out (the player "flagged").
@@ -471,7 +521,7 @@ export type PlayerTimedOut = Message<"fourkingdoms.events.v1.PlayerTimedOut"> & 
  * Use `create(PlayerTimedOutSchema)` to create a new message.
  */
 export const PlayerTimedOutSchema: GenMessage<PlayerTimedOut> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 6);
+  messageDesc(file_fourkingdoms_events_v1_events, 7);
 
 /**
  * PlayerEliminated records a seat leaving the game: it is out and its pieces
@@ -519,7 +569,7 @@ export type PlayerEliminated = Message<"fourkingdoms.events.v1.PlayerEliminated"
  * Use `create(PlayerEliminatedSchema)` to create a new message.
  */
 export const PlayerEliminatedSchema: GenMessage<PlayerEliminated> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 7);
+  messageDesc(file_fourkingdoms_events_v1_events, 8);
 
 /**
  * GameOver ends a match with a result. No event follows it.
@@ -540,7 +590,7 @@ export type GameOver = Message<"fourkingdoms.events.v1.GameOver"> & {
  * Use `create(GameOverSchema)` to create a new message.
  */
 export const GameOverSchema: GenMessage<GameOver> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 8);
+  messageDesc(file_fourkingdoms_events_v1_events, 9);
 
 /**
  * MatchAborted ends a match without a result. No event follows it.
@@ -568,5 +618,5 @@ export type MatchAborted = Message<"fourkingdoms.events.v1.MatchAborted"> & {
  * Use `create(MatchAbortedSchema)` to create a new message.
  */
 export const MatchAbortedSchema: GenMessage<MatchAborted> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 9);
+  messageDesc(file_fourkingdoms_events_v1_events, 10);
 
