@@ -181,6 +181,8 @@ type MatchEvent struct {
 	//	*MatchEvent_GameOver
 	//	*MatchEvent_MatchAborted
 	//	*MatchEvent_WinClaimed
+	//	*MatchEvent_PlayerDisconnected
+	//	*MatchEvent_PlayerReconnected
 	Event         isMatchEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -323,6 +325,24 @@ func (x *MatchEvent) GetWinClaimed() *WinClaimed {
 	return nil
 }
 
+func (x *MatchEvent) GetPlayerDisconnected() *PlayerDisconnected {
+	if x != nil {
+		if x, ok := x.Event.(*MatchEvent_PlayerDisconnected); ok {
+			return x.PlayerDisconnected
+		}
+	}
+	return nil
+}
+
+func (x *MatchEvent) GetPlayerReconnected() *PlayerReconnected {
+	if x != nil {
+		if x, ok := x.Event.(*MatchEvent_PlayerReconnected); ok {
+			return x.PlayerReconnected
+		}
+	}
+	return nil
+}
+
 type isMatchEvent_Event interface {
 	isMatchEvent_Event()
 }
@@ -368,6 +388,19 @@ type MatchEvent_WinClaimed struct {
 	WinClaimed *WinClaimed `protobuf:"bytes,17,opt,name=win_claimed,json=winClaimed,proto3,oneof"`
 }
 
+type MatchEvent_PlayerDisconnected struct {
+	// A seated player has had no open watch stream for a while: shown as
+	// disconnected until PlayerReconnected, or out of time at
+	// grace_ends_at (docs/match.md "Disconnects").
+	PlayerDisconnected *PlayerDisconnected `protobuf:"bytes,18,opt,name=player_disconnected,json=playerDisconnected,proto3,oneof"`
+}
+
+type MatchEvent_PlayerReconnected struct {
+	// A player shown as disconnected opened a watch stream again before
+	// their grace ended.
+	PlayerReconnected *PlayerReconnected `protobuf:"bytes,19,opt,name=player_reconnected,json=playerReconnected,proto3,oneof"`
+}
+
 func (*MatchEvent_MatchCreated) isMatchEvent_Event() {}
 
 func (*MatchEvent_MoveApplied) isMatchEvent_Event() {}
@@ -383,6 +416,10 @@ func (*MatchEvent_GameOver) isMatchEvent_Event() {}
 func (*MatchEvent_MatchAborted) isMatchEvent_Event() {}
 
 func (*MatchEvent_WinClaimed) isMatchEvent_Event() {}
+
+func (*MatchEvent_PlayerDisconnected) isMatchEvent_Event() {}
+
+func (*MatchEvent_PlayerReconnected) isMatchEvent_Event() {}
 
 // MatchCreated starts a match's history.
 type MatchCreated struct {
@@ -735,8 +772,12 @@ type PlayerTimedOut struct {
 	// True when the flag fell because the player did not make their first
 	// move within 30 seconds.
 	FirstMoveLimit bool `protobuf:"varint,3,opt,name=first_move_limit,json=firstMoveLimit,proto3" json:"first_move_limit,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// True when the seat ran out of time because its player stayed
+	// disconnected past the grace a PlayerDisconnected event announced (also
+	// when it was not the seat's turn).
+	Disconnected  bool `protobuf:"varint,4,opt,name=disconnected,proto3" json:"disconnected,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PlayerTimedOut) Reset() {
@@ -790,6 +831,119 @@ func (x *PlayerTimedOut) GetFirstMoveLimit() bool {
 	return false
 }
 
+func (x *PlayerTimedOut) GetDisconnected() bool {
+	if x != nil {
+		return x.Disconnected
+	}
+	return false
+}
+
+// PlayerDisconnected records that no watch stream of a seat's player has
+// been open for the service's disconnect delay (MATCH_DISCONNECT_AFTER).
+// Unless PlayerReconnected follows before grace_ends_at, the seat runs out
+// of time then (a PlayerTimedOut event), also when it is not its turn.
+// Clients show a countdown to grace_ends_at.
+type PlayerDisconnected struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The seat whose player disconnected.
+	Seat v1.Seat `protobuf:"varint,1,opt,name=seat,proto3,enum=fourkingdoms.game.v1.Seat" json:"seat,omitempty"`
+	// When the seat runs out of time unless its player reconnects.
+	GraceEndsAt   *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=grace_ends_at,json=graceEndsAt,proto3" json:"grace_ends_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlayerDisconnected) Reset() {
+	*x = PlayerDisconnected{}
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlayerDisconnected) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlayerDisconnected) ProtoMessage() {}
+
+func (x *PlayerDisconnected) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlayerDisconnected.ProtoReflect.Descriptor instead.
+func (*PlayerDisconnected) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PlayerDisconnected) GetSeat() v1.Seat {
+	if x != nil {
+		return x.Seat
+	}
+	return v1.Seat(0)
+}
+
+func (x *PlayerDisconnected) GetGraceEndsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.GraceEndsAt
+	}
+	return nil
+}
+
+// PlayerReconnected cancels a PlayerDisconnected: the seat's player opened
+// a watch stream again before the grace ended.
+type PlayerReconnected struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The seat whose player is back.
+	Seat          v1.Seat `protobuf:"varint,1,opt,name=seat,proto3,enum=fourkingdoms.game.v1.Seat" json:"seat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlayerReconnected) Reset() {
+	*x = PlayerReconnected{}
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlayerReconnected) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlayerReconnected) ProtoMessage() {}
+
+func (x *PlayerReconnected) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlayerReconnected.ProtoReflect.Descriptor instead.
+func (*PlayerReconnected) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PlayerReconnected) GetSeat() v1.Seat {
+	if x != nil {
+		return x.Seat
+	}
+	return v1.Seat(0)
+}
+
 // PlayerEliminated records a seat leaving the game: it is out and its pieces
 // are dead. It follows the MoveApplied that caused it (or the event that
 // passed the turn to a stalemated seat).
@@ -813,7 +967,7 @@ type PlayerEliminated struct {
 
 func (x *PlayerEliminated) Reset() {
 	*x = PlayerEliminated{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +979,7 @@ func (x *PlayerEliminated) String() string {
 func (*PlayerEliminated) ProtoMessage() {}
 
 func (x *PlayerEliminated) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +992,7 @@ func (x *PlayerEliminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayerEliminated.ProtoReflect.Descriptor instead.
 func (*PlayerEliminated) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{7}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PlayerEliminated) GetElimination() *v1.Elimination {
@@ -880,7 +1034,7 @@ type GameOver struct {
 
 func (x *GameOver) Reset() {
 	*x = GameOver{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -892,7 +1046,7 @@ func (x *GameOver) String() string {
 func (*GameOver) ProtoMessage() {}
 
 func (x *GameOver) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -905,7 +1059,7 @@ func (x *GameOver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GameOver.ProtoReflect.Descriptor instead.
 func (*GameOver) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{8}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GameOver) GetResult() *v1.Result {
@@ -928,7 +1082,7 @@ type MatchAborted struct {
 
 func (x *MatchAborted) Reset() {
 	*x = MatchAborted{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -940,7 +1094,7 @@ func (x *MatchAborted) String() string {
 func (*MatchAborted) ProtoMessage() {}
 
 func (x *MatchAborted) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -953,7 +1107,7 @@ func (x *MatchAborted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchAborted.ProtoReflect.Descriptor instead.
 func (*MatchAborted) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{9}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *MatchAborted) GetReason() string {
@@ -986,7 +1140,7 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\vfinished_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x14\n" +
 	"\x05plies\x18\b \x01(\rR\x05plies:*\x82\xb5\x18&\n" +
-	"\x18fk:events:match-finished\x12\x04type\x1a\x04data\"\x85\x06\n" +
+	"\x18fk:events:match-finished\x12\x04type\x1a\x04data\"\xc0\a\n" +
 	"\n" +
 	"MatchEvent\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x18\n" +
@@ -1003,7 +1157,9 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\tgame_over\x18\x0f \x01(\v2 .fourkingdoms.events.v1.GameOverH\x00R\bgameOver\x12K\n" +
 	"\rmatch_aborted\x18\x10 \x01(\v2$.fourkingdoms.events.v1.MatchAbortedH\x00R\fmatchAborted\x12E\n" +
 	"\vwin_claimed\x18\x11 \x01(\v2\".fourkingdoms.events.v1.WinClaimedH\x00R\n" +
-	"winClaimedB\a\n" +
+	"winClaimed\x12]\n" +
+	"\x13player_disconnected\x18\x12 \x01(\v2*.fourkingdoms.events.v1.PlayerDisconnectedH\x00R\x12playerDisconnected\x12Z\n" +
+	"\x12player_reconnected\x18\x13 \x01(\v2).fourkingdoms.events.v1.PlayerReconnectedH\x00R\x11playerReconnectedB\a\n" +
 	"\x05event\"\xb1\x03\n" +
 	"\fMatchCreated\x12\x19\n" +
 	"\brule_set\x18\x01 \x01(\tR\aruleSet\x12D\n" +
@@ -1031,11 +1187,17 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"WinClaimed\x12.\n" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x12\x1c\n" +
-	"\tautomatic\x18\x02 \x01(\bR\tautomatic\"\x8f\x01\n" +
+	"\tautomatic\x18\x02 \x01(\bR\tautomatic\"\xb3\x01\n" +
 	"\x0ePlayerTimedOut\x12.\n" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x12#\n" +
 	"\rfrozen_points\x18\x02 \x01(\x05R\ffrozenPoints\x12(\n" +
-	"\x10first_move_limit\x18\x03 \x01(\bR\x0efirstMoveLimit\"\xfb\x01\n" +
+	"\x10first_move_limit\x18\x03 \x01(\bR\x0efirstMoveLimit\x12\"\n" +
+	"\fdisconnected\x18\x04 \x01(\bR\fdisconnected\"\x84\x01\n" +
+	"\x12PlayerDisconnected\x12.\n" +
+	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x12>\n" +
+	"\rgrace_ends_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\vgraceEndsAt\"C\n" +
+	"\x11PlayerReconnected\x12.\n" +
+	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\"\xfb\x01\n" +
 	"\x10PlayerEliminated\x12C\n" +
 	"\velimination\x18\x01 \x01(\v2!.fourkingdoms.game.v1.EliminationR\velimination\x12#\n" +
 	"\rresult_points\x18\x02 \x01(\x05R\fresultPoints\x128\n" +
@@ -1061,7 +1223,7 @@ func file_fourkingdoms_events_v1_events_proto_rawDescGZIP() []byte {
 	return file_fourkingdoms_events_v1_events_proto_rawDescData
 }
 
-var file_fourkingdoms_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_fourkingdoms_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_fourkingdoms_events_v1_events_proto_goTypes = []any{
 	(*MatchFinished)(nil),         // 0: fourkingdoms.events.v1.MatchFinished
 	(*MatchEvent)(nil),            // 1: fourkingdoms.events.v1.MatchEvent
@@ -1070,57 +1232,64 @@ var file_fourkingdoms_events_v1_events_proto_goTypes = []any{
 	(*PlayerResigned)(nil),        // 4: fourkingdoms.events.v1.PlayerResigned
 	(*WinClaimed)(nil),            // 5: fourkingdoms.events.v1.WinClaimed
 	(*PlayerTimedOut)(nil),        // 6: fourkingdoms.events.v1.PlayerTimedOut
-	(*PlayerEliminated)(nil),      // 7: fourkingdoms.events.v1.PlayerEliminated
-	(*GameOver)(nil),              // 8: fourkingdoms.events.v1.GameOver
-	(*MatchAborted)(nil),          // 9: fourkingdoms.events.v1.MatchAborted
-	(*v1.TimeControl)(nil),        // 10: fourkingdoms.game.v1.TimeControl
-	(*v1.SeatPlayer)(nil),         // 11: fourkingdoms.game.v1.SeatPlayer
-	(*v1.Result)(nil),             // 12: fourkingdoms.game.v1.Result
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
-	(v1.Seat)(0),                  // 14: fourkingdoms.game.v1.Seat
-	(*v1.Clock)(nil),              // 15: fourkingdoms.game.v1.Clock
-	(*v1.MoveEffects)(nil),        // 16: fourkingdoms.game.v1.MoveEffects
-	(*v1.SeatPoints)(nil),         // 17: fourkingdoms.game.v1.SeatPoints
-	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
-	(*v1.Elimination)(nil),        // 19: fourkingdoms.game.v1.Elimination
+	(*PlayerDisconnected)(nil),    // 7: fourkingdoms.events.v1.PlayerDisconnected
+	(*PlayerReconnected)(nil),     // 8: fourkingdoms.events.v1.PlayerReconnected
+	(*PlayerEliminated)(nil),      // 9: fourkingdoms.events.v1.PlayerEliminated
+	(*GameOver)(nil),              // 10: fourkingdoms.events.v1.GameOver
+	(*MatchAborted)(nil),          // 11: fourkingdoms.events.v1.MatchAborted
+	(*v1.TimeControl)(nil),        // 12: fourkingdoms.game.v1.TimeControl
+	(*v1.SeatPlayer)(nil),         // 13: fourkingdoms.game.v1.SeatPlayer
+	(*v1.Result)(nil),             // 14: fourkingdoms.game.v1.Result
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(v1.Seat)(0),                  // 16: fourkingdoms.game.v1.Seat
+	(*v1.Clock)(nil),              // 17: fourkingdoms.game.v1.Clock
+	(*v1.MoveEffects)(nil),        // 18: fourkingdoms.game.v1.MoveEffects
+	(*v1.SeatPoints)(nil),         // 19: fourkingdoms.game.v1.SeatPoints
+	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	(*v1.Elimination)(nil),        // 21: fourkingdoms.game.v1.Elimination
 }
 var file_fourkingdoms_events_v1_events_proto_depIdxs = []int32{
-	10, // 0: fourkingdoms.events.v1.MatchFinished.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	11, // 1: fourkingdoms.events.v1.MatchFinished.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	12, // 2: fourkingdoms.events.v1.MatchFinished.result:type_name -> fourkingdoms.game.v1.Result
-	13, // 3: fourkingdoms.events.v1.MatchFinished.started_at:type_name -> google.protobuf.Timestamp
-	13, // 4: fourkingdoms.events.v1.MatchFinished.finished_at:type_name -> google.protobuf.Timestamp
-	13, // 5: fourkingdoms.events.v1.MatchEvent.occurred_at:type_name -> google.protobuf.Timestamp
+	12, // 0: fourkingdoms.events.v1.MatchFinished.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	13, // 1: fourkingdoms.events.v1.MatchFinished.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	14, // 2: fourkingdoms.events.v1.MatchFinished.result:type_name -> fourkingdoms.game.v1.Result
+	15, // 3: fourkingdoms.events.v1.MatchFinished.started_at:type_name -> google.protobuf.Timestamp
+	15, // 4: fourkingdoms.events.v1.MatchFinished.finished_at:type_name -> google.protobuf.Timestamp
+	15, // 5: fourkingdoms.events.v1.MatchEvent.occurred_at:type_name -> google.protobuf.Timestamp
 	2,  // 6: fourkingdoms.events.v1.MatchEvent.match_created:type_name -> fourkingdoms.events.v1.MatchCreated
 	3,  // 7: fourkingdoms.events.v1.MatchEvent.move_applied:type_name -> fourkingdoms.events.v1.MoveApplied
 	4,  // 8: fourkingdoms.events.v1.MatchEvent.player_resigned:type_name -> fourkingdoms.events.v1.PlayerResigned
 	6,  // 9: fourkingdoms.events.v1.MatchEvent.player_timed_out:type_name -> fourkingdoms.events.v1.PlayerTimedOut
-	7,  // 10: fourkingdoms.events.v1.MatchEvent.player_eliminated:type_name -> fourkingdoms.events.v1.PlayerEliminated
-	8,  // 11: fourkingdoms.events.v1.MatchEvent.game_over:type_name -> fourkingdoms.events.v1.GameOver
-	9,  // 12: fourkingdoms.events.v1.MatchEvent.match_aborted:type_name -> fourkingdoms.events.v1.MatchAborted
+	9,  // 10: fourkingdoms.events.v1.MatchEvent.player_eliminated:type_name -> fourkingdoms.events.v1.PlayerEliminated
+	10, // 11: fourkingdoms.events.v1.MatchEvent.game_over:type_name -> fourkingdoms.events.v1.GameOver
+	11, // 12: fourkingdoms.events.v1.MatchEvent.match_aborted:type_name -> fourkingdoms.events.v1.MatchAborted
 	5,  // 13: fourkingdoms.events.v1.MatchEvent.win_claimed:type_name -> fourkingdoms.events.v1.WinClaimed
-	10, // 14: fourkingdoms.events.v1.MatchCreated.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	11, // 15: fourkingdoms.events.v1.MatchCreated.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	14, // 16: fourkingdoms.events.v1.MatchCreated.to_move:type_name -> fourkingdoms.game.v1.Seat
-	15, // 17: fourkingdoms.events.v1.MatchCreated.clocks:type_name -> fourkingdoms.game.v1.Clock
-	16, // 18: fourkingdoms.events.v1.MoveApplied.effects:type_name -> fourkingdoms.game.v1.MoveEffects
-	14, // 19: fourkingdoms.events.v1.MoveApplied.to_move:type_name -> fourkingdoms.game.v1.Seat
-	15, // 20: fourkingdoms.events.v1.MoveApplied.clocks:type_name -> fourkingdoms.game.v1.Clock
-	17, // 21: fourkingdoms.events.v1.MoveApplied.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	18, // 22: fourkingdoms.events.v1.MoveApplied.time_charged:type_name -> google.protobuf.Duration
-	18, // 23: fourkingdoms.events.v1.MoveApplied.lag_compensation:type_name -> google.protobuf.Duration
-	14, // 24: fourkingdoms.events.v1.PlayerResigned.seat:type_name -> fourkingdoms.game.v1.Seat
-	14, // 25: fourkingdoms.events.v1.WinClaimed.seat:type_name -> fourkingdoms.game.v1.Seat
-	14, // 26: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
-	19, // 27: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
-	17, // 28: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	17, // 29: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
-	12, // 30: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	7,  // 14: fourkingdoms.events.v1.MatchEvent.player_disconnected:type_name -> fourkingdoms.events.v1.PlayerDisconnected
+	8,  // 15: fourkingdoms.events.v1.MatchEvent.player_reconnected:type_name -> fourkingdoms.events.v1.PlayerReconnected
+	12, // 16: fourkingdoms.events.v1.MatchCreated.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	13, // 17: fourkingdoms.events.v1.MatchCreated.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	16, // 18: fourkingdoms.events.v1.MatchCreated.to_move:type_name -> fourkingdoms.game.v1.Seat
+	17, // 19: fourkingdoms.events.v1.MatchCreated.clocks:type_name -> fourkingdoms.game.v1.Clock
+	18, // 20: fourkingdoms.events.v1.MoveApplied.effects:type_name -> fourkingdoms.game.v1.MoveEffects
+	16, // 21: fourkingdoms.events.v1.MoveApplied.to_move:type_name -> fourkingdoms.game.v1.Seat
+	17, // 22: fourkingdoms.events.v1.MoveApplied.clocks:type_name -> fourkingdoms.game.v1.Clock
+	19, // 23: fourkingdoms.events.v1.MoveApplied.points:type_name -> fourkingdoms.game.v1.SeatPoints
+	20, // 24: fourkingdoms.events.v1.MoveApplied.time_charged:type_name -> google.protobuf.Duration
+	20, // 25: fourkingdoms.events.v1.MoveApplied.lag_compensation:type_name -> google.protobuf.Duration
+	16, // 26: fourkingdoms.events.v1.PlayerResigned.seat:type_name -> fourkingdoms.game.v1.Seat
+	16, // 27: fourkingdoms.events.v1.WinClaimed.seat:type_name -> fourkingdoms.game.v1.Seat
+	16, // 28: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
+	16, // 29: fourkingdoms.events.v1.PlayerDisconnected.seat:type_name -> fourkingdoms.game.v1.Seat
+	15, // 30: fourkingdoms.events.v1.PlayerDisconnected.grace_ends_at:type_name -> google.protobuf.Timestamp
+	16, // 31: fourkingdoms.events.v1.PlayerReconnected.seat:type_name -> fourkingdoms.game.v1.Seat
+	21, // 32: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
+	19, // 33: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
+	19, // 34: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
+	14, // 35: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_events_v1_events_proto_init() }
@@ -1138,6 +1307,8 @@ func file_fourkingdoms_events_v1_events_proto_init() {
 		(*MatchEvent_GameOver)(nil),
 		(*MatchEvent_MatchAborted)(nil),
 		(*MatchEvent_WinClaimed)(nil),
+		(*MatchEvent_PlayerDisconnected)(nil),
+		(*MatchEvent_PlayerReconnected)(nil),
 	}
 	file_fourkingdoms_events_v1_events_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
@@ -1146,7 +1317,7 @@ func file_fourkingdoms_events_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fourkingdoms_events_v1_events_proto_rawDesc), len(file_fourkingdoms_events_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
