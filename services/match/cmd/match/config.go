@@ -66,6 +66,8 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Int(&c.Match.CacheSize, "cache-size", "MATCH_CACHE_SIZE", "decoded games cached per instance")
 	b.Duration(&c.Match.PremoveCost, "premove-cost", "MATCH_PREMOVE_COST", "time a premove is charged on its clock")
 	b.Int(&c.Match.SpectatorDelay, "spectator-delay", "MATCH_SPECTATOR_DELAY", "plies behind the live game that spectators see a running match (0: live)")
+	b.Duration(&c.Match.DisconnectAfter, "disconnect-after", "MATCH_DISCONNECT_AFTER", "how long a seated player may have no watch stream open before being shown disconnected")
+	b.Duration(&c.Match.DisconnectGrace, "disconnect-grace", "MATCH_DISCONNECT_GRACE", "longest grace of a disconnected player before their time runs out, scaled by the time control (0: no presence tracking)")
 	b.Duration(&c.Keeper.Interval, "keeper-interval", "MATCH_KEEPER_INTERVAL", "interval of deadline scans")
 	b.Duration(&c.Keeper.LeaseTTL, "keeper-lease-ttl", "MATCH_KEEPER_LEASE_TTL", "lifetime of a keeper range lease after its last renewal")
 	b.Duration(&c.Keeper.LeaseMargin, "keeper-lease-margin", "MATCH_KEEPER_LEASE_MARGIN", "how long before its lease expires a keeper stops working a range")

@@ -373,6 +373,15 @@ func (k *Keeper) tick(ctx context.Context, partitions []int) error {
 				k.flag(ctx, id)
 			})
 		}
+		for _, id := range d.Presence {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				if err := k.svc.CheckPresence(ctx, id); err != nil && ctx.Err() == nil {
+					k.log.Warn("presence check failed", "match", id, "err", err)
+				}
+			})
+		}
 		if err := st.Relay(ctx, d.Partition, d.Outbox); err != nil {
 			relayErrs = append(relayErrs, fmt.Errorf("outbox relay of partition %v: %w", d.Partition, err))
 		}

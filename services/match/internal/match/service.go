@@ -63,12 +63,21 @@ type Config struct {
 	// SpectatorDelay is how many plies behind the live game callers who
 	// hold no seat see a running match (0: live; see visibility.go).
 	SpectatorDelay int
+	// DisconnectAfter is how long a seated player who opened a watch
+	// stream may have none open before the others are told they are
+	// disconnected (presence.go).
+	DisconnectAfter time.Duration
+	// DisconnectGrace is the longest grace a disconnected player gets
+	// before running out of time (scaled down by the time control and
+	// halved before the seat's first move: disconnectGrace); 0 turns
+	// presence tracking off.
+	DisconnectGrace time.Duration
 }
 
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
 	return Config{FirstMoveLimit: 30 * time.Second, MaxAttempts: 8, CacheSize: 20000, PremoveCost: 100 * time.Millisecond,
-		SpectatorDelay: DefaultSpectatorDelay}
+		SpectatorDelay: DefaultSpectatorDelay, DisconnectAfter: 5 * time.Second, DisconnectGrace: time.Minute}
 }
 
 // Validate reports settings the service cannot work with.
@@ -84,6 +93,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("premove cost %v: must be from 1ms to 1m", c.PremoveCost)
 	case c.SpectatorDelay < 0 || c.SpectatorDelay > maxSpectatorDelay:
 		return fmt.Errorf("spectator delay must be 0 to %d plies", maxSpectatorDelay)
+	case c.DisconnectAfter < 100*time.Millisecond || c.DisconnectAfter > time.Minute:
+		return fmt.Errorf("disconnect delay %v: must be from 100ms to 1m", c.DisconnectAfter)
+	case c.DisconnectGrace < 0 || c.DisconnectGrace > time.Hour:
+		return fmt.Errorf("disconnect grace %v: must be from 0 (off) to 1h", c.DisconnectGrace)
 	}
 	return nil
 }
@@ -115,6 +128,8 @@ type Service struct {
 	log   *slog.Logger
 	now   func() time.Time
 	cache *cache
+	// presence counts the player watch streams this instance holds.
+	presence *presence
 }
 
 // New returns a Service on st; hub delivers live events to Watch (nil for
@@ -124,7 +139,8 @@ func New(st *store.Store, hub *fanout.Hub, cfg Config, log *slog.Logger, now fun
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("match config: %w", err)
 	}
-	return &Service{store: st, hub: hub, cfg: cfg, log: log, now: now, cache: newCache(cfg.CacheSize)}, nil
+	return &Service{store: st, hub: hub, cfg: cfg, log: log, now: now, cache: newCache(cfg.CacheSize),
+		presence: newPresence()}, nil
 }
 
 // Outcome is what a move or a resignation did.
