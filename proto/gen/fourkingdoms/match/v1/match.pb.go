@@ -394,9 +394,14 @@ type SeatState struct {
 	// Points that count for the result: equal to points while live, frozen
 	// when the seat became a zombie, final when it went out or the match
 	// ended.
-	ResultPoints  int32 `protobuf:"varint,6,opt,name=result_points,json=resultPoints,proto3" json:"result_points,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ResultPoints int32 `protobuf:"varint,6,opt,name=result_points,json=resultPoints,proto3" json:"result_points,omitempty"`
+	// Set while the seat's player is shown disconnected (a PlayerDisconnected
+	// event not yet followed by PlayerReconnected): when the seat runs out of
+	// time unless they reconnect (docs/match.md "Disconnects"). Only in
+	// snapshots of callers who see the match live.
+	DisconnectGraceEndsAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=disconnect_grace_ends_at,json=disconnectGraceEndsAt,proto3" json:"disconnect_grace_ends_at,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *SeatState) Reset() {
@@ -469,6 +474,13 @@ func (x *SeatState) GetResultPoints() int32 {
 		return x.ResultPoints
 	}
 	return 0
+}
+
+func (x *SeatState) GetDisconnectGraceEndsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DisconnectGraceEndsAt
+	}
+	return nil
 }
 
 // PlacedPiece is a piece on a square.
@@ -1922,7 +1934,7 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"finishedAt\x12?\n" +
 	"\bpremoves\x18\x11 \x03(\v2#.fourkingdoms.match.v1.PremoveQueueR\bpremoves\x12\"\n" +
 	"\rcan_claim_win\x18\x12 \x01(\bR\vcanClaimWin\x12\x18\n" +
-	"\aunrated\x18\x13 \x01(\bR\aunrated\"\xab\x02\n" +
+	"\aunrated\x18\x13 \x01(\bR\aunrated\"\x80\x03\n" +
 	"\tSeatState\x12.\n" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x124\n" +
 	"\x06player\x18\x02 \x01(\v2\x1c.fourkingdoms.game.v1.PlayerR\x06player\x128\n" +
@@ -1930,7 +1942,8 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\vexit_reason\x18\x04 \x01(\x0e2 .fourkingdoms.game.v1.ExitReasonR\n" +
 	"exitReason\x12\x16\n" +
 	"\x06points\x18\x05 \x01(\x05R\x06points\x12#\n" +
-	"\rresult_points\x18\x06 \x01(\x05R\fresultPoints\"\xd2\x01\n" +
+	"\rresult_points\x18\x06 \x01(\x05R\fresultPoints\x12S\n" +
+	"\x18disconnect_grace_ends_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x15disconnectGraceEndsAt\"\xd2\x01\n" +
 	"\vPlacedPiece\x12\x16\n" +
 	"\x06square\x18\x01 \x01(\tR\x06square\x12.\n" +
 	"\x04seat\x18\x02 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x123\n" +
@@ -2126,54 +2139,55 @@ var file_fourkingdoms_match_v1_match_proto_depIdxs = []int32{
 	32, // 12: fourkingdoms.match.v1.SeatState.player:type_name -> fourkingdoms.game.v1.Player
 	33, // 13: fourkingdoms.match.v1.SeatState.status:type_name -> fourkingdoms.game.v1.SeatStatus
 	34, // 14: fourkingdoms.match.v1.SeatState.exit_reason:type_name -> fourkingdoms.game.v1.ExitReason
-	27, // 15: fourkingdoms.match.v1.PlacedPiece.seat:type_name -> fourkingdoms.game.v1.Seat
-	35, // 16: fourkingdoms.match.v1.PlacedPiece.kind:type_name -> fourkingdoms.game.v1.PieceKind
-	36, // 17: fourkingdoms.match.v1.CreateMatchRequest.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	26, // 18: fourkingdoms.match.v1.CreateMatchRequest.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	2,  // 19: fourkingdoms.match.v1.CreateMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	2,  // 20: fourkingdoms.match.v1.GetMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	37, // 21: fourkingdoms.match.v1.MakeMoveRequest.client_think_time:type_name -> google.protobuf.Duration
-	38, // 22: fourkingdoms.match.v1.MakeMoveResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	27, // 23: fourkingdoms.match.v1.MakeMoveResponse.to_move:type_name -> fourkingdoms.game.v1.Seat
-	29, // 24: fourkingdoms.match.v1.MakeMoveResponse.result:type_name -> fourkingdoms.game.v1.Result
-	38, // 25: fourkingdoms.match.v1.ResignResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	38, // 26: fourkingdoms.match.v1.ClaimWinResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	29, // 27: fourkingdoms.match.v1.ClaimWinResponse.result:type_name -> fourkingdoms.game.v1.Result
-	2,  // 28: fourkingdoms.match.v1.WatchMatchResponse.snapshot:type_name -> fourkingdoms.match.v1.Match
-	38, // 29: fourkingdoms.match.v1.WatchMatchResponse.event:type_name -> fourkingdoms.events.v1.MatchEvent
-	25, // 30: fourkingdoms.match.v1.WatchMatchResponse.premoves:type_name -> fourkingdoms.match.v1.PremoveQueue
-	2,  // 31: fourkingdoms.match.v1.AbortMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	27, // 32: fourkingdoms.match.v1.SetPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
-	25, // 33: fourkingdoms.match.v1.SetPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
-	27, // 34: fourkingdoms.match.v1.ClearPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
-	25, // 35: fourkingdoms.match.v1.ClearPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
-	27, // 36: fourkingdoms.match.v1.PremoveQueue.seat:type_name -> fourkingdoms.game.v1.Seat
-	1,  // 37: fourkingdoms.match.v1.PremoveQueue.change:type_name -> fourkingdoms.match.v1.PremoveChange
-	5,  // 38: fourkingdoms.match.v1.MatchService.CreateMatch:input_type -> fourkingdoms.match.v1.CreateMatchRequest
-	7,  // 39: fourkingdoms.match.v1.MatchService.GetMatch:input_type -> fourkingdoms.match.v1.GetMatchRequest
-	9,  // 40: fourkingdoms.match.v1.MatchService.MakeMove:input_type -> fourkingdoms.match.v1.MakeMoveRequest
-	11, // 41: fourkingdoms.match.v1.MatchService.Resign:input_type -> fourkingdoms.match.v1.ResignRequest
-	13, // 42: fourkingdoms.match.v1.MatchService.ClaimWin:input_type -> fourkingdoms.match.v1.ClaimWinRequest
-	15, // 43: fourkingdoms.match.v1.MatchService.WatchMatch:input_type -> fourkingdoms.match.v1.WatchMatchRequest
-	17, // 44: fourkingdoms.match.v1.MatchService.ExportGame:input_type -> fourkingdoms.match.v1.ExportGameRequest
-	19, // 45: fourkingdoms.match.v1.MatchService.AbortMatch:input_type -> fourkingdoms.match.v1.AbortMatchRequest
-	21, // 46: fourkingdoms.match.v1.MatchService.SetPremoves:input_type -> fourkingdoms.match.v1.SetPremovesRequest
-	23, // 47: fourkingdoms.match.v1.MatchService.ClearPremoves:input_type -> fourkingdoms.match.v1.ClearPremovesRequest
-	6,  // 48: fourkingdoms.match.v1.MatchService.CreateMatch:output_type -> fourkingdoms.match.v1.CreateMatchResponse
-	8,  // 49: fourkingdoms.match.v1.MatchService.GetMatch:output_type -> fourkingdoms.match.v1.GetMatchResponse
-	10, // 50: fourkingdoms.match.v1.MatchService.MakeMove:output_type -> fourkingdoms.match.v1.MakeMoveResponse
-	12, // 51: fourkingdoms.match.v1.MatchService.Resign:output_type -> fourkingdoms.match.v1.ResignResponse
-	14, // 52: fourkingdoms.match.v1.MatchService.ClaimWin:output_type -> fourkingdoms.match.v1.ClaimWinResponse
-	16, // 53: fourkingdoms.match.v1.MatchService.WatchMatch:output_type -> fourkingdoms.match.v1.WatchMatchResponse
-	18, // 54: fourkingdoms.match.v1.MatchService.ExportGame:output_type -> fourkingdoms.match.v1.ExportGameResponse
-	20, // 55: fourkingdoms.match.v1.MatchService.AbortMatch:output_type -> fourkingdoms.match.v1.AbortMatchResponse
-	22, // 56: fourkingdoms.match.v1.MatchService.SetPremoves:output_type -> fourkingdoms.match.v1.SetPremovesResponse
-	24, // 57: fourkingdoms.match.v1.MatchService.ClearPremoves:output_type -> fourkingdoms.match.v1.ClearPremovesResponse
-	48, // [48:58] is the sub-list for method output_type
-	38, // [38:48] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	31, // 15: fourkingdoms.match.v1.SeatState.disconnect_grace_ends_at:type_name -> google.protobuf.Timestamp
+	27, // 16: fourkingdoms.match.v1.PlacedPiece.seat:type_name -> fourkingdoms.game.v1.Seat
+	35, // 17: fourkingdoms.match.v1.PlacedPiece.kind:type_name -> fourkingdoms.game.v1.PieceKind
+	36, // 18: fourkingdoms.match.v1.CreateMatchRequest.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	26, // 19: fourkingdoms.match.v1.CreateMatchRequest.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	2,  // 20: fourkingdoms.match.v1.CreateMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
+	2,  // 21: fourkingdoms.match.v1.GetMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
+	37, // 22: fourkingdoms.match.v1.MakeMoveRequest.client_think_time:type_name -> google.protobuf.Duration
+	38, // 23: fourkingdoms.match.v1.MakeMoveResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	27, // 24: fourkingdoms.match.v1.MakeMoveResponse.to_move:type_name -> fourkingdoms.game.v1.Seat
+	29, // 25: fourkingdoms.match.v1.MakeMoveResponse.result:type_name -> fourkingdoms.game.v1.Result
+	38, // 26: fourkingdoms.match.v1.ResignResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	38, // 27: fourkingdoms.match.v1.ClaimWinResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	29, // 28: fourkingdoms.match.v1.ClaimWinResponse.result:type_name -> fourkingdoms.game.v1.Result
+	2,  // 29: fourkingdoms.match.v1.WatchMatchResponse.snapshot:type_name -> fourkingdoms.match.v1.Match
+	38, // 30: fourkingdoms.match.v1.WatchMatchResponse.event:type_name -> fourkingdoms.events.v1.MatchEvent
+	25, // 31: fourkingdoms.match.v1.WatchMatchResponse.premoves:type_name -> fourkingdoms.match.v1.PremoveQueue
+	2,  // 32: fourkingdoms.match.v1.AbortMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
+	27, // 33: fourkingdoms.match.v1.SetPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
+	25, // 34: fourkingdoms.match.v1.SetPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
+	27, // 35: fourkingdoms.match.v1.ClearPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
+	25, // 36: fourkingdoms.match.v1.ClearPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
+	27, // 37: fourkingdoms.match.v1.PremoveQueue.seat:type_name -> fourkingdoms.game.v1.Seat
+	1,  // 38: fourkingdoms.match.v1.PremoveQueue.change:type_name -> fourkingdoms.match.v1.PremoveChange
+	5,  // 39: fourkingdoms.match.v1.MatchService.CreateMatch:input_type -> fourkingdoms.match.v1.CreateMatchRequest
+	7,  // 40: fourkingdoms.match.v1.MatchService.GetMatch:input_type -> fourkingdoms.match.v1.GetMatchRequest
+	9,  // 41: fourkingdoms.match.v1.MatchService.MakeMove:input_type -> fourkingdoms.match.v1.MakeMoveRequest
+	11, // 42: fourkingdoms.match.v1.MatchService.Resign:input_type -> fourkingdoms.match.v1.ResignRequest
+	13, // 43: fourkingdoms.match.v1.MatchService.ClaimWin:input_type -> fourkingdoms.match.v1.ClaimWinRequest
+	15, // 44: fourkingdoms.match.v1.MatchService.WatchMatch:input_type -> fourkingdoms.match.v1.WatchMatchRequest
+	17, // 45: fourkingdoms.match.v1.MatchService.ExportGame:input_type -> fourkingdoms.match.v1.ExportGameRequest
+	19, // 46: fourkingdoms.match.v1.MatchService.AbortMatch:input_type -> fourkingdoms.match.v1.AbortMatchRequest
+	21, // 47: fourkingdoms.match.v1.MatchService.SetPremoves:input_type -> fourkingdoms.match.v1.SetPremovesRequest
+	23, // 48: fourkingdoms.match.v1.MatchService.ClearPremoves:input_type -> fourkingdoms.match.v1.ClearPremovesRequest
+	6,  // 49: fourkingdoms.match.v1.MatchService.CreateMatch:output_type -> fourkingdoms.match.v1.CreateMatchResponse
+	8,  // 50: fourkingdoms.match.v1.MatchService.GetMatch:output_type -> fourkingdoms.match.v1.GetMatchResponse
+	10, // 51: fourkingdoms.match.v1.MatchService.MakeMove:output_type -> fourkingdoms.match.v1.MakeMoveResponse
+	12, // 52: fourkingdoms.match.v1.MatchService.Resign:output_type -> fourkingdoms.match.v1.ResignResponse
+	14, // 53: fourkingdoms.match.v1.MatchService.ClaimWin:output_type -> fourkingdoms.match.v1.ClaimWinResponse
+	16, // 54: fourkingdoms.match.v1.MatchService.WatchMatch:output_type -> fourkingdoms.match.v1.WatchMatchResponse
+	18, // 55: fourkingdoms.match.v1.MatchService.ExportGame:output_type -> fourkingdoms.match.v1.ExportGameResponse
+	20, // 56: fourkingdoms.match.v1.MatchService.AbortMatch:output_type -> fourkingdoms.match.v1.AbortMatchResponse
+	22, // 57: fourkingdoms.match.v1.MatchService.SetPremoves:output_type -> fourkingdoms.match.v1.SetPremovesResponse
+	24, // 58: fourkingdoms.match.v1.MatchService.ClearPremoves:output_type -> fourkingdoms.match.v1.ClearPremovesResponse
+	49, // [49:59] is the sub-list for method output_type
+	39, // [39:49] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_match_v1_match_proto_init() }
