@@ -75,6 +75,11 @@ func TestDisconnectGrace(t *testing.T) {
 			t.Errorf("grace ends %v after the stream closed, want 8 s after the 500 ms delay", g)
 		}
 
+		// A snapshot shows it too (a client that connects now).
+		if got := redGrace(t, e, b.addr, id); !got.Equal(graceEnd) {
+			t.Errorf("snapshot: Red's grace ends at %v, want %v", got, graceEnd)
+		}
+
 		// Back 5 s before the grace ends, on the other instance.
 		time.Sleep(time.Until(graceEnd.Add(-5 * time.Second)))
 		closeRed = holdStream(t, e.client(b.addr, e.token(players[0], auth.RolePlayer)), id)
@@ -84,6 +89,9 @@ func TestDisconnectGrace(t *testing.T) {
 			}
 			return r.GetEvent().GetPlayerReconnected().GetSeat() == gamev1.Seat_SEAT_RED
 		})
+		if got := redGrace(t, e, a.addr, id); !got.IsZero() {
+			t.Errorf("snapshot after the reconnection: Red's grace ends at %v, want none", got)
+		}
 		time.Sleep(time.Until(graceEnd.Add(time.Second)))
 		if _, err := e.client(b.addr, e.token(players[1], auth.RolePlayer)).MakeMove(t.Context(),
 			&matchv1.MakeMoveRequest{MatchId: id, Move: rounds[0][1]}); err != nil {
@@ -126,4 +134,18 @@ func waitDisconnected(t *testing.T, w *watchItems, seat gamev1.Seat) *eventsv1.M
 		return r.GetEvent().GetPlayerDisconnected().GetSeat() == seat
 	})
 	return got[len(got)-1].GetEvent()
+}
+
+// redGrace returns Red's disconnect grace end in a GetMatch snapshot (zero
+// for none).
+func redGrace(t *testing.T, e *env, addr, id string) time.Time {
+	t.Helper()
+	resp, err := e.client(addr, e.token("observer", auth.RoleService)).GetMatch(t.Context(), &matchv1.GetMatchRequest{MatchId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := resp.GetMatch().GetSeats()[0].GetDisconnectGraceEndsAt(); g != nil {
+		return g.AsTime()
+	}
+	return time.Time{}
 }

@@ -199,6 +199,24 @@ func (s *Service) announce(ctx context.Context, id string, build func(e *entry) 
 	return err
 }
 
+// addPresence marks the seats of a running match's view that are shown
+// disconnected, with their grace end. Without it (presence off, Redis
+// failing) the view simply shows nobody disconnected: the events still do.
+func (s *Service) addPresence(ctx context.Context, v *View) {
+	if s.cfg.DisconnectGrace == 0 || v.Status != StatusActive {
+		return
+	}
+	ps, err := s.store.Presence(ctx, v.ID)
+	if err != nil {
+		return
+	}
+	for seat, sp := range ps {
+		if seat >= 0 && seat < rules.NumSeats && v.Seats[seat].Status == rules.Live {
+			v.Seats[seat].GraceEnd = sp.GraceEnd
+		}
+	}
+}
+
 // errPresenceChanged: the seat is no longer what the keeper found.
 var errPresenceChanged = errors.New("presence changed")
 
