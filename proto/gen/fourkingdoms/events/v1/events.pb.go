@@ -446,9 +446,13 @@ type MatchCreated struct {
 	AutoClaimWin *bool `protobuf:"varint,8,opt,name=auto_claim_win,json=autoClaimWin,proto3,oneof" json:"auto_claim_win,omitempty"`
 	// True if the match does not count for ratings
 	// (CreateMatchRequest.unrated).
-	Unrated       bool `protobuf:"varint,9,opt,name=unrated,proto3" json:"unrated,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Unrated bool `protobuf:"varint,9,opt,name=unrated,proto3" json:"unrated,omitempty"`
+	// Whether a seat missing its first-move limit before every seat has moved
+	// aborts the match (CreateMatchRequest.first_move_abort). Unset in
+	// matches created before this field: off (such a seat runs out of time).
+	FirstMoveAbort *bool `protobuf:"varint,10,opt,name=first_move_abort,json=firstMoveAbort,proto3,oneof" json:"first_move_abort,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MatchCreated) Reset() {
@@ -540,6 +544,13 @@ func (x *MatchCreated) GetAutoClaimWin() bool {
 func (x *MatchCreated) GetUnrated() bool {
 	if x != nil {
 		return x.Unrated
+	}
+	return false
+}
+
+func (x *MatchCreated) GetFirstMoveAbort() bool {
+	if x != nil && x.FirstMoveAbort != nil {
+		return *x.FirstMoveAbort
 	}
 	return false
 }
@@ -1074,10 +1085,15 @@ type MatchAborted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The operator's reason, free text.
 	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
-	// The id of the operator who aborted the match.
-	AbortedBy     string `protobuf:"bytes,2,opt,name=aborted_by,json=abortedBy,proto3" json:"aborted_by,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The id of the operator who aborted the match; empty when the server
+	// aborted it.
+	AbortedBy string `protobuf:"bytes,2,opt,name=aborted_by,json=abortedBy,proto3" json:"aborted_by,omitempty"`
+	// Set when the server aborted the match because this seat missed its
+	// first-move limit while not every seat had moved yet
+	// (MatchCreated.first_move_abort, docs/rules.md section 10).
+	FirstMoveMissed v1.Seat `protobuf:"varint,3,opt,name=first_move_missed,json=firstMoveMissed,proto3,enum=fourkingdoms.game.v1.Seat" json:"first_move_missed,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *MatchAborted) Reset() {
@@ -1124,6 +1140,13 @@ func (x *MatchAborted) GetAbortedBy() string {
 	return ""
 }
 
+func (x *MatchAborted) GetFirstMoveMissed() v1.Seat {
+	if x != nil {
+		return x.FirstMoveMissed
+	}
+	return v1.Seat(0)
+}
+
 var File_fourkingdoms_events_v1_events_proto protoreflect.FileDescriptor
 
 const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
@@ -1160,7 +1183,7 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"winClaimed\x12]\n" +
 	"\x13player_disconnected\x18\x12 \x01(\v2*.fourkingdoms.events.v1.PlayerDisconnectedH\x00R\x12playerDisconnected\x12Z\n" +
 	"\x12player_reconnected\x18\x13 \x01(\v2).fourkingdoms.events.v1.PlayerReconnectedH\x00R\x11playerReconnectedB\a\n" +
-	"\x05event\"\xb1\x03\n" +
+	"\x05event\"\xf5\x03\n" +
 	"\fMatchCreated\x12\x19\n" +
 	"\brule_set\x18\x01 \x01(\tR\aruleSet\x12D\n" +
 	"\ftime_control\x18\x02 \x01(\v2!.fourkingdoms.game.v1.TimeControlR\vtimeControl\x12:\n" +
@@ -1170,10 +1193,13 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\x06clocks\x18\x06 \x03(\v2\x1b.fourkingdoms.game.v1.ClockR\x06clocks\x12 \n" +
 	"\tclaim_win\x18\a \x01(\bH\x00R\bclaimWin\x88\x01\x01\x12)\n" +
 	"\x0eauto_claim_win\x18\b \x01(\bH\x01R\fautoClaimWin\x88\x01\x01\x12\x18\n" +
-	"\aunrated\x18\t \x01(\bR\aunratedB\f\n" +
+	"\aunrated\x18\t \x01(\bR\aunrated\x12-\n" +
+	"\x10first_move_abort\x18\n" +
+	" \x01(\bH\x02R\x0efirstMoveAbort\x88\x01\x01B\f\n" +
 	"\n" +
 	"_claim_winB\x11\n" +
-	"\x0f_auto_claim_win\"\xf2\x02\n" +
+	"\x0f_auto_claim_winB\x13\n" +
+	"\x11_first_move_abort\"\xf2\x02\n" +
 	"\vMoveApplied\x12;\n" +
 	"\aeffects\x18\x01 \x01(\v2!.fourkingdoms.game.v1.MoveEffectsR\aeffects\x123\n" +
 	"\ato_move\x18\x02 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x06toMove\x123\n" +
@@ -1204,11 +1230,12 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\x06points\x18\x03 \x03(\v2 .fourkingdoms.game.v1.SeatPointsR\x06points\x12C\n" +
 	"\fbonus_points\x18\x04 \x03(\v2 .fourkingdoms.game.v1.SeatPointsR\vbonusPoints\"@\n" +
 	"\bGameOver\x124\n" +
-	"\x06result\x18\x01 \x01(\v2\x1c.fourkingdoms.game.v1.ResultR\x06result\"E\n" +
+	"\x06result\x18\x01 \x01(\v2\x1c.fourkingdoms.game.v1.ResultR\x06result\"\x8d\x01\n" +
 	"\fMatchAborted\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
-	"aborted_by\x18\x02 \x01(\tR\tabortedByB\xf3\x01\n" +
+	"aborted_by\x18\x02 \x01(\tR\tabortedBy\x12F\n" +
+	"\x11first_move_missed\x18\x03 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x0ffirstMoveMissedB\xf3\x01\n" +
 	"\x1acom.fourkingdoms.events.v1B\vEventsProtoP\x01ZNgithub.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1;eventsv1\xa2\x02\x03FEX\xaa\x02\x16Fourkingdoms.Events.V1\xca\x02\x16Fourkingdoms\\Events\\V1\xe2\x02\"Fourkingdoms\\Events\\V1\\GPBMetadata\xea\x02\x18Fourkingdoms::Events::V1b\x06proto3"
 
 var (
@@ -1285,11 +1312,12 @@ var file_fourkingdoms_events_v1_events_proto_depIdxs = []int32{
 	19, // 33: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
 	19, // 34: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
 	14, // 35: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
-	36, // [36:36] is the sub-list for method output_type
-	36, // [36:36] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	16, // 36: fourkingdoms.events.v1.MatchAborted.first_move_missed:type_name -> fourkingdoms.game.v1.Seat
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_events_v1_events_proto_init() }

@@ -603,9 +603,14 @@ type CreateMatchRequest struct {
 	AutoClaimWin *bool `protobuf:"varint,8,opt,name=auto_claim_win,json=autoClaimWin,proto3,oneof" json:"auto_claim_win,omitempty"`
 	// True if the match does not count for ratings: its MatchFinished is
 	// never published to the rating stream (private tables played for fun).
-	Unrated       bool `protobuf:"varint,9,opt,name=unrated,proto3" json:"unrated,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Unrated bool `protobuf:"varint,9,opt,name=unrated,proto3" json:"unrated,omitempty"`
+	// Whether a seat that misses its first-move limit while not every seat
+	// has moved yet aborts the match (no result, no rating change: a
+	// MatchAborted event with first_move_missed) instead of running out of
+	// time (docs/rules.md section 10); unset means on.
+	FirstMoveAbort *bool `protobuf:"varint,10,opt,name=first_move_abort,json=firstMoveAbort,proto3,oneof" json:"first_move_abort,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CreateMatchRequest) Reset() {
@@ -697,6 +702,13 @@ func (x *CreateMatchRequest) GetAutoClaimWin() bool {
 func (x *CreateMatchRequest) GetUnrated() bool {
 	if x != nil {
 		return x.Unrated
+	}
+	return false
+}
+
+func (x *CreateMatchRequest) GetFirstMoveAbort() bool {
+	if x != nil && x.FirstMoveAbort != nil {
+		return *x.FirstMoveAbort
 	}
 	return false
 }
@@ -1950,7 +1962,7 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\x04kind\x18\x03 \x01(\x0e2\x1f.fourkingdoms.game.v1.PieceKindR\x04kind\x12\x12\n" +
 	"\x04dead\x18\x04 \x01(\bR\x04dead\x12\x16\n" +
 	"\x06zombie\x18\x05 \x01(\bR\x06zombie\x12\x1a\n" +
-	"\bpromoted\x18\x06 \x01(\bR\bpromoted\"\xad\x03\n" +
+	"\bpromoted\x18\x06 \x01(\bR\bpromoted\"\xf1\x03\n" +
 	"\x12CreateMatchRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12:\n" +
@@ -1962,12 +1974,15 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\x04seed\x18\x06 \x01(\x04H\x01R\x04seed\x88\x01\x01\x12 \n" +
 	"\tclaim_win\x18\a \x01(\bH\x02R\bclaimWin\x88\x01\x01\x12)\n" +
 	"\x0eauto_claim_win\x18\b \x01(\bH\x03R\fautoClaimWin\x88\x01\x01\x12\x18\n" +
-	"\aunrated\x18\t \x01(\bR\aunratedB\r\n" +
+	"\aunrated\x18\t \x01(\bR\aunrated\x12-\n" +
+	"\x10first_move_abort\x18\n" +
+	" \x01(\bH\x04R\x0efirstMoveAbort\x88\x01\x01B\r\n" +
 	"\v_start_fen4B\a\n" +
 	"\x05_seedB\f\n" +
 	"\n" +
 	"_claim_winB\x11\n" +
-	"\x0f_auto_claim_win\"I\n" +
+	"\x0f_auto_claim_winB\x13\n" +
+	"\x11_first_move_abort\"I\n" +
 	"\x13CreateMatchResponse\x122\n" +
 	"\x05match\x18\x01 \x01(\v2\x1c.fourkingdoms.match.v1.MatchR\x05match\",\n" +
 	"\x0fGetMatchRequest\x12\x19\n" +
