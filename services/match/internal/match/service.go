@@ -489,7 +489,8 @@ func (s *Service) Create(ctx context.Context, c Caller, req *matchv1.CreateMatch
 	created := &eventsv1.MatchEvent{MatchId: id, Version: 1, Ply: uint32(g.Ply()), OccurredAt: timestamppb.New(now),
 		Event: &eventsv1.MatchEvent_MatchCreated{MatchCreated: &eventsv1.MatchCreated{
 			RuleSet: rs.Name, TimeControl: tcPB, Players: players, Fen4: g.FEN4(), ToMove: wire.Seat(g.ToMove()),
-			Clocks: clocksPB(&rec.Clocks, tc, s.cfg.FirstMoveLimit, now), ClaimWin: &rs.ClaimWin, AutoClaimWin: &rs.AutoClaimWin}}}
+			Clocks: clocksPB(&rec.Clocks, tc, s.cfg.FirstMoveLimit, now), ClaimWin: &rs.ClaimWin, AutoClaimWin: &rs.AutoClaimWin,
+			FirstMoveAbort: proto.Bool(req.FirstMoveAbort == nil || req.GetFirstMoveAbort())}}}
 	meta, err := marshal(created)
 	if err != nil {
 		return nil, err
@@ -613,7 +614,7 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 			return nil, fmt.Errorf("%w: %s to move", rules.ErrNotYourTurn, g.ToMove())
 		}
 		if d, _ := e.rec.Clocks.Deadline(e.tc, s.cfg.FirstMoveLimit); !d.IsZero() && now.After(d) {
-			ch, err := s.leave(e, now, seat, true)
+			ch, err := s.outOfTime(e, now, seat)
 			if err != nil {
 				return nil, err
 			}
@@ -891,14 +892,7 @@ func (s *Service) Abort(ctx context.Context, c Caller, id, reason string) (*View
 		if e.rec.Status != StatusActive {
 			return nil, ErrFinished
 		}
-		rec := e.rec
-		e.game.Abort()
-		rec.Clocks.charge(e.tc, now, false)
-		rec.Status, rec.FinishedAt = StatusAborted, now
-		ev := &eventsv1.MatchEvent{MatchId: e.id, Version: e.version + 1, Ply: uint32(e.game.Ply()), OccurredAt: timestamppb.New(now),
-			Event: &eventsv1.MatchEvent_MatchAborted{MatchAborted: &eventsv1.MatchAborted{Reason: reason, AbortedBy: c.ID}}}
-		events, notices := s.settlePremoves(e, &rec, now, []*eventsv1.MatchEvent{ev})
-		return &change{events: events, rec: rec, notices: notices}, nil
+		return s.abort(e, now, &eventsv1.MatchAborted{Reason: reason, AbortedBy: c.ID}), nil
 	})
 	if err != nil {
 		return nil, err
@@ -913,8 +907,34 @@ func (s *Service) Abort(ctx context.Context, c Caller, id, reason string) (*View
 	return s.view(e, c, s.clockNow()), nil
 }
 
-// Flag records a time loss for the running seat of a match if its deadline
-// has passed; it reports whether it did. The Keeper calls it for due
+// abort ends the entry's match without a result.
+func (s *Service) abort(e *entry, now time.Time, why *eventsv1.MatchAborted) *change {
+	rec := e.rec
+	e.game.Abort()
+	rec.Clocks.charge(e.tc, now, false)
+	rec.Status, rec.FinishedAt = StatusAborted, now
+	ev := &eventsv1.MatchEvent{MatchId: e.id, Version: e.version + 1, Ply: uint32(e.game.Ply()), OccurredAt: timestamppb.New(now),
+		Event: &eventsv1.MatchEvent_MatchAborted{MatchAborted: why}}
+	events, notices := s.settlePremoves(e, &rec, now, []*eventsv1.MatchEvent{ev})
+	return &change{events: events, rec: rec, notices: notices}
+}
+
+// outOfTime is the running seat's clock running out: a time loss, or,
+// when the seat has not made its first move and the match aborts for that
+// (MatchCreated.first_move_abort), the match aborted without a result
+// (docs/rules.md section 10: not every seat has moved yet, since this one
+// has not).
+func (s *Service) outOfTime(e *entry, now time.Time, seat rules.Seat) (*change, error) {
+	if !e.rec.Clocks.Moved[seat] && e.created.GetMatchCreated().GetFirstMoveAbort() {
+		return s.abort(e, now, &eventsv1.MatchAborted{FirstMoveMissed: wire.Seat(seat),
+			Reason: seat.String() + " made no first move in time"}), nil
+	}
+	return s.leave(e, now, seat, true)
+}
+
+// Flag records a time loss (or a first-move abort: outOfTime) for the
+// running seat of a match if its deadline has passed; it reports whether
+// it did. The Keeper calls it for due
 // deadlines; it reads the match fresh, so a stale deadline entry is harmless.
 func (s *Service) Flag(ctx context.Context, id string) (bool, error) {
 	flagged := false
@@ -927,7 +947,7 @@ func (s *Service) Flag(ctx context.Context, id string) (bool, error) {
 		if now.Before(d) {
 			return nil, errNothingDue
 		}
-		ch, err := s.leave(e, now, rules.Seat(e.rec.Clocks.Running), true)
+		ch, err := s.outOfTime(e, now, rules.Seat(e.rec.Clocks.Running))
 		if err != nil {
 			return nil, err
 		}
