@@ -183,6 +183,7 @@ type MatchEvent struct {
 	//	*MatchEvent_WinClaimed
 	//	*MatchEvent_PlayerDisconnected
 	//	*MatchEvent_PlayerReconnected
+	//	*MatchEvent_ClockCredited
 	Event         isMatchEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -343,6 +344,15 @@ func (x *MatchEvent) GetPlayerReconnected() *PlayerReconnected {
 	return nil
 }
 
+func (x *MatchEvent) GetClockCredited() *ClockCredited {
+	if x != nil {
+		if x, ok := x.Event.(*MatchEvent_ClockCredited); ok {
+			return x.ClockCredited
+		}
+	}
+	return nil
+}
+
 type isMatchEvent_Event interface {
 	isMatchEvent_Event()
 }
@@ -401,6 +411,12 @@ type MatchEvent_PlayerReconnected struct {
 	PlayerReconnected *PlayerReconnected `protobuf:"bytes,19,opt,name=player_reconnected,json=playerReconnected,proto3,oneof"`
 }
 
+type MatchEvent_ClockCredited struct {
+	// The seat to move got back time the service could not accept moves
+	// in (an outage of every instance serving the match).
+	ClockCredited *ClockCredited `protobuf:"bytes,20,opt,name=clock_credited,json=clockCredited,proto3,oneof"`
+}
+
 func (*MatchEvent_MatchCreated) isMatchEvent_Event() {}
 
 func (*MatchEvent_MoveApplied) isMatchEvent_Event() {}
@@ -420,6 +436,8 @@ func (*MatchEvent_WinClaimed) isMatchEvent_Event() {}
 func (*MatchEvent_PlayerDisconnected) isMatchEvent_Event() {}
 
 func (*MatchEvent_PlayerReconnected) isMatchEvent_Event() {}
+
+func (*MatchEvent_ClockCredited) isMatchEvent_Event() {}
 
 // MatchCreated starts a match's history.
 type MatchCreated struct {
@@ -955,6 +973,72 @@ func (x *PlayerReconnected) GetSeat() v1.Seat {
 	return v1.Seat(0)
 }
 
+// ClockCredited gives the seat to move back the time during which the
+// service could not accept its moves (docs/match.md "Outages"): its turn
+// counts as started that much later.
+type ClockCredited struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The seat whose running clock got the time back.
+	Seat v1.Seat `protobuf:"varint,1,opt,name=seat,proto3,enum=fourkingdoms.game.v1.Seat" json:"seat,omitempty"`
+	// The time given back.
+	Credited *durationpb.Duration `protobuf:"bytes,2,opt,name=credited,proto3" json:"credited,omitempty"`
+	// All four clocks after the credit.
+	Clocks        []*v1.Clock `protobuf:"bytes,3,rep,name=clocks,proto3" json:"clocks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClockCredited) Reset() {
+	*x = ClockCredited{}
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClockCredited) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClockCredited) ProtoMessage() {}
+
+func (x *ClockCredited) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClockCredited.ProtoReflect.Descriptor instead.
+func (*ClockCredited) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ClockCredited) GetSeat() v1.Seat {
+	if x != nil {
+		return x.Seat
+	}
+	return v1.Seat(0)
+}
+
+func (x *ClockCredited) GetCredited() *durationpb.Duration {
+	if x != nil {
+		return x.Credited
+	}
+	return nil
+}
+
+func (x *ClockCredited) GetClocks() []*v1.Clock {
+	if x != nil {
+		return x.Clocks
+	}
+	return nil
+}
+
 // PlayerEliminated records a seat leaving the game: it is out and its pieces
 // are dead. It follows the MoveApplied that caused it (or the event that
 // passed the turn to a stalemated seat).
@@ -978,7 +1062,7 @@ type PlayerEliminated struct {
 
 func (x *PlayerEliminated) Reset() {
 	*x = PlayerEliminated{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1074,7 @@ func (x *PlayerEliminated) String() string {
 func (*PlayerEliminated) ProtoMessage() {}
 
 func (x *PlayerEliminated) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1087,7 @@ func (x *PlayerEliminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayerEliminated.ProtoReflect.Descriptor instead.
 func (*PlayerEliminated) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{9}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PlayerEliminated) GetElimination() *v1.Elimination {
@@ -1045,7 +1129,7 @@ type GameOver struct {
 
 func (x *GameOver) Reset() {
 	*x = GameOver{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1141,7 @@ func (x *GameOver) String() string {
 func (*GameOver) ProtoMessage() {}
 
 func (x *GameOver) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1154,7 @@ func (x *GameOver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GameOver.ProtoReflect.Descriptor instead.
 func (*GameOver) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{10}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GameOver) GetResult() *v1.Result {
@@ -1098,7 +1182,7 @@ type MatchAborted struct {
 
 func (x *MatchAborted) Reset() {
 	*x = MatchAborted{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[11]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1110,7 +1194,7 @@ func (x *MatchAborted) String() string {
 func (*MatchAborted) ProtoMessage() {}
 
 func (x *MatchAborted) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[11]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1123,7 +1207,7 @@ func (x *MatchAborted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchAborted.ProtoReflect.Descriptor instead.
 func (*MatchAborted) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{11}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MatchAborted) GetReason() string {
@@ -1163,7 +1247,7 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\vfinished_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x14\n" +
 	"\x05plies\x18\b \x01(\rR\x05plies:*\x82\xb5\x18&\n" +
-	"\x18fk:events:match-finished\x12\x04type\x1a\x04data\"\xc0\a\n" +
+	"\x18fk:events:match-finished\x12\x04type\x1a\x04data\"\x90\b\n" +
 	"\n" +
 	"MatchEvent\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x18\n" +
@@ -1182,7 +1266,8 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\vwin_claimed\x18\x11 \x01(\v2\".fourkingdoms.events.v1.WinClaimedH\x00R\n" +
 	"winClaimed\x12]\n" +
 	"\x13player_disconnected\x18\x12 \x01(\v2*.fourkingdoms.events.v1.PlayerDisconnectedH\x00R\x12playerDisconnected\x12Z\n" +
-	"\x12player_reconnected\x18\x13 \x01(\v2).fourkingdoms.events.v1.PlayerReconnectedH\x00R\x11playerReconnectedB\a\n" +
+	"\x12player_reconnected\x18\x13 \x01(\v2).fourkingdoms.events.v1.PlayerReconnectedH\x00R\x11playerReconnected\x12N\n" +
+	"\x0eclock_credited\x18\x14 \x01(\v2%.fourkingdoms.events.v1.ClockCreditedH\x00R\rclockCreditedB\a\n" +
 	"\x05event\"\xf5\x03\n" +
 	"\fMatchCreated\x12\x19\n" +
 	"\brule_set\x18\x01 \x01(\tR\aruleSet\x12D\n" +
@@ -1223,7 +1308,11 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x12>\n" +
 	"\rgrace_ends_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\vgraceEndsAt\"C\n" +
 	"\x11PlayerReconnected\x12.\n" +
-	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\"\xfb\x01\n" +
+	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\"\xab\x01\n" +
+	"\rClockCredited\x12.\n" +
+	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x125\n" +
+	"\bcredited\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\bcredited\x123\n" +
+	"\x06clocks\x18\x03 \x03(\v2\x1b.fourkingdoms.game.v1.ClockR\x06clocks\"\xfb\x01\n" +
 	"\x10PlayerEliminated\x12C\n" +
 	"\velimination\x18\x01 \x01(\v2!.fourkingdoms.game.v1.EliminationR\velimination\x12#\n" +
 	"\rresult_points\x18\x02 \x01(\x05R\fresultPoints\x128\n" +
@@ -1250,7 +1339,7 @@ func file_fourkingdoms_events_v1_events_proto_rawDescGZIP() []byte {
 	return file_fourkingdoms_events_v1_events_proto_rawDescData
 }
 
-var file_fourkingdoms_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_fourkingdoms_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_fourkingdoms_events_v1_events_proto_goTypes = []any{
 	(*MatchFinished)(nil),         // 0: fourkingdoms.events.v1.MatchFinished
 	(*MatchEvent)(nil),            // 1: fourkingdoms.events.v1.MatchEvent
@@ -1261,63 +1350,68 @@ var file_fourkingdoms_events_v1_events_proto_goTypes = []any{
 	(*PlayerTimedOut)(nil),        // 6: fourkingdoms.events.v1.PlayerTimedOut
 	(*PlayerDisconnected)(nil),    // 7: fourkingdoms.events.v1.PlayerDisconnected
 	(*PlayerReconnected)(nil),     // 8: fourkingdoms.events.v1.PlayerReconnected
-	(*PlayerEliminated)(nil),      // 9: fourkingdoms.events.v1.PlayerEliminated
-	(*GameOver)(nil),              // 10: fourkingdoms.events.v1.GameOver
-	(*MatchAborted)(nil),          // 11: fourkingdoms.events.v1.MatchAborted
-	(*v1.TimeControl)(nil),        // 12: fourkingdoms.game.v1.TimeControl
-	(*v1.SeatPlayer)(nil),         // 13: fourkingdoms.game.v1.SeatPlayer
-	(*v1.Result)(nil),             // 14: fourkingdoms.game.v1.Result
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
-	(v1.Seat)(0),                  // 16: fourkingdoms.game.v1.Seat
-	(*v1.Clock)(nil),              // 17: fourkingdoms.game.v1.Clock
-	(*v1.MoveEffects)(nil),        // 18: fourkingdoms.game.v1.MoveEffects
-	(*v1.SeatPoints)(nil),         // 19: fourkingdoms.game.v1.SeatPoints
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
-	(*v1.Elimination)(nil),        // 21: fourkingdoms.game.v1.Elimination
+	(*ClockCredited)(nil),         // 9: fourkingdoms.events.v1.ClockCredited
+	(*PlayerEliminated)(nil),      // 10: fourkingdoms.events.v1.PlayerEliminated
+	(*GameOver)(nil),              // 11: fourkingdoms.events.v1.GameOver
+	(*MatchAborted)(nil),          // 12: fourkingdoms.events.v1.MatchAborted
+	(*v1.TimeControl)(nil),        // 13: fourkingdoms.game.v1.TimeControl
+	(*v1.SeatPlayer)(nil),         // 14: fourkingdoms.game.v1.SeatPlayer
+	(*v1.Result)(nil),             // 15: fourkingdoms.game.v1.Result
+	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(v1.Seat)(0),                  // 17: fourkingdoms.game.v1.Seat
+	(*v1.Clock)(nil),              // 18: fourkingdoms.game.v1.Clock
+	(*v1.MoveEffects)(nil),        // 19: fourkingdoms.game.v1.MoveEffects
+	(*v1.SeatPoints)(nil),         // 20: fourkingdoms.game.v1.SeatPoints
+	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
+	(*v1.Elimination)(nil),        // 22: fourkingdoms.game.v1.Elimination
 }
 var file_fourkingdoms_events_v1_events_proto_depIdxs = []int32{
-	12, // 0: fourkingdoms.events.v1.MatchFinished.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	13, // 1: fourkingdoms.events.v1.MatchFinished.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	14, // 2: fourkingdoms.events.v1.MatchFinished.result:type_name -> fourkingdoms.game.v1.Result
-	15, // 3: fourkingdoms.events.v1.MatchFinished.started_at:type_name -> google.protobuf.Timestamp
-	15, // 4: fourkingdoms.events.v1.MatchFinished.finished_at:type_name -> google.protobuf.Timestamp
-	15, // 5: fourkingdoms.events.v1.MatchEvent.occurred_at:type_name -> google.protobuf.Timestamp
+	13, // 0: fourkingdoms.events.v1.MatchFinished.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	14, // 1: fourkingdoms.events.v1.MatchFinished.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	15, // 2: fourkingdoms.events.v1.MatchFinished.result:type_name -> fourkingdoms.game.v1.Result
+	16, // 3: fourkingdoms.events.v1.MatchFinished.started_at:type_name -> google.protobuf.Timestamp
+	16, // 4: fourkingdoms.events.v1.MatchFinished.finished_at:type_name -> google.protobuf.Timestamp
+	16, // 5: fourkingdoms.events.v1.MatchEvent.occurred_at:type_name -> google.protobuf.Timestamp
 	2,  // 6: fourkingdoms.events.v1.MatchEvent.match_created:type_name -> fourkingdoms.events.v1.MatchCreated
 	3,  // 7: fourkingdoms.events.v1.MatchEvent.move_applied:type_name -> fourkingdoms.events.v1.MoveApplied
 	4,  // 8: fourkingdoms.events.v1.MatchEvent.player_resigned:type_name -> fourkingdoms.events.v1.PlayerResigned
 	6,  // 9: fourkingdoms.events.v1.MatchEvent.player_timed_out:type_name -> fourkingdoms.events.v1.PlayerTimedOut
-	9,  // 10: fourkingdoms.events.v1.MatchEvent.player_eliminated:type_name -> fourkingdoms.events.v1.PlayerEliminated
-	10, // 11: fourkingdoms.events.v1.MatchEvent.game_over:type_name -> fourkingdoms.events.v1.GameOver
-	11, // 12: fourkingdoms.events.v1.MatchEvent.match_aborted:type_name -> fourkingdoms.events.v1.MatchAborted
+	10, // 10: fourkingdoms.events.v1.MatchEvent.player_eliminated:type_name -> fourkingdoms.events.v1.PlayerEliminated
+	11, // 11: fourkingdoms.events.v1.MatchEvent.game_over:type_name -> fourkingdoms.events.v1.GameOver
+	12, // 12: fourkingdoms.events.v1.MatchEvent.match_aborted:type_name -> fourkingdoms.events.v1.MatchAborted
 	5,  // 13: fourkingdoms.events.v1.MatchEvent.win_claimed:type_name -> fourkingdoms.events.v1.WinClaimed
 	7,  // 14: fourkingdoms.events.v1.MatchEvent.player_disconnected:type_name -> fourkingdoms.events.v1.PlayerDisconnected
 	8,  // 15: fourkingdoms.events.v1.MatchEvent.player_reconnected:type_name -> fourkingdoms.events.v1.PlayerReconnected
-	12, // 16: fourkingdoms.events.v1.MatchCreated.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	13, // 17: fourkingdoms.events.v1.MatchCreated.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	16, // 18: fourkingdoms.events.v1.MatchCreated.to_move:type_name -> fourkingdoms.game.v1.Seat
-	17, // 19: fourkingdoms.events.v1.MatchCreated.clocks:type_name -> fourkingdoms.game.v1.Clock
-	18, // 20: fourkingdoms.events.v1.MoveApplied.effects:type_name -> fourkingdoms.game.v1.MoveEffects
-	16, // 21: fourkingdoms.events.v1.MoveApplied.to_move:type_name -> fourkingdoms.game.v1.Seat
-	17, // 22: fourkingdoms.events.v1.MoveApplied.clocks:type_name -> fourkingdoms.game.v1.Clock
-	19, // 23: fourkingdoms.events.v1.MoveApplied.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	20, // 24: fourkingdoms.events.v1.MoveApplied.time_charged:type_name -> google.protobuf.Duration
-	20, // 25: fourkingdoms.events.v1.MoveApplied.lag_compensation:type_name -> google.protobuf.Duration
-	16, // 26: fourkingdoms.events.v1.PlayerResigned.seat:type_name -> fourkingdoms.game.v1.Seat
-	16, // 27: fourkingdoms.events.v1.WinClaimed.seat:type_name -> fourkingdoms.game.v1.Seat
-	16, // 28: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
-	16, // 29: fourkingdoms.events.v1.PlayerDisconnected.seat:type_name -> fourkingdoms.game.v1.Seat
-	15, // 30: fourkingdoms.events.v1.PlayerDisconnected.grace_ends_at:type_name -> google.protobuf.Timestamp
-	16, // 31: fourkingdoms.events.v1.PlayerReconnected.seat:type_name -> fourkingdoms.game.v1.Seat
-	21, // 32: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
-	19, // 33: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	19, // 34: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
-	14, // 35: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
-	16, // 36: fourkingdoms.events.v1.MatchAborted.first_move_missed:type_name -> fourkingdoms.game.v1.Seat
-	37, // [37:37] is the sub-list for method output_type
-	37, // [37:37] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	9,  // 16: fourkingdoms.events.v1.MatchEvent.clock_credited:type_name -> fourkingdoms.events.v1.ClockCredited
+	13, // 17: fourkingdoms.events.v1.MatchCreated.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	14, // 18: fourkingdoms.events.v1.MatchCreated.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	17, // 19: fourkingdoms.events.v1.MatchCreated.to_move:type_name -> fourkingdoms.game.v1.Seat
+	18, // 20: fourkingdoms.events.v1.MatchCreated.clocks:type_name -> fourkingdoms.game.v1.Clock
+	19, // 21: fourkingdoms.events.v1.MoveApplied.effects:type_name -> fourkingdoms.game.v1.MoveEffects
+	17, // 22: fourkingdoms.events.v1.MoveApplied.to_move:type_name -> fourkingdoms.game.v1.Seat
+	18, // 23: fourkingdoms.events.v1.MoveApplied.clocks:type_name -> fourkingdoms.game.v1.Clock
+	20, // 24: fourkingdoms.events.v1.MoveApplied.points:type_name -> fourkingdoms.game.v1.SeatPoints
+	21, // 25: fourkingdoms.events.v1.MoveApplied.time_charged:type_name -> google.protobuf.Duration
+	21, // 26: fourkingdoms.events.v1.MoveApplied.lag_compensation:type_name -> google.protobuf.Duration
+	17, // 27: fourkingdoms.events.v1.PlayerResigned.seat:type_name -> fourkingdoms.game.v1.Seat
+	17, // 28: fourkingdoms.events.v1.WinClaimed.seat:type_name -> fourkingdoms.game.v1.Seat
+	17, // 29: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
+	17, // 30: fourkingdoms.events.v1.PlayerDisconnected.seat:type_name -> fourkingdoms.game.v1.Seat
+	16, // 31: fourkingdoms.events.v1.PlayerDisconnected.grace_ends_at:type_name -> google.protobuf.Timestamp
+	17, // 32: fourkingdoms.events.v1.PlayerReconnected.seat:type_name -> fourkingdoms.game.v1.Seat
+	17, // 33: fourkingdoms.events.v1.ClockCredited.seat:type_name -> fourkingdoms.game.v1.Seat
+	21, // 34: fourkingdoms.events.v1.ClockCredited.credited:type_name -> google.protobuf.Duration
+	18, // 35: fourkingdoms.events.v1.ClockCredited.clocks:type_name -> fourkingdoms.game.v1.Clock
+	22, // 36: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
+	20, // 37: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
+	20, // 38: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
+	15, // 39: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
+	17, // 40: fourkingdoms.events.v1.MatchAborted.first_move_missed:type_name -> fourkingdoms.game.v1.Seat
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_events_v1_events_proto_init() }
@@ -1337,6 +1431,7 @@ func file_fourkingdoms_events_v1_events_proto_init() {
 		(*MatchEvent_WinClaimed)(nil),
 		(*MatchEvent_PlayerDisconnected)(nil),
 		(*MatchEvent_PlayerReconnected)(nil),
+		(*MatchEvent_ClockCredited)(nil),
 	}
 	file_fourkingdoms_events_v1_events_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
@@ -1345,7 +1440,7 @@ func file_fourkingdoms_events_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fourkingdoms_events_v1_events_proto_rawDesc), len(file_fourkingdoms_events_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
