@@ -72,12 +72,16 @@ type Config struct {
 	// halved before the seat's first move: disconnectGrace); 0 turns
 	// presence tracking off.
 	DisconnectGrace time.Duration
+	// OutageCreditMax caps the time given back to the seat to move after
+	// an outage of the match's keeper range (outage.go); 0 gives none.
+	OutageCreditMax time.Duration
 }
 
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
 	return Config{FirstMoveLimit: 30 * time.Second, MaxAttempts: 8, CacheSize: 20000, PremoveCost: 100 * time.Millisecond,
-		SpectatorDelay: DefaultSpectatorDelay, DisconnectAfter: 5 * time.Second, DisconnectGrace: time.Minute}
+		SpectatorDelay: DefaultSpectatorDelay, DisconnectAfter: 5 * time.Second, DisconnectGrace: time.Minute,
+		OutageCreditMax: time.Minute}
 }
 
 // Validate reports settings the service cannot work with.
@@ -97,6 +101,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("disconnect delay %v: must be from 100ms to 1m", c.DisconnectAfter)
 	case c.DisconnectGrace < 0 || c.DisconnectGrace > time.Hour:
 		return fmt.Errorf("disconnect grace %v: must be from 0 (off) to 1h", c.DisconnectGrace)
+	case c.OutageCreditMax < 0 || c.OutageCreditMax > time.Hour:
+		return fmt.Errorf("outage credit cap %v: must be from 0 (none) to 1h", c.OutageCreditMax)
 	}
 	return nil
 }

@@ -92,6 +92,7 @@ func (k keys) presenceDue(p int) string               { return k.tag(p) + ":pres
 func (k keys) keeperTag() string     { return k.prefix + "{fk:keeper}" }
 func (k keys) keeperMembers() string { return k.keeperTag() + ":members" }
 func (k keys) keeperFence() string   { return k.keeperTag() + ":fence" }
+func (k keys) keeperServed() string  { return k.keeperTag() + ":served" }
 func (k keys) rangeLease(r int) string {
 	return k.keeperTag() + ":range:" + strconv.Itoa(r)
 }
