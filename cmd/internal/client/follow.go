@@ -429,6 +429,10 @@ func Fold(m *matchv1.Match, ev *eventsv1.MatchEvent) {
 		st.ResultPoints = x.PlayerResigned.GetFrozenPoints()
 	case *eventsv1.MatchEvent_PlayerDisconnected:
 		seat(x.PlayerDisconnected.GetSeat()).DisconnectGraceEndsAt = x.PlayerDisconnected.GetGraceEndsAt()
+	case *eventsv1.MatchEvent_ClockCredited:
+		if len(x.ClockCredited.GetClocks()) > 0 {
+			m.Clocks = x.ClockCredited.GetClocks()
+		}
 	case *eventsv1.MatchEvent_PlayerReconnected:
 		seat(x.PlayerReconnected.GetSeat()).DisconnectGraceEndsAt = nil
 	case *eventsv1.MatchEvent_PlayerTimedOut:
