@@ -290,6 +290,13 @@ func writeSeats(b *strings.Builder, m *matchv1.Match, v view, bottom edge) {
 			state = "zombie, " + exitText(s.GetExitReason())
 		case gamev1.SeatStatus_SEAT_STATUS_OUT:
 			state = "out, " + exitText(s.GetExitReason())
+		default:
+			// A disconnected player's countdown: their seat runs out of
+			// time when it reaches 0:00 (docs/match.md "Disconnects").
+			if g := s.GetDisconnectGraceEndsAt(); g != nil {
+				left := max(g.AsTime().Sub(v.Now), 0).Truncate(time.Second)
+				state = fmt.Sprintf("disconnected %d:%02d", int(left.Minutes()), int(left.Seconds())%60)
+			}
 		}
 		points := fmt.Sprintf("%3d pts", s.GetResultPoints())
 		if s.GetPoints() != s.GetResultPoints() {

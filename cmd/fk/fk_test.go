@@ -17,6 +17,7 @@ import (
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	ratingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/rating/v1"
@@ -327,6 +328,35 @@ func TestClockLabelsTheFirstMoveLimit(t *testing.T) {
 	render(&b, m, view{Me: gamev1.Seat_SEAT_RED, Now: now})
 	if out := b.String(); strings.Contains(out, "first move") || !strings.Contains(out, "*0:20") {
 		t.Errorf("clock at ply 9:\n%s", out)
+	}
+}
+
+// TestDisconnectCountdown: a seat shown disconnected counts down to the
+// end of its grace.
+func TestDisconnectCountdown(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	m := startMatch(t)
+	m.Seats[1].DisconnectGraceEndsAt = timestamppb.New(now.Add(42500 * time.Millisecond))
+	var b bytes.Buffer
+	render(&b, m, view{Me: gamev1.Seat_SEAT_RED, Now: now})
+	if out := b.String(); strings.Count(out, "disconnected 0:42") != 1 {
+		t.Errorf("Blue's countdown missing:\n%s", out)
+	}
+	// The fold follows the events.
+	client.Fold(m, &eventsv1.MatchEvent{Version: m.GetVersion() + 1, Event: &eventsv1.MatchEvent_PlayerReconnected{
+		PlayerReconnected: &eventsv1.PlayerReconnected{Seat: gamev1.Seat_SEAT_BLUE}}})
+	b.Reset()
+	render(&b, m, view{Me: gamev1.Seat_SEAT_RED, Now: now})
+	if out := b.String(); strings.Contains(out, "disconnected") {
+		t.Errorf("countdown after the reconnection:\n%s", out)
+	}
+	client.Fold(m, &eventsv1.MatchEvent{Version: m.GetVersion() + 1, Event: &eventsv1.MatchEvent_PlayerDisconnected{
+		PlayerDisconnected: &eventsv1.PlayerDisconnected{Seat: gamev1.Seat_SEAT_GREEN, GraceEndsAt: timestamppb.New(now.Add(time.Minute))}}})
+	b.Reset()
+	render(&b, m, view{Me: gamev1.Seat_SEAT_RED, Now: now})
+	if out := b.String(); !strings.Contains(out, "disconnected 1:00") {
+		t.Errorf("Green's countdown missing after PlayerDisconnected:\n%s", out)
 	}
 }
 

@@ -85,7 +85,9 @@ func testEndings(ctx context.Context, t *testing.T, addr, keysFile string) {
 				defer cancel()
 				prefix := strings.NewReplacer(" ", "-", "/", "-").Replace(rs + "-" + tt.name)
 				req := &matchv1.CreateMatchRequest{RequestId: fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()), RuleSet: rs,
-					TimeControl: &gamev1.TimeControl{Name: tt.timeControl}, Seed: proto.Uint64(1)}
+					TimeControl: &gamev1.TimeControl{Name: tt.timeControl}, Seed: proto.Uint64(1),
+					// Endings, not aborts: seats that never moved lose on time.
+					FirstMoveAbort: proto.Bool(false)}
 				if tt.fen4 != "" {
 					req.StartFen4 = proto.String(tt.fen4)
 				}

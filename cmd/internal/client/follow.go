@@ -390,7 +390,8 @@ func (f *follower) refresh(ctx context.Context) bool {
 }
 
 // Fold applies event ev to m (the next version): statuses, points, clocks,
-// the seat to move, the last move and the result. Pieces and fen4 are not
+// the seat to move, the last move, disconnected players' grace ends and
+// the result. Pieces and fen4 are not
 // updated (that needs the rules engine and the zombie seed); reload the
 // snapshot for those.
 func Fold(m *matchv1.Match, ev *eventsv1.MatchEvent) {
@@ -426,8 +427,17 @@ func Fold(m *matchv1.Match, ev *eventsv1.MatchEvent) {
 		st.Status = gamev1.SeatStatus_SEAT_STATUS_ZOMBIE
 		st.ExitReason = gamev1.ExitReason_EXIT_REASON_RESIGNED
 		st.ResultPoints = x.PlayerResigned.GetFrozenPoints()
+	case *eventsv1.MatchEvent_PlayerDisconnected:
+		seat(x.PlayerDisconnected.GetSeat()).DisconnectGraceEndsAt = x.PlayerDisconnected.GetGraceEndsAt()
+	case *eventsv1.MatchEvent_ClockCredited:
+		if len(x.ClockCredited.GetClocks()) > 0 {
+			m.Clocks = x.ClockCredited.GetClocks()
+		}
+	case *eventsv1.MatchEvent_PlayerReconnected:
+		seat(x.PlayerReconnected.GetSeat()).DisconnectGraceEndsAt = nil
 	case *eventsv1.MatchEvent_PlayerTimedOut:
 		st := seat(x.PlayerTimedOut.GetSeat())
+		st.DisconnectGraceEndsAt = nil
 		st.Status = gamev1.SeatStatus_SEAT_STATUS_ZOMBIE
 		st.ExitReason = gamev1.ExitReason_EXIT_REASON_TIMED_OUT
 		st.ResultPoints = x.PlayerTimedOut.GetFrozenPoints()

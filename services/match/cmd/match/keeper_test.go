@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
@@ -79,6 +80,7 @@ func TestKeeperScalesOut(t *testing.T) {
 		// Red's 3 s clock runs out in a range of C shortly after C dies.
 		short := e.createInRange(a.addr, held[idC][0], func(r *matchv1.CreateMatchRequest) {
 			r.TimeControl = &gamev1.TimeControl{Name: "0.05+0"}
+			r.FirstMoveAbort = proto.Bool(false) // first-move time losses, not an abort
 		})
 		var deadline time.Time
 		for _, c := range short.GetClocks() {

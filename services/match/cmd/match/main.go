@@ -93,6 +93,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		a.Register(srv.GRPC())
 		srv.Go("keeper", keeper.Run)
+		srv.Go("presence", svc.RunPresence)
 		// Closing the hub at the start of shutdown ends the watch streams
 		// (UNAVAILABLE: reconnect elsewhere), so the graceful drain need not
 		// wait for them.

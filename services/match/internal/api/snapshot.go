@@ -27,6 +27,9 @@ func snapshot(v *match.View) *matchv1.Match {
 		m.Seats[st] = &matchv1.SeatState{Seat: wire.Seat(rules.Seat(st)), Status: wire.SeatStatus(ss.Status),
 			ExitReason: gamev1.ExitReason(ss.Exit), Points: int32(ss.Points), ResultPoints: int32(ss.ResultPoints),
 			Player: &gamev1.Player{PlayerId: ss.Player.ID, DisplayName: ss.Player.DisplayName, IsBot: ss.Player.IsBot}}
+		if !ss.GraceEnd.IsZero() {
+			m.Seats[st].DisconnectGraceEndsAt = timestamppb.New(ss.GraceEnd)
+		}
 	}
 	for i, sq := range v.Pieces {
 		m.Pieces[i] = &matchv1.PlacedPiece{Square: sq.Name, Seat: wire.Seat(sq.Seat), Kind: wire.Kind(sq.Kind),

@@ -41,7 +41,7 @@ const (
 
 // isKind reports whether num is a member of MatchEvent's event oneof
 // (TestKindsAreTheOneof keeps this in step with the proto).
-func isKind(num protowire.Number) bool { return num >= 10 && num <= 17 }
+func isKind(num protowire.Number) bool { return num >= 10 && num <= 20 }
 
 // Final reports whether the event ends the match's history.
 func (e Event) Final() bool { return e.Kind == KindGameOver || e.Kind == KindMatchAborted }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -214,6 +215,9 @@ func (k *Keeper) leave(ctx context.Context) {
 	if _, err := k.svc.store.ReleaseRanges(ctx, k.id, held, true); err != nil {
 		k.log.Warn("keeper ranges not released: they lapse after the lease TTL", "err", err)
 	}
+	if err := k.svc.store.ForgetServed(ctx, slices.Collect(maps.Keys(held))); err != nil {
+		k.log.Warn("keeper ranges' served notes not dropped: their next holder may credit an outage", "err", err)
+	}
 }
 
 // scan renews the leases (one heartbeat), rebalances, and works the
@@ -229,6 +233,11 @@ func (k *Keeper) scan(ctx context.Context) error {
 			k.ranges.Record(ctx, 0)
 		}
 		return err
+	}
+	// An outage of every instance is recorded by the first that is back
+	// (outage.go); the ranges' new holders give its time back.
+	if err := st.Alive(ctx, k.svc.clockNow(), k.cfg.LeaseTTL+k.cfg.Interval); err != nil {
+		k.log.Warn("keeper could not note itself alive", "err", err)
 	}
 	// Every lease renewed (or taken) below was set in Redis after sent, so
 	// it lives there until at least sent+TTL by the server's clock.
@@ -275,6 +284,9 @@ func (k *Keeper) scan(ctx context.Context) error {
 		if _, err := st.ReleaseRanges(ctx, k.id, give, false); err != nil {
 			errs = append(errs, err)
 		}
+		if err := st.ForgetServed(ctx, slices.Collect(maps.Keys(give))); err != nil {
+			errs = append(errs, err)
+		}
 	case len(mine) < target:
 		got, err := st.AcquireRanges(ctx, k.id, freeRanges(m, k.id), target-len(mine), k.cfg.LeaseTTL)
 		if err != nil {
@@ -285,6 +297,14 @@ func (k *Keeper) scan(ctx context.Context) error {
 			mine = append(mine, r)
 		}
 		slices.Sort(mine)
+		// Before the new ranges' deadlines are looked at: give back the
+		// time an outage took (outage.go).
+		if err := k.creditOutages(ctx, slices.Collect(maps.Keys(got))); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := st.MarkServed(ctx, mine, k.svc.clockNow()); err != nil {
+		errs = append(errs, err)
 	}
 	k.ranges.Record(ctx, int64(len(mine)))
 	if len(mine) != before || lost > 0 {
@@ -317,6 +337,47 @@ func (k *Keeper) scan(ctx context.Context) error {
 			}
 		}
 		cancel()
+	}
+	return errors.Join(errs...)
+}
+
+// creditOutages gives back, in the matches of the ranges just taken, the
+// time of the last outage of every instance (outage.go), from when each
+// range was last served: nobody could move in them then. A range whose
+// holder alone died (the others went on accepting moves) was served after
+// the last outage, or released, and gets nothing.
+func (k *Keeper) creditOutages(ctx context.Context, ranges []int) error {
+	st := k.svc.store
+	served, err := st.LastServed(ctx, ranges)
+	if err != nil || len(served) == 0 {
+		return err
+	}
+	outFrom, outTo, err := st.LastOutage(ctx)
+	if err != nil || outTo.IsZero() {
+		return err
+	}
+	var errs []error
+	for r, last := range served {
+		from := last
+		if outFrom.After(from) {
+			from = outFrom
+		}
+		if !outTo.After(from) {
+			continue
+		}
+		k.log.Warn("keeper range was not served during an outage: crediting the clocks to move", "range", r, "outage", outTo.Sub(from))
+		for _, p := range store.RangePartitions(r) {
+			ids, err := st.Running(ctx, p, int64(k.cfg.Batch)*100)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for _, id := range ids {
+				if _, err := k.svc.CreditOutage(ctx, id, from, outTo); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -371,6 +432,15 @@ func (k *Keeper) tick(ctx context.Context, partitions []int) error {
 			wg.Go(func() {
 				defer func() { <-sem }()
 				k.flag(ctx, id)
+			})
+		}
+		for _, id := range d.Presence {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				if err := k.svc.CheckPresence(ctx, id); err != nil && ctx.Err() == nil {
+					k.log.Warn("presence check failed", "match", id, "err", err)
+				}
 			})
 		}
 		if err := st.Relay(ctx, d.Partition, d.Outbox); err != nil {

@@ -63,12 +63,25 @@ type Config struct {
 	// SpectatorDelay is how many plies behind the live game callers who
 	// hold no seat see a running match (0: live; see visibility.go).
 	SpectatorDelay int
+	// DisconnectAfter is how long a seated player who opened a watch
+	// stream may have none open before the others are told they are
+	// disconnected (presence.go).
+	DisconnectAfter time.Duration
+	// DisconnectGrace is the longest grace a disconnected player gets
+	// before running out of time (scaled down by the time control and
+	// halved before the seat's first move: disconnectGrace); 0 turns
+	// presence tracking off.
+	DisconnectGrace time.Duration
+	// OutageCreditMax caps the time given back to the seat to move after
+	// an outage of the match's keeper range (outage.go); 0 gives none.
+	OutageCreditMax time.Duration
 }
 
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
 	return Config{FirstMoveLimit: 30 * time.Second, MaxAttempts: 8, CacheSize: 20000, PremoveCost: 100 * time.Millisecond,
-		SpectatorDelay: DefaultSpectatorDelay}
+		SpectatorDelay: DefaultSpectatorDelay, DisconnectAfter: 5 * time.Second, DisconnectGrace: time.Minute,
+		OutageCreditMax: time.Minute}
 }
 
 // Validate reports settings the service cannot work with.
@@ -84,6 +97,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("premove cost %v: must be from 1ms to 1m", c.PremoveCost)
 	case c.SpectatorDelay < 0 || c.SpectatorDelay > maxSpectatorDelay:
 		return fmt.Errorf("spectator delay must be 0 to %d plies", maxSpectatorDelay)
+	case c.DisconnectAfter < 100*time.Millisecond || c.DisconnectAfter > time.Minute:
+		return fmt.Errorf("disconnect delay %v: must be from 100ms to 1m", c.DisconnectAfter)
+	case c.DisconnectGrace < 0 || c.DisconnectGrace > time.Hour:
+		return fmt.Errorf("disconnect grace %v: must be from 0 (off) to 1h", c.DisconnectGrace)
+	case c.OutageCreditMax < 0 || c.OutageCreditMax > time.Hour:
+		return fmt.Errorf("outage credit cap %v: must be from 0 (none) to 1h", c.OutageCreditMax)
 	}
 	return nil
 }
@@ -115,6 +134,8 @@ type Service struct {
 	log   *slog.Logger
 	now   func() time.Time
 	cache *cache
+	// presence counts the player watch streams this instance holds.
+	presence *presence
 }
 
 // New returns a Service on st; hub delivers live events to Watch (nil for
@@ -124,7 +145,8 @@ func New(st *store.Store, hub *fanout.Hub, cfg Config, log *slog.Logger, now fun
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("match config: %w", err)
 	}
-	return &Service{store: st, hub: hub, cfg: cfg, log: log, now: now, cache: newCache(cfg.CacheSize)}, nil
+	return &Service{store: st, hub: hub, cfg: cfg, log: log, now: now, cache: newCache(cfg.CacheSize),
+		presence: newPresence()}, nil
 }
 
 // Outcome is what a move or a resignation did.
@@ -480,7 +502,9 @@ func (s *Service) Create(ctx context.Context, c Caller, req *matchv1.CreateMatch
 			Clocks: clocksPB(&rec.Clocks, tc, s.cfg.FirstMoveLimit, now), ClaimWin: &rs.ClaimWin, AutoClaimWin: &rs.AutoClaimWin,
 			// Unrated is kept with the rest of the match's immutable
 			// metadata (this event, stored once as the match's meta).
-			Unrated: req.GetUnrated()}}}
+			Unrated:        req.GetUnrated(),
+			FirstMoveAbort: proto.Bool(req.FirstMoveAbort == nil || req.GetFirstMoveAbort())}}}
+
 	meta, err := marshal(created)
 	if err != nil {
 		return nil, err
@@ -604,7 +628,7 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 			return nil, fmt.Errorf("%w: %s to move", rules.ErrNotYourTurn, g.ToMove())
 		}
 		if d, _ := e.rec.Clocks.Deadline(e.tc, s.cfg.FirstMoveLimit); !d.IsZero() && now.After(d) {
-			ch, err := s.leave(e, now, seat, true)
+			ch, err := s.outOfTime(e, now, seat)
 			if err != nil {
 				return nil, err
 			}
@@ -882,14 +906,7 @@ func (s *Service) Abort(ctx context.Context, c Caller, id, reason string) (*View
 		if e.rec.Status != StatusActive {
 			return nil, ErrFinished
 		}
-		rec := e.rec
-		e.game.Abort()
-		rec.Clocks.charge(e.tc, now, false)
-		rec.Status, rec.FinishedAt = StatusAborted, now
-		ev := &eventsv1.MatchEvent{MatchId: e.id, Version: e.version + 1, Ply: uint32(e.game.Ply()), OccurredAt: timestamppb.New(now),
-			Event: &eventsv1.MatchEvent_MatchAborted{MatchAborted: &eventsv1.MatchAborted{Reason: reason, AbortedBy: c.ID}}}
-		events, notices := s.settlePremoves(e, &rec, now, []*eventsv1.MatchEvent{ev})
-		return &change{events: events, rec: rec, notices: notices}, nil
+		return s.abort(e, now, &eventsv1.MatchAborted{Reason: reason, AbortedBy: c.ID}), nil
 	})
 	if err != nil {
 		return nil, err
@@ -904,8 +921,34 @@ func (s *Service) Abort(ctx context.Context, c Caller, id, reason string) (*View
 	return s.view(e, c, s.clockNow()), nil
 }
 
-// Flag records a time loss for the running seat of a match if its deadline
-// has passed; it reports whether it did. The Keeper calls it for due
+// abort ends the entry's match without a result.
+func (s *Service) abort(e *entry, now time.Time, why *eventsv1.MatchAborted) *change {
+	rec := e.rec
+	e.game.Abort()
+	rec.Clocks.charge(e.tc, now, false)
+	rec.Status, rec.FinishedAt = StatusAborted, now
+	ev := &eventsv1.MatchEvent{MatchId: e.id, Version: e.version + 1, Ply: uint32(e.game.Ply()), OccurredAt: timestamppb.New(now),
+		Event: &eventsv1.MatchEvent_MatchAborted{MatchAborted: why}}
+	events, notices := s.settlePremoves(e, &rec, now, []*eventsv1.MatchEvent{ev})
+	return &change{events: events, rec: rec, notices: notices}
+}
+
+// outOfTime is the running seat's clock running out: a time loss, or,
+// when the seat has not made its first move and the match aborts for that
+// (MatchCreated.first_move_abort), the match aborted without a result
+// (docs/rules.md section 10: not every seat has moved yet, since this one
+// has not).
+func (s *Service) outOfTime(e *entry, now time.Time, seat rules.Seat) (*change, error) {
+	if !e.rec.Clocks.Moved[seat] && e.created.GetMatchCreated().GetFirstMoveAbort() {
+		return s.abort(e, now, &eventsv1.MatchAborted{FirstMoveMissed: wire.Seat(seat),
+			Reason: seat.String() + " made no first move in time"}), nil
+	}
+	return s.leave(e, now, seat, true)
+}
+
+// Flag records a time loss (or a first-move abort: outOfTime) for the
+// running seat of a match if its deadline has passed; it reports whether
+// it did. The Keeper calls it for due
 // deadlines; it reads the match fresh, so a stale deadline entry is harmless.
 func (s *Service) Flag(ctx context.Context, id string) (bool, error) {
 	flagged := false
@@ -918,7 +961,7 @@ func (s *Service) Flag(ctx context.Context, id string) (bool, error) {
 		if now.Before(d) {
 			return nil, errNothingDue
 		}
-		ch, err := s.leave(e, now, rules.Seat(e.rec.Clocks.Running), true)
+		ch, err := s.outOfTime(e, now, rules.Seat(e.rec.Clocks.Running))
 		if err != nil {
 			return nil, err
 		}

@@ -62,6 +62,10 @@ type SeatView struct {
 	// Points are the points on the board; ResultPoints the ones that
 	// count for the result (frozen when the player resigned or timed out).
 	Points, ResultPoints int
+	// GraceEnd, while the seat's player is shown disconnected, is when the
+	// seat runs out of time unless they reconnect (presence.go); zero
+	// otherwise.
+	GraceEnd time.Time
 }
 
 // Player is who holds a seat.

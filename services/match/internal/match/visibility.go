@@ -77,7 +77,9 @@ func (s *Service) getVisible(ctx context.Context, c Caller, id string) (*View, v
 	}
 	vis := visibility{delay: s.delayFor(e, c), version: e.version}
 	if vis.delay == 0 {
-		return s.view(e, c, s.clockNow()), vis, nil
+		v := s.view(e, c, s.clockNow())
+		s.addPresence(ctx, v)
+		return v, vis, nil
 	}
 	v, err := s.delayedView(ctx, e, vis.delay)
 	return v, vis, err

@@ -68,6 +68,15 @@ func (s *Service) Watch(ctx context.Context, c Caller, id string, from uint64, s
 	if err := ws.start(ctx, from); err != nil || ws.done {
 		return err
 	}
+	if ws.player {
+		var seats []rules.Seat
+		for gs := range ws.seats {
+			if st, ok := wire.SeatOf(gs); ok {
+				seats = append(seats, st)
+			}
+		}
+		defer s.watchPresence(id, seats)()
+	}
 	return ws.follow(ctx, w.C, w.Closed())
 }
 

@@ -84,12 +84,15 @@ func (k keys) channel(p int, id string) string {
 func (k keys) request(p int, requestID string) string { return k.tag(p) + ":req:" + requestID }
 func (k keys) deadlines(p int) string                 { return k.tag(p) + ":deadlines" }
 func (k keys) outbox(p int) string                    { return k.tag(p) + ":outbox" }
+func (k keys) presence(p int, id string) string       { return k.tag(p) + ":m:" + id + ":pr" }
+func (k keys) presenceDue(p int) string               { return k.tag(p) + ":presence" }
 
 // The keeper's keys share the hash tag "{fk:keeper}", so that one script
 // reads the membership and every range lease on a Redis Cluster node.
 func (k keys) keeperTag() string     { return k.prefix + "{fk:keeper}" }
 func (k keys) keeperMembers() string { return k.keeperTag() + ":members" }
 func (k keys) keeperFence() string   { return k.keeperTag() + ":fence" }
+func (k keys) keeperServed() string  { return k.keeperTag() + ":served" }
 func (k keys) rangeLease(r int) string {
 	return k.keeperTag() + ":range:" + strconv.Itoa(r)
 }

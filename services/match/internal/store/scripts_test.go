@@ -65,6 +65,21 @@ func TestScriptLayouts(t *testing.T) {
 				{"keeper-acquire", acquireLayout, acquireLua, acquireScript, func() ([]string, []any) {
 					return acquireArgs(ktag+"fence", []string{ktag + "lease0", ktag + "lease1"}, "me", 60000, 1)
 				}, []any{"1:me", ""}},
+				{"presence", presenceLayout, presenceLua, presenceScript, func() ([]string, []any) {
+					// A touch on a running match (no TTL) whose seat 2 was
+					// shown disconnected: it is back.
+					if err := rdb.HSet(ctx, tag+"running", "v", "1").Err(); err != nil {
+						t.Fatal(err)
+					}
+					if err := rdb.HSet(ctx, tag+"pr", "s2", "1000", "g2", "5000").Err(); err != nil {
+						t.Fatal(err)
+					}
+					k := make([]string, presenceNKeys)
+					k[presenceKPresence], k[presenceKDue], k[presenceKMatch] = tag+"pr", tag+"pd", tag+"running"
+					a := make([]any, presenceNArgs)
+					a[presenceAID], a[presenceAOp], a[presenceANow], a[presenceAValue] = "m1", opTouch, 0, 2000
+					return k, append(a, 1, 2)
+				}, []any{"2"}},
 				{"keeper-release", releaseLayout, releaseLua, releaseScript, func() ([]string, []any) {
 					return releaseArgs(ktag+"members", []string{ktag + "lease0", ktag + "lease1"}, "me", true, []string{"1:me", "1:me"})
 				}, int64(1)},

@@ -532,23 +532,28 @@ type Due struct {
 	Matches []string
 	// Outbox entries to relay.
 	Outbox []redis.XMessage
+	// Presence lists the matches whose presence has something due (a
+	// lease ran out, a grace ended: presence.go).
+	Presence []string
 }
 
 // Scan returns, for each of the given partitions (a keeper's leased
-// ranges), the matches whose deadline is at or before now and the pending
-// outbox entries, at most limit of each. When some partitions cannot be
+// ranges), the matches whose deadline is at or before now, the pending
+// outbox entries and the matches whose presence has something due, at
+// most limit of each. When some partitions cannot be
 // read it returns the others and an error.
 //
-// The two reads of a partition are plain commands, not a script: they need
+// The three reads of a partition are plain commands, not a script: they need
 // no common snapshot (due clocks and outbox entries are handled apart), and
 // a script costs far more per call than two reads — on the embedded store
 // of `make run` 256 scripts five times a second kept a core busy while
 // nobody played.
 func (s *Store) Scan(ctx context.Context, partitions []int, now time.Time, limit int) ([]Due, error) {
 	type reads struct {
-		p   int
-		due *redis.StringSliceCmd
-		out *redis.XMessageSliceCmd
+		p        int
+		due      *redis.StringSliceCmd
+		out      *redis.XMessageSliceCmd
+		presence *redis.StringSliceCmd
 	}
 	cmds := make([]reads, len(partitions))
 	upTo := strconv.FormatInt(now.UnixMilli(), 10)
@@ -559,8 +564,9 @@ func (s *Store) Scan(ctx context.Context, partitions []int, now time.Time, limit
 		for i := lo; i < min(lo+scanChunk, len(partitions)); i++ {
 			p := partitions[i] % Partitions
 			cmds[i] = reads{p: p,
-				due: pipe.ZRangeByScore(ctx, s.keys.deadlines(p), &redis.ZRangeBy{Min: "-inf", Max: upTo, Count: int64(limit)}),
-				out: pipe.XRangeN(ctx, s.keys.outbox(p), "-", "+", int64(limit)),
+				due:      pipe.ZRangeByScore(ctx, s.keys.deadlines(p), &redis.ZRangeBy{Min: "-inf", Max: upTo, Count: int64(limit)}),
+				out:      pipe.XRangeN(ctx, s.keys.outbox(p), "-", "+", int64(limit)),
+				presence: pipe.ZRangeByScore(ctx, s.keys.presenceDue(p), &redis.ZRangeBy{Min: "-inf", Max: upTo, Count: int64(limit)}),
 			}
 		}
 		_, _ = pipe.Exec(ctx) // errors are read per partition below
@@ -580,8 +586,13 @@ func (s *Store) Scan(ctx context.Context, partitions []int, now time.Time, limit
 			failed = fmt.Errorf("scan partition %d outbox: %w", c.p, err)
 			continue
 		}
-		if len(matches) > 0 || len(msgs) > 0 {
-			out = append(out, Due{Partition: c.p, Matches: matches, Outbox: msgs})
+		presence, err := c.presence.Result()
+		if err != nil {
+			failed = fmt.Errorf("scan partition %d presence: %w", c.p, err)
+			continue
+		}
+		if len(matches) > 0 || len(msgs) > 0 || len(presence) > 0 {
+			out = append(out, Due{Partition: c.p, Matches: matches, Outbox: msgs, Presence: presence})
 		}
 	}
 	return out, failed

@@ -262,6 +262,9 @@ type MatchEvent struct {
 	//	*MatchEvent_GameOver
 	//	*MatchEvent_MatchAborted
 	//	*MatchEvent_WinClaimed
+	//	*MatchEvent_PlayerDisconnected
+	//	*MatchEvent_PlayerReconnected
+	//	*MatchEvent_ClockCredited
 	Event         isMatchEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -404,6 +407,33 @@ func (x *MatchEvent) GetWinClaimed() *WinClaimed {
 	return nil
 }
 
+func (x *MatchEvent) GetPlayerDisconnected() *PlayerDisconnected {
+	if x != nil {
+		if x, ok := x.Event.(*MatchEvent_PlayerDisconnected); ok {
+			return x.PlayerDisconnected
+		}
+	}
+	return nil
+}
+
+func (x *MatchEvent) GetPlayerReconnected() *PlayerReconnected {
+	if x != nil {
+		if x, ok := x.Event.(*MatchEvent_PlayerReconnected); ok {
+			return x.PlayerReconnected
+		}
+	}
+	return nil
+}
+
+func (x *MatchEvent) GetClockCredited() *ClockCredited {
+	if x != nil {
+		if x, ok := x.Event.(*MatchEvent_ClockCredited); ok {
+			return x.ClockCredited
+		}
+	}
+	return nil
+}
+
 type isMatchEvent_Event interface {
 	isMatchEvent_Event()
 }
@@ -449,6 +479,25 @@ type MatchEvent_WinClaimed struct {
 	WinClaimed *WinClaimed `protobuf:"bytes,17,opt,name=win_claimed,json=winClaimed,proto3,oneof"`
 }
 
+type MatchEvent_PlayerDisconnected struct {
+	// A seated player has had no open watch stream for a while: shown as
+	// disconnected until PlayerReconnected, or out of time at
+	// grace_ends_at (docs/match.md "Disconnects").
+	PlayerDisconnected *PlayerDisconnected `protobuf:"bytes,18,opt,name=player_disconnected,json=playerDisconnected,proto3,oneof"`
+}
+
+type MatchEvent_PlayerReconnected struct {
+	// A player shown as disconnected opened a watch stream again before
+	// their grace ended.
+	PlayerReconnected *PlayerReconnected `protobuf:"bytes,19,opt,name=player_reconnected,json=playerReconnected,proto3,oneof"`
+}
+
+type MatchEvent_ClockCredited struct {
+	// The seat to move got back time the service could not accept moves
+	// in (an outage of every instance serving the match).
+	ClockCredited *ClockCredited `protobuf:"bytes,20,opt,name=clock_credited,json=clockCredited,proto3,oneof"`
+}
+
 func (*MatchEvent_MatchCreated) isMatchEvent_Event() {}
 
 func (*MatchEvent_MoveApplied) isMatchEvent_Event() {}
@@ -464,6 +513,12 @@ func (*MatchEvent_GameOver) isMatchEvent_Event() {}
 func (*MatchEvent_MatchAborted) isMatchEvent_Event() {}
 
 func (*MatchEvent_WinClaimed) isMatchEvent_Event() {}
+
+func (*MatchEvent_PlayerDisconnected) isMatchEvent_Event() {}
+
+func (*MatchEvent_PlayerReconnected) isMatchEvent_Event() {}
+
+func (*MatchEvent_ClockCredited) isMatchEvent_Event() {}
 
 // MatchCreated starts a match's history.
 type MatchCreated struct {
@@ -490,9 +545,13 @@ type MatchCreated struct {
 	AutoClaimWin *bool `protobuf:"varint,8,opt,name=auto_claim_win,json=autoClaimWin,proto3,oneof" json:"auto_claim_win,omitempty"`
 	// True if the match does not count for ratings
 	// (CreateMatchRequest.unrated).
-	Unrated       bool `protobuf:"varint,9,opt,name=unrated,proto3" json:"unrated,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Unrated bool `protobuf:"varint,9,opt,name=unrated,proto3" json:"unrated,omitempty"`
+	// Whether a seat missing its first-move limit before every seat has moved
+	// aborts the match (CreateMatchRequest.first_move_abort). Unset in
+	// matches created before this field: off (such a seat runs out of time).
+	FirstMoveAbort *bool `protobuf:"varint,10,opt,name=first_move_abort,json=firstMoveAbort,proto3,oneof" json:"first_move_abort,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MatchCreated) Reset() {
@@ -584,6 +643,13 @@ func (x *MatchCreated) GetAutoClaimWin() bool {
 func (x *MatchCreated) GetUnrated() bool {
 	if x != nil {
 		return x.Unrated
+	}
+	return false
+}
+
+func (x *MatchCreated) GetFirstMoveAbort() bool {
+	if x != nil && x.FirstMoveAbort != nil {
+		return *x.FirstMoveAbort
 	}
 	return false
 }
@@ -816,8 +882,12 @@ type PlayerTimedOut struct {
 	// True when the flag fell because the player did not make their first
 	// move within 30 seconds.
 	FirstMoveLimit bool `protobuf:"varint,3,opt,name=first_move_limit,json=firstMoveLimit,proto3" json:"first_move_limit,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// True when the seat ran out of time because its player stayed
+	// disconnected past the grace a PlayerDisconnected event announced (also
+	// when it was not the seat's turn).
+	Disconnected  bool `protobuf:"varint,4,opt,name=disconnected,proto3" json:"disconnected,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PlayerTimedOut) Reset() {
@@ -871,6 +941,185 @@ func (x *PlayerTimedOut) GetFirstMoveLimit() bool {
 	return false
 }
 
+func (x *PlayerTimedOut) GetDisconnected() bool {
+	if x != nil {
+		return x.Disconnected
+	}
+	return false
+}
+
+// PlayerDisconnected records that no watch stream of a seat's player has
+// been open for the service's disconnect delay (MATCH_DISCONNECT_AFTER).
+// Unless PlayerReconnected follows before grace_ends_at, the seat runs out
+// of time then (a PlayerTimedOut event), also when it is not its turn.
+// Clients show a countdown to grace_ends_at.
+type PlayerDisconnected struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The seat whose player disconnected.
+	Seat v1.Seat `protobuf:"varint,1,opt,name=seat,proto3,enum=fourkingdoms.game.v1.Seat" json:"seat,omitempty"`
+	// When the seat runs out of time unless its player reconnects.
+	GraceEndsAt   *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=grace_ends_at,json=graceEndsAt,proto3" json:"grace_ends_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlayerDisconnected) Reset() {
+	*x = PlayerDisconnected{}
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlayerDisconnected) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlayerDisconnected) ProtoMessage() {}
+
+func (x *PlayerDisconnected) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlayerDisconnected.ProtoReflect.Descriptor instead.
+func (*PlayerDisconnected) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PlayerDisconnected) GetSeat() v1.Seat {
+	if x != nil {
+		return x.Seat
+	}
+	return v1.Seat(0)
+}
+
+func (x *PlayerDisconnected) GetGraceEndsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.GraceEndsAt
+	}
+	return nil
+}
+
+// PlayerReconnected cancels a PlayerDisconnected: the seat's player opened
+// a watch stream again before the grace ended.
+type PlayerReconnected struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The seat whose player is back.
+	Seat          v1.Seat `protobuf:"varint,1,opt,name=seat,proto3,enum=fourkingdoms.game.v1.Seat" json:"seat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlayerReconnected) Reset() {
+	*x = PlayerReconnected{}
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlayerReconnected) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlayerReconnected) ProtoMessage() {}
+
+func (x *PlayerReconnected) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlayerReconnected.ProtoReflect.Descriptor instead.
+func (*PlayerReconnected) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PlayerReconnected) GetSeat() v1.Seat {
+	if x != nil {
+		return x.Seat
+	}
+	return v1.Seat(0)
+}
+
+// ClockCredited gives the seat to move back the time during which the
+// service could not accept its moves (docs/match.md "Outages"): its turn
+// counts as started that much later.
+type ClockCredited struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The seat whose running clock got the time back.
+	Seat v1.Seat `protobuf:"varint,1,opt,name=seat,proto3,enum=fourkingdoms.game.v1.Seat" json:"seat,omitempty"`
+	// The time given back.
+	Credited *durationpb.Duration `protobuf:"bytes,2,opt,name=credited,proto3" json:"credited,omitempty"`
+	// All four clocks after the credit.
+	Clocks        []*v1.Clock `protobuf:"bytes,3,rep,name=clocks,proto3" json:"clocks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClockCredited) Reset() {
+	*x = ClockCredited{}
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClockCredited) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClockCredited) ProtoMessage() {}
+
+func (x *ClockCredited) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClockCredited.ProtoReflect.Descriptor instead.
+func (*ClockCredited) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ClockCredited) GetSeat() v1.Seat {
+	if x != nil {
+		return x.Seat
+	}
+	return v1.Seat(0)
+}
+
+func (x *ClockCredited) GetCredited() *durationpb.Duration {
+	if x != nil {
+		return x.Credited
+	}
+	return nil
+}
+
+func (x *ClockCredited) GetClocks() []*v1.Clock {
+	if x != nil {
+		return x.Clocks
+	}
+	return nil
+}
+
 // PlayerEliminated records a seat leaving the game: it is out and its pieces
 // are dead. It follows the MoveApplied that caused it (or the event that
 // passed the turn to a stalemated seat).
@@ -894,7 +1143,7 @@ type PlayerEliminated struct {
 
 func (x *PlayerEliminated) Reset() {
 	*x = PlayerEliminated{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -906,7 +1155,7 @@ func (x *PlayerEliminated) String() string {
 func (*PlayerEliminated) ProtoMessage() {}
 
 func (x *PlayerEliminated) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -919,7 +1168,7 @@ func (x *PlayerEliminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayerEliminated.ProtoReflect.Descriptor instead.
 func (*PlayerEliminated) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{8}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PlayerEliminated) GetElimination() *v1.Elimination {
@@ -961,7 +1210,7 @@ type GameOver struct {
 
 func (x *GameOver) Reset() {
 	*x = GameOver{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -973,7 +1222,7 @@ func (x *GameOver) String() string {
 func (*GameOver) ProtoMessage() {}
 
 func (x *GameOver) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -986,7 +1235,7 @@ func (x *GameOver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GameOver.ProtoReflect.Descriptor instead.
 func (*GameOver) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{9}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GameOver) GetResult() *v1.Result {
@@ -1001,15 +1250,20 @@ type MatchAborted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The operator's reason, free text.
 	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
-	// The id of the operator who aborted the match.
-	AbortedBy     string `protobuf:"bytes,2,opt,name=aborted_by,json=abortedBy,proto3" json:"aborted_by,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The id of the operator who aborted the match; empty when the server
+	// aborted it.
+	AbortedBy string `protobuf:"bytes,2,opt,name=aborted_by,json=abortedBy,proto3" json:"aborted_by,omitempty"`
+	// Set when the server aborted the match because this seat missed its
+	// first-move limit while not every seat had moved yet
+	// (MatchCreated.first_move_abort, docs/rules.md section 10).
+	FirstMoveMissed v1.Seat `protobuf:"varint,3,opt,name=first_move_missed,json=firstMoveMissed,proto3,enum=fourkingdoms.game.v1.Seat" json:"first_move_missed,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *MatchAborted) Reset() {
 	*x = MatchAborted{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1021,7 +1275,7 @@ func (x *MatchAborted) String() string {
 func (*MatchAborted) ProtoMessage() {}
 
 func (x *MatchAborted) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1034,7 +1288,7 @@ func (x *MatchAborted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchAborted.ProtoReflect.Descriptor instead.
 func (*MatchAborted) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{10}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MatchAborted) GetReason() string {
@@ -1049,6 +1303,13 @@ func (x *MatchAborted) GetAbortedBy() string {
 		return x.AbortedBy
 	}
 	return ""
+}
+
+func (x *MatchAborted) GetFirstMoveMissed() v1.Seat {
+	if x != nil {
+		return x.FirstMoveMissed
+	}
+	return v1.Seat(0)
 }
 
 var File_fourkingdoms_events_v1_events_proto protoreflect.FileDescriptor
@@ -1073,7 +1334,7 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\x11account_player_id\x18\x02 \x01(\tR\x0faccountPlayerId\x120\n" +
 	"\x14account_display_name\x18\x03 \x01(\tR\x12accountDisplayName\x127\n" +
 	"\tlinked_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\blinkedAt:)\x82\xb5\x18%\n" +
-	"\x17fk:events:player-linked\x12\x04type\x1a\x04data\"\x85\x06\n" +
+	"\x17fk:events:player-linked\x12\x04type\x1a\x04data\"\x90\b\n" +
 	"\n" +
 	"MatchEvent\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x18\n" +
@@ -1090,8 +1351,11 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\tgame_over\x18\x0f \x01(\v2 .fourkingdoms.events.v1.GameOverH\x00R\bgameOver\x12K\n" +
 	"\rmatch_aborted\x18\x10 \x01(\v2$.fourkingdoms.events.v1.MatchAbortedH\x00R\fmatchAborted\x12E\n" +
 	"\vwin_claimed\x18\x11 \x01(\v2\".fourkingdoms.events.v1.WinClaimedH\x00R\n" +
-	"winClaimedB\a\n" +
-	"\x05event\"\xb1\x03\n" +
+	"winClaimed\x12]\n" +
+	"\x13player_disconnected\x18\x12 \x01(\v2*.fourkingdoms.events.v1.PlayerDisconnectedH\x00R\x12playerDisconnected\x12Z\n" +
+	"\x12player_reconnected\x18\x13 \x01(\v2).fourkingdoms.events.v1.PlayerReconnectedH\x00R\x11playerReconnected\x12N\n" +
+	"\x0eclock_credited\x18\x14 \x01(\v2%.fourkingdoms.events.v1.ClockCreditedH\x00R\rclockCreditedB\a\n" +
+	"\x05event\"\xf5\x03\n" +
 	"\fMatchCreated\x12\x19\n" +
 	"\brule_set\x18\x01 \x01(\tR\aruleSet\x12D\n" +
 	"\ftime_control\x18\x02 \x01(\v2!.fourkingdoms.game.v1.TimeControlR\vtimeControl\x12:\n" +
@@ -1101,10 +1365,13 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\x06clocks\x18\x06 \x03(\v2\x1b.fourkingdoms.game.v1.ClockR\x06clocks\x12 \n" +
 	"\tclaim_win\x18\a \x01(\bH\x00R\bclaimWin\x88\x01\x01\x12)\n" +
 	"\x0eauto_claim_win\x18\b \x01(\bH\x01R\fautoClaimWin\x88\x01\x01\x12\x18\n" +
-	"\aunrated\x18\t \x01(\bR\aunratedB\f\n" +
+	"\aunrated\x18\t \x01(\bR\aunrated\x12-\n" +
+	"\x10first_move_abort\x18\n" +
+	" \x01(\bH\x02R\x0efirstMoveAbort\x88\x01\x01B\f\n" +
 	"\n" +
 	"_claim_winB\x11\n" +
-	"\x0f_auto_claim_win\"\xf2\x02\n" +
+	"\x0f_auto_claim_winB\x13\n" +
+	"\x11_first_move_abort\"\xf2\x02\n" +
 	"\vMoveApplied\x12;\n" +
 	"\aeffects\x18\x01 \x01(\v2!.fourkingdoms.game.v1.MoveEffectsR\aeffects\x123\n" +
 	"\ato_move\x18\x02 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x06toMove\x123\n" +
@@ -1118,22 +1385,33 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"WinClaimed\x12.\n" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x12\x1c\n" +
-	"\tautomatic\x18\x02 \x01(\bR\tautomatic\"\x8f\x01\n" +
+	"\tautomatic\x18\x02 \x01(\bR\tautomatic\"\xb3\x01\n" +
 	"\x0ePlayerTimedOut\x12.\n" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x12#\n" +
 	"\rfrozen_points\x18\x02 \x01(\x05R\ffrozenPoints\x12(\n" +
-	"\x10first_move_limit\x18\x03 \x01(\bR\x0efirstMoveLimit\"\xfb\x01\n" +
+	"\x10first_move_limit\x18\x03 \x01(\bR\x0efirstMoveLimit\x12\"\n" +
+	"\fdisconnected\x18\x04 \x01(\bR\fdisconnected\"\x84\x01\n" +
+	"\x12PlayerDisconnected\x12.\n" +
+	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x12>\n" +
+	"\rgrace_ends_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\vgraceEndsAt\"C\n" +
+	"\x11PlayerReconnected\x12.\n" +
+	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\"\xab\x01\n" +
+	"\rClockCredited\x12.\n" +
+	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x125\n" +
+	"\bcredited\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\bcredited\x123\n" +
+	"\x06clocks\x18\x03 \x03(\v2\x1b.fourkingdoms.game.v1.ClockR\x06clocks\"\xfb\x01\n" +
 	"\x10PlayerEliminated\x12C\n" +
 	"\velimination\x18\x01 \x01(\v2!.fourkingdoms.game.v1.EliminationR\velimination\x12#\n" +
 	"\rresult_points\x18\x02 \x01(\x05R\fresultPoints\x128\n" +
 	"\x06points\x18\x03 \x03(\v2 .fourkingdoms.game.v1.SeatPointsR\x06points\x12C\n" +
 	"\fbonus_points\x18\x04 \x03(\v2 .fourkingdoms.game.v1.SeatPointsR\vbonusPoints\"@\n" +
 	"\bGameOver\x124\n" +
-	"\x06result\x18\x01 \x01(\v2\x1c.fourkingdoms.game.v1.ResultR\x06result\"E\n" +
+	"\x06result\x18\x01 \x01(\v2\x1c.fourkingdoms.game.v1.ResultR\x06result\"\x8d\x01\n" +
 	"\fMatchAborted\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
-	"aborted_by\x18\x02 \x01(\tR\tabortedByB\xf3\x01\n" +
+	"aborted_by\x18\x02 \x01(\tR\tabortedBy\x12F\n" +
+	"\x11first_move_missed\x18\x03 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x0ffirstMoveMissedB\xf3\x01\n" +
 	"\x1acom.fourkingdoms.events.v1B\vEventsProtoP\x01ZNgithub.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1;eventsv1\xa2\x02\x03FEX\xaa\x02\x16Fourkingdoms.Events.V1\xca\x02\x16Fourkingdoms\\Events\\V1\xe2\x02\"Fourkingdoms\\Events\\V1\\GPBMetadata\xea\x02\x18Fourkingdoms::Events::V1b\x06proto3"
 
 var (
@@ -1148,7 +1426,7 @@ func file_fourkingdoms_events_v1_events_proto_rawDescGZIP() []byte {
 	return file_fourkingdoms_events_v1_events_proto_rawDescData
 }
 
-var file_fourkingdoms_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_fourkingdoms_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_fourkingdoms_events_v1_events_proto_goTypes = []any{
 	(*MatchFinished)(nil),         // 0: fourkingdoms.events.v1.MatchFinished
 	(*PlayerLinked)(nil),          // 1: fourkingdoms.events.v1.PlayerLinked
@@ -1158,58 +1436,71 @@ var file_fourkingdoms_events_v1_events_proto_goTypes = []any{
 	(*PlayerResigned)(nil),        // 5: fourkingdoms.events.v1.PlayerResigned
 	(*WinClaimed)(nil),            // 6: fourkingdoms.events.v1.WinClaimed
 	(*PlayerTimedOut)(nil),        // 7: fourkingdoms.events.v1.PlayerTimedOut
-	(*PlayerEliminated)(nil),      // 8: fourkingdoms.events.v1.PlayerEliminated
-	(*GameOver)(nil),              // 9: fourkingdoms.events.v1.GameOver
-	(*MatchAborted)(nil),          // 10: fourkingdoms.events.v1.MatchAborted
-	(*v1.TimeControl)(nil),        // 11: fourkingdoms.game.v1.TimeControl
-	(*v1.SeatPlayer)(nil),         // 12: fourkingdoms.game.v1.SeatPlayer
-	(*v1.Result)(nil),             // 13: fourkingdoms.game.v1.Result
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
-	(v1.Seat)(0),                  // 15: fourkingdoms.game.v1.Seat
-	(*v1.Clock)(nil),              // 16: fourkingdoms.game.v1.Clock
-	(*v1.MoveEffects)(nil),        // 17: fourkingdoms.game.v1.MoveEffects
-	(*v1.SeatPoints)(nil),         // 18: fourkingdoms.game.v1.SeatPoints
-	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
-	(*v1.Elimination)(nil),        // 20: fourkingdoms.game.v1.Elimination
+	(*PlayerDisconnected)(nil),    // 8: fourkingdoms.events.v1.PlayerDisconnected
+	(*PlayerReconnected)(nil),     // 9: fourkingdoms.events.v1.PlayerReconnected
+	(*ClockCredited)(nil),         // 10: fourkingdoms.events.v1.ClockCredited
+	(*PlayerEliminated)(nil),      // 11: fourkingdoms.events.v1.PlayerEliminated
+	(*GameOver)(nil),              // 12: fourkingdoms.events.v1.GameOver
+	(*MatchAborted)(nil),          // 13: fourkingdoms.events.v1.MatchAborted
+	(*v1.TimeControl)(nil),        // 14: fourkingdoms.game.v1.TimeControl
+	(*v1.SeatPlayer)(nil),         // 15: fourkingdoms.game.v1.SeatPlayer
+	(*v1.Result)(nil),             // 16: fourkingdoms.game.v1.Result
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(v1.Seat)(0),                  // 18: fourkingdoms.game.v1.Seat
+	(*v1.Clock)(nil),              // 19: fourkingdoms.game.v1.Clock
+	(*v1.MoveEffects)(nil),        // 20: fourkingdoms.game.v1.MoveEffects
+	(*v1.SeatPoints)(nil),         // 21: fourkingdoms.game.v1.SeatPoints
+	(*durationpb.Duration)(nil),   // 22: google.protobuf.Duration
+	(*v1.Elimination)(nil),        // 23: fourkingdoms.game.v1.Elimination
 }
 var file_fourkingdoms_events_v1_events_proto_depIdxs = []int32{
-	11, // 0: fourkingdoms.events.v1.MatchFinished.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	12, // 1: fourkingdoms.events.v1.MatchFinished.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	13, // 2: fourkingdoms.events.v1.MatchFinished.result:type_name -> fourkingdoms.game.v1.Result
-	14, // 3: fourkingdoms.events.v1.MatchFinished.started_at:type_name -> google.protobuf.Timestamp
-	14, // 4: fourkingdoms.events.v1.MatchFinished.finished_at:type_name -> google.protobuf.Timestamp
-	14, // 5: fourkingdoms.events.v1.PlayerLinked.linked_at:type_name -> google.protobuf.Timestamp
-	14, // 6: fourkingdoms.events.v1.MatchEvent.occurred_at:type_name -> google.protobuf.Timestamp
+	14, // 0: fourkingdoms.events.v1.MatchFinished.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	15, // 1: fourkingdoms.events.v1.MatchFinished.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	16, // 2: fourkingdoms.events.v1.MatchFinished.result:type_name -> fourkingdoms.game.v1.Result
+	17, // 3: fourkingdoms.events.v1.MatchFinished.started_at:type_name -> google.protobuf.Timestamp
+	17, // 4: fourkingdoms.events.v1.MatchFinished.finished_at:type_name -> google.protobuf.Timestamp
+	17, // 5: fourkingdoms.events.v1.PlayerLinked.linked_at:type_name -> google.protobuf.Timestamp
+	17, // 6: fourkingdoms.events.v1.MatchEvent.occurred_at:type_name -> google.protobuf.Timestamp
 	3,  // 7: fourkingdoms.events.v1.MatchEvent.match_created:type_name -> fourkingdoms.events.v1.MatchCreated
 	4,  // 8: fourkingdoms.events.v1.MatchEvent.move_applied:type_name -> fourkingdoms.events.v1.MoveApplied
 	5,  // 9: fourkingdoms.events.v1.MatchEvent.player_resigned:type_name -> fourkingdoms.events.v1.PlayerResigned
 	7,  // 10: fourkingdoms.events.v1.MatchEvent.player_timed_out:type_name -> fourkingdoms.events.v1.PlayerTimedOut
-	8,  // 11: fourkingdoms.events.v1.MatchEvent.player_eliminated:type_name -> fourkingdoms.events.v1.PlayerEliminated
-	9,  // 12: fourkingdoms.events.v1.MatchEvent.game_over:type_name -> fourkingdoms.events.v1.GameOver
-	10, // 13: fourkingdoms.events.v1.MatchEvent.match_aborted:type_name -> fourkingdoms.events.v1.MatchAborted
+	11, // 11: fourkingdoms.events.v1.MatchEvent.player_eliminated:type_name -> fourkingdoms.events.v1.PlayerEliminated
+	12, // 12: fourkingdoms.events.v1.MatchEvent.game_over:type_name -> fourkingdoms.events.v1.GameOver
+	13, // 13: fourkingdoms.events.v1.MatchEvent.match_aborted:type_name -> fourkingdoms.events.v1.MatchAborted
 	6,  // 14: fourkingdoms.events.v1.MatchEvent.win_claimed:type_name -> fourkingdoms.events.v1.WinClaimed
-	11, // 15: fourkingdoms.events.v1.MatchCreated.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	12, // 16: fourkingdoms.events.v1.MatchCreated.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	15, // 17: fourkingdoms.events.v1.MatchCreated.to_move:type_name -> fourkingdoms.game.v1.Seat
-	16, // 18: fourkingdoms.events.v1.MatchCreated.clocks:type_name -> fourkingdoms.game.v1.Clock
-	17, // 19: fourkingdoms.events.v1.MoveApplied.effects:type_name -> fourkingdoms.game.v1.MoveEffects
-	15, // 20: fourkingdoms.events.v1.MoveApplied.to_move:type_name -> fourkingdoms.game.v1.Seat
-	16, // 21: fourkingdoms.events.v1.MoveApplied.clocks:type_name -> fourkingdoms.game.v1.Clock
-	18, // 22: fourkingdoms.events.v1.MoveApplied.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	19, // 23: fourkingdoms.events.v1.MoveApplied.time_charged:type_name -> google.protobuf.Duration
-	19, // 24: fourkingdoms.events.v1.MoveApplied.lag_compensation:type_name -> google.protobuf.Duration
-	15, // 25: fourkingdoms.events.v1.PlayerResigned.seat:type_name -> fourkingdoms.game.v1.Seat
-	15, // 26: fourkingdoms.events.v1.WinClaimed.seat:type_name -> fourkingdoms.game.v1.Seat
-	15, // 27: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
-	20, // 28: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
-	18, // 29: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	18, // 30: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
-	13, // 31: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	8,  // 15: fourkingdoms.events.v1.MatchEvent.player_disconnected:type_name -> fourkingdoms.events.v1.PlayerDisconnected
+	9,  // 16: fourkingdoms.events.v1.MatchEvent.player_reconnected:type_name -> fourkingdoms.events.v1.PlayerReconnected
+	10, // 17: fourkingdoms.events.v1.MatchEvent.clock_credited:type_name -> fourkingdoms.events.v1.ClockCredited
+	14, // 18: fourkingdoms.events.v1.MatchCreated.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	15, // 19: fourkingdoms.events.v1.MatchCreated.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	18, // 20: fourkingdoms.events.v1.MatchCreated.to_move:type_name -> fourkingdoms.game.v1.Seat
+	19, // 21: fourkingdoms.events.v1.MatchCreated.clocks:type_name -> fourkingdoms.game.v1.Clock
+	20, // 22: fourkingdoms.events.v1.MoveApplied.effects:type_name -> fourkingdoms.game.v1.MoveEffects
+	18, // 23: fourkingdoms.events.v1.MoveApplied.to_move:type_name -> fourkingdoms.game.v1.Seat
+	19, // 24: fourkingdoms.events.v1.MoveApplied.clocks:type_name -> fourkingdoms.game.v1.Clock
+	21, // 25: fourkingdoms.events.v1.MoveApplied.points:type_name -> fourkingdoms.game.v1.SeatPoints
+	22, // 26: fourkingdoms.events.v1.MoveApplied.time_charged:type_name -> google.protobuf.Duration
+	22, // 27: fourkingdoms.events.v1.MoveApplied.lag_compensation:type_name -> google.protobuf.Duration
+	18, // 28: fourkingdoms.events.v1.PlayerResigned.seat:type_name -> fourkingdoms.game.v1.Seat
+	18, // 29: fourkingdoms.events.v1.WinClaimed.seat:type_name -> fourkingdoms.game.v1.Seat
+	18, // 30: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
+	18, // 31: fourkingdoms.events.v1.PlayerDisconnected.seat:type_name -> fourkingdoms.game.v1.Seat
+	17, // 32: fourkingdoms.events.v1.PlayerDisconnected.grace_ends_at:type_name -> google.protobuf.Timestamp
+	18, // 33: fourkingdoms.events.v1.PlayerReconnected.seat:type_name -> fourkingdoms.game.v1.Seat
+	18, // 34: fourkingdoms.events.v1.ClockCredited.seat:type_name -> fourkingdoms.game.v1.Seat
+	22, // 35: fourkingdoms.events.v1.ClockCredited.credited:type_name -> google.protobuf.Duration
+	19, // 36: fourkingdoms.events.v1.ClockCredited.clocks:type_name -> fourkingdoms.game.v1.Clock
+	23, // 37: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
+	21, // 38: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
+	21, // 39: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
+	16, // 40: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
+	18, // 41: fourkingdoms.events.v1.MatchAborted.first_move_missed:type_name -> fourkingdoms.game.v1.Seat
+	42, // [42:42] is the sub-list for method output_type
+	42, // [42:42] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_events_v1_events_proto_init() }
@@ -1227,6 +1518,9 @@ func file_fourkingdoms_events_v1_events_proto_init() {
 		(*MatchEvent_GameOver)(nil),
 		(*MatchEvent_MatchAborted)(nil),
 		(*MatchEvent_WinClaimed)(nil),
+		(*MatchEvent_PlayerDisconnected)(nil),
+		(*MatchEvent_PlayerReconnected)(nil),
+		(*MatchEvent_ClockCredited)(nil),
 	}
 	file_fourkingdoms_events_v1_events_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
@@ -1235,7 +1529,7 @@ func file_fourkingdoms_events_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fourkingdoms_events_v1_events_proto_rawDesc), len(file_fourkingdoms_events_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -394,9 +394,14 @@ type SeatState struct {
 	// Points that count for the result: equal to points while live, frozen
 	// when the seat became a zombie, final when it went out or the match
 	// ended.
-	ResultPoints  int32 `protobuf:"varint,6,opt,name=result_points,json=resultPoints,proto3" json:"result_points,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ResultPoints int32 `protobuf:"varint,6,opt,name=result_points,json=resultPoints,proto3" json:"result_points,omitempty"`
+	// Set while the seat's player is shown disconnected (a PlayerDisconnected
+	// event not yet followed by PlayerReconnected): when the seat runs out of
+	// time unless they reconnect (docs/match.md "Disconnects"). Only in
+	// snapshots of callers who see the match live.
+	DisconnectGraceEndsAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=disconnect_grace_ends_at,json=disconnectGraceEndsAt,proto3" json:"disconnect_grace_ends_at,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *SeatState) Reset() {
@@ -469,6 +474,13 @@ func (x *SeatState) GetResultPoints() int32 {
 		return x.ResultPoints
 	}
 	return 0
+}
+
+func (x *SeatState) GetDisconnectGraceEndsAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DisconnectGraceEndsAt
+	}
+	return nil
 }
 
 // PlacedPiece is a piece on a square.
@@ -591,9 +603,14 @@ type CreateMatchRequest struct {
 	AutoClaimWin *bool `protobuf:"varint,8,opt,name=auto_claim_win,json=autoClaimWin,proto3,oneof" json:"auto_claim_win,omitempty"`
 	// True if the match does not count for ratings: its MatchFinished is
 	// never published to the rating stream (private tables played for fun).
-	Unrated       bool `protobuf:"varint,9,opt,name=unrated,proto3" json:"unrated,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Unrated bool `protobuf:"varint,9,opt,name=unrated,proto3" json:"unrated,omitempty"`
+	// Whether a seat that misses its first-move limit while not every seat
+	// has moved yet aborts the match (no result, no rating change: a
+	// MatchAborted event with first_move_missed) instead of running out of
+	// time (docs/rules.md section 10); unset means on.
+	FirstMoveAbort *bool `protobuf:"varint,10,opt,name=first_move_abort,json=firstMoveAbort,proto3,oneof" json:"first_move_abort,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CreateMatchRequest) Reset() {
@@ -685,6 +702,13 @@ func (x *CreateMatchRequest) GetAutoClaimWin() bool {
 func (x *CreateMatchRequest) GetUnrated() bool {
 	if x != nil {
 		return x.Unrated
+	}
+	return false
+}
+
+func (x *CreateMatchRequest) GetFirstMoveAbort() bool {
+	if x != nil && x.FirstMoveAbort != nil {
+		return *x.FirstMoveAbort
 	}
 	return false
 }
@@ -1922,7 +1946,7 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"finishedAt\x12?\n" +
 	"\bpremoves\x18\x11 \x03(\v2#.fourkingdoms.match.v1.PremoveQueueR\bpremoves\x12\"\n" +
 	"\rcan_claim_win\x18\x12 \x01(\bR\vcanClaimWin\x12\x18\n" +
-	"\aunrated\x18\x13 \x01(\bR\aunrated\"\xab\x02\n" +
+	"\aunrated\x18\x13 \x01(\bR\aunrated\"\x80\x03\n" +
 	"\tSeatState\x12.\n" +
 	"\x04seat\x18\x01 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x124\n" +
 	"\x06player\x18\x02 \x01(\v2\x1c.fourkingdoms.game.v1.PlayerR\x06player\x128\n" +
@@ -1930,14 +1954,15 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\vexit_reason\x18\x04 \x01(\x0e2 .fourkingdoms.game.v1.ExitReasonR\n" +
 	"exitReason\x12\x16\n" +
 	"\x06points\x18\x05 \x01(\x05R\x06points\x12#\n" +
-	"\rresult_points\x18\x06 \x01(\x05R\fresultPoints\"\xd2\x01\n" +
+	"\rresult_points\x18\x06 \x01(\x05R\fresultPoints\x12S\n" +
+	"\x18disconnect_grace_ends_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x15disconnectGraceEndsAt\"\xd2\x01\n" +
 	"\vPlacedPiece\x12\x16\n" +
 	"\x06square\x18\x01 \x01(\tR\x06square\x12.\n" +
 	"\x04seat\x18\x02 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\x04seat\x123\n" +
 	"\x04kind\x18\x03 \x01(\x0e2\x1f.fourkingdoms.game.v1.PieceKindR\x04kind\x12\x12\n" +
 	"\x04dead\x18\x04 \x01(\bR\x04dead\x12\x16\n" +
 	"\x06zombie\x18\x05 \x01(\bR\x06zombie\x12\x1a\n" +
-	"\bpromoted\x18\x06 \x01(\bR\bpromoted\"\xad\x03\n" +
+	"\bpromoted\x18\x06 \x01(\bR\bpromoted\"\xf1\x03\n" +
 	"\x12CreateMatchRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12:\n" +
@@ -1949,12 +1974,15 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\x04seed\x18\x06 \x01(\x04H\x01R\x04seed\x88\x01\x01\x12 \n" +
 	"\tclaim_win\x18\a \x01(\bH\x02R\bclaimWin\x88\x01\x01\x12)\n" +
 	"\x0eauto_claim_win\x18\b \x01(\bH\x03R\fautoClaimWin\x88\x01\x01\x12\x18\n" +
-	"\aunrated\x18\t \x01(\bR\aunratedB\r\n" +
+	"\aunrated\x18\t \x01(\bR\aunrated\x12-\n" +
+	"\x10first_move_abort\x18\n" +
+	" \x01(\bH\x04R\x0efirstMoveAbort\x88\x01\x01B\r\n" +
 	"\v_start_fen4B\a\n" +
 	"\x05_seedB\f\n" +
 	"\n" +
 	"_claim_winB\x11\n" +
-	"\x0f_auto_claim_win\"I\n" +
+	"\x0f_auto_claim_winB\x13\n" +
+	"\x11_first_move_abort\"I\n" +
 	"\x13CreateMatchResponse\x122\n" +
 	"\x05match\x18\x01 \x01(\v2\x1c.fourkingdoms.match.v1.MatchR\x05match\",\n" +
 	"\x0fGetMatchRequest\x12\x19\n" +
@@ -2126,54 +2154,55 @@ var file_fourkingdoms_match_v1_match_proto_depIdxs = []int32{
 	32, // 12: fourkingdoms.match.v1.SeatState.player:type_name -> fourkingdoms.game.v1.Player
 	33, // 13: fourkingdoms.match.v1.SeatState.status:type_name -> fourkingdoms.game.v1.SeatStatus
 	34, // 14: fourkingdoms.match.v1.SeatState.exit_reason:type_name -> fourkingdoms.game.v1.ExitReason
-	27, // 15: fourkingdoms.match.v1.PlacedPiece.seat:type_name -> fourkingdoms.game.v1.Seat
-	35, // 16: fourkingdoms.match.v1.PlacedPiece.kind:type_name -> fourkingdoms.game.v1.PieceKind
-	36, // 17: fourkingdoms.match.v1.CreateMatchRequest.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	26, // 18: fourkingdoms.match.v1.CreateMatchRequest.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	2,  // 19: fourkingdoms.match.v1.CreateMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	2,  // 20: fourkingdoms.match.v1.GetMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	37, // 21: fourkingdoms.match.v1.MakeMoveRequest.client_think_time:type_name -> google.protobuf.Duration
-	38, // 22: fourkingdoms.match.v1.MakeMoveResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	27, // 23: fourkingdoms.match.v1.MakeMoveResponse.to_move:type_name -> fourkingdoms.game.v1.Seat
-	29, // 24: fourkingdoms.match.v1.MakeMoveResponse.result:type_name -> fourkingdoms.game.v1.Result
-	38, // 25: fourkingdoms.match.v1.ResignResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	38, // 26: fourkingdoms.match.v1.ClaimWinResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	29, // 27: fourkingdoms.match.v1.ClaimWinResponse.result:type_name -> fourkingdoms.game.v1.Result
-	2,  // 28: fourkingdoms.match.v1.WatchMatchResponse.snapshot:type_name -> fourkingdoms.match.v1.Match
-	38, // 29: fourkingdoms.match.v1.WatchMatchResponse.event:type_name -> fourkingdoms.events.v1.MatchEvent
-	25, // 30: fourkingdoms.match.v1.WatchMatchResponse.premoves:type_name -> fourkingdoms.match.v1.PremoveQueue
-	2,  // 31: fourkingdoms.match.v1.AbortMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	27, // 32: fourkingdoms.match.v1.SetPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
-	25, // 33: fourkingdoms.match.v1.SetPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
-	27, // 34: fourkingdoms.match.v1.ClearPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
-	25, // 35: fourkingdoms.match.v1.ClearPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
-	27, // 36: fourkingdoms.match.v1.PremoveQueue.seat:type_name -> fourkingdoms.game.v1.Seat
-	1,  // 37: fourkingdoms.match.v1.PremoveQueue.change:type_name -> fourkingdoms.match.v1.PremoveChange
-	5,  // 38: fourkingdoms.match.v1.MatchService.CreateMatch:input_type -> fourkingdoms.match.v1.CreateMatchRequest
-	7,  // 39: fourkingdoms.match.v1.MatchService.GetMatch:input_type -> fourkingdoms.match.v1.GetMatchRequest
-	9,  // 40: fourkingdoms.match.v1.MatchService.MakeMove:input_type -> fourkingdoms.match.v1.MakeMoveRequest
-	11, // 41: fourkingdoms.match.v1.MatchService.Resign:input_type -> fourkingdoms.match.v1.ResignRequest
-	13, // 42: fourkingdoms.match.v1.MatchService.ClaimWin:input_type -> fourkingdoms.match.v1.ClaimWinRequest
-	15, // 43: fourkingdoms.match.v1.MatchService.WatchMatch:input_type -> fourkingdoms.match.v1.WatchMatchRequest
-	17, // 44: fourkingdoms.match.v1.MatchService.ExportGame:input_type -> fourkingdoms.match.v1.ExportGameRequest
-	19, // 45: fourkingdoms.match.v1.MatchService.AbortMatch:input_type -> fourkingdoms.match.v1.AbortMatchRequest
-	21, // 46: fourkingdoms.match.v1.MatchService.SetPremoves:input_type -> fourkingdoms.match.v1.SetPremovesRequest
-	23, // 47: fourkingdoms.match.v1.MatchService.ClearPremoves:input_type -> fourkingdoms.match.v1.ClearPremovesRequest
-	6,  // 48: fourkingdoms.match.v1.MatchService.CreateMatch:output_type -> fourkingdoms.match.v1.CreateMatchResponse
-	8,  // 49: fourkingdoms.match.v1.MatchService.GetMatch:output_type -> fourkingdoms.match.v1.GetMatchResponse
-	10, // 50: fourkingdoms.match.v1.MatchService.MakeMove:output_type -> fourkingdoms.match.v1.MakeMoveResponse
-	12, // 51: fourkingdoms.match.v1.MatchService.Resign:output_type -> fourkingdoms.match.v1.ResignResponse
-	14, // 52: fourkingdoms.match.v1.MatchService.ClaimWin:output_type -> fourkingdoms.match.v1.ClaimWinResponse
-	16, // 53: fourkingdoms.match.v1.MatchService.WatchMatch:output_type -> fourkingdoms.match.v1.WatchMatchResponse
-	18, // 54: fourkingdoms.match.v1.MatchService.ExportGame:output_type -> fourkingdoms.match.v1.ExportGameResponse
-	20, // 55: fourkingdoms.match.v1.MatchService.AbortMatch:output_type -> fourkingdoms.match.v1.AbortMatchResponse
-	22, // 56: fourkingdoms.match.v1.MatchService.SetPremoves:output_type -> fourkingdoms.match.v1.SetPremovesResponse
-	24, // 57: fourkingdoms.match.v1.MatchService.ClearPremoves:output_type -> fourkingdoms.match.v1.ClearPremovesResponse
-	48, // [48:58] is the sub-list for method output_type
-	38, // [38:48] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	31, // 15: fourkingdoms.match.v1.SeatState.disconnect_grace_ends_at:type_name -> google.protobuf.Timestamp
+	27, // 16: fourkingdoms.match.v1.PlacedPiece.seat:type_name -> fourkingdoms.game.v1.Seat
+	35, // 17: fourkingdoms.match.v1.PlacedPiece.kind:type_name -> fourkingdoms.game.v1.PieceKind
+	36, // 18: fourkingdoms.match.v1.CreateMatchRequest.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	26, // 19: fourkingdoms.match.v1.CreateMatchRequest.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	2,  // 20: fourkingdoms.match.v1.CreateMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
+	2,  // 21: fourkingdoms.match.v1.GetMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
+	37, // 22: fourkingdoms.match.v1.MakeMoveRequest.client_think_time:type_name -> google.protobuf.Duration
+	38, // 23: fourkingdoms.match.v1.MakeMoveResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	27, // 24: fourkingdoms.match.v1.MakeMoveResponse.to_move:type_name -> fourkingdoms.game.v1.Seat
+	29, // 25: fourkingdoms.match.v1.MakeMoveResponse.result:type_name -> fourkingdoms.game.v1.Result
+	38, // 26: fourkingdoms.match.v1.ResignResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	38, // 27: fourkingdoms.match.v1.ClaimWinResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	29, // 28: fourkingdoms.match.v1.ClaimWinResponse.result:type_name -> fourkingdoms.game.v1.Result
+	2,  // 29: fourkingdoms.match.v1.WatchMatchResponse.snapshot:type_name -> fourkingdoms.match.v1.Match
+	38, // 30: fourkingdoms.match.v1.WatchMatchResponse.event:type_name -> fourkingdoms.events.v1.MatchEvent
+	25, // 31: fourkingdoms.match.v1.WatchMatchResponse.premoves:type_name -> fourkingdoms.match.v1.PremoveQueue
+	2,  // 32: fourkingdoms.match.v1.AbortMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
+	27, // 33: fourkingdoms.match.v1.SetPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
+	25, // 34: fourkingdoms.match.v1.SetPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
+	27, // 35: fourkingdoms.match.v1.ClearPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
+	25, // 36: fourkingdoms.match.v1.ClearPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
+	27, // 37: fourkingdoms.match.v1.PremoveQueue.seat:type_name -> fourkingdoms.game.v1.Seat
+	1,  // 38: fourkingdoms.match.v1.PremoveQueue.change:type_name -> fourkingdoms.match.v1.PremoveChange
+	5,  // 39: fourkingdoms.match.v1.MatchService.CreateMatch:input_type -> fourkingdoms.match.v1.CreateMatchRequest
+	7,  // 40: fourkingdoms.match.v1.MatchService.GetMatch:input_type -> fourkingdoms.match.v1.GetMatchRequest
+	9,  // 41: fourkingdoms.match.v1.MatchService.MakeMove:input_type -> fourkingdoms.match.v1.MakeMoveRequest
+	11, // 42: fourkingdoms.match.v1.MatchService.Resign:input_type -> fourkingdoms.match.v1.ResignRequest
+	13, // 43: fourkingdoms.match.v1.MatchService.ClaimWin:input_type -> fourkingdoms.match.v1.ClaimWinRequest
+	15, // 44: fourkingdoms.match.v1.MatchService.WatchMatch:input_type -> fourkingdoms.match.v1.WatchMatchRequest
+	17, // 45: fourkingdoms.match.v1.MatchService.ExportGame:input_type -> fourkingdoms.match.v1.ExportGameRequest
+	19, // 46: fourkingdoms.match.v1.MatchService.AbortMatch:input_type -> fourkingdoms.match.v1.AbortMatchRequest
+	21, // 47: fourkingdoms.match.v1.MatchService.SetPremoves:input_type -> fourkingdoms.match.v1.SetPremovesRequest
+	23, // 48: fourkingdoms.match.v1.MatchService.ClearPremoves:input_type -> fourkingdoms.match.v1.ClearPremovesRequest
+	6,  // 49: fourkingdoms.match.v1.MatchService.CreateMatch:output_type -> fourkingdoms.match.v1.CreateMatchResponse
+	8,  // 50: fourkingdoms.match.v1.MatchService.GetMatch:output_type -> fourkingdoms.match.v1.GetMatchResponse
+	10, // 51: fourkingdoms.match.v1.MatchService.MakeMove:output_type -> fourkingdoms.match.v1.MakeMoveResponse
+	12, // 52: fourkingdoms.match.v1.MatchService.Resign:output_type -> fourkingdoms.match.v1.ResignResponse
+	14, // 53: fourkingdoms.match.v1.MatchService.ClaimWin:output_type -> fourkingdoms.match.v1.ClaimWinResponse
+	16, // 54: fourkingdoms.match.v1.MatchService.WatchMatch:output_type -> fourkingdoms.match.v1.WatchMatchResponse
+	18, // 55: fourkingdoms.match.v1.MatchService.ExportGame:output_type -> fourkingdoms.match.v1.ExportGameResponse
+	20, // 56: fourkingdoms.match.v1.MatchService.AbortMatch:output_type -> fourkingdoms.match.v1.AbortMatchResponse
+	22, // 57: fourkingdoms.match.v1.MatchService.SetPremoves:output_type -> fourkingdoms.match.v1.SetPremovesResponse
+	24, // 58: fourkingdoms.match.v1.MatchService.ClearPremoves:output_type -> fourkingdoms.match.v1.ClearPremovesResponse
+	49, // [49:59] is the sub-list for method output_type
+	39, // [39:49] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_match_v1_match_proto_init() }

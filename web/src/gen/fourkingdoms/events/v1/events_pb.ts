@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fourkingdoms/events/v1/events.proto.
  */
 export const file_fourkingdoms_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("CiNmb3Vya2luZ2RvbXMvZXZlbnRzL3YxL2V2ZW50cy5wcm90bxIWZm91cmtpbmdkb21zLmV2ZW50cy52MSLpAgoNTWF0Y2hGaW5pc2hlZBIQCghtYXRjaF9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRI3Cgx0aW1lX2NvbnRyb2wYAyABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5UaW1lQ29udHJvbBIxCgdwbGF5ZXJzGAQgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBsYXllchIsCgZyZXN1bHQYBSABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQSLgoKc3RhcnRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBXBsaWVzGAggASgNOiqCtRgmChhmazpldmVudHM6bWF0Y2gtZmluaXNoZWQSBHR5cGUaBGRhdGEiugEKDFBsYXllckxpbmtlZBIXCg9ndWVzdF9wbGF5ZXJfaWQYASABKAkSGQoRYWNjb3VudF9wbGF5ZXJfaWQYAiABKAkSHAoUYWNjb3VudF9kaXNwbGF5X25hbWUYAyABKAkSLQoJbGlua2VkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcDopgrUYJQoXZms6ZXZlbnRzOnBsYXllci1saW5rZWQSBHR5cGUaBGRhdGEi8QQKCk1hdGNoRXZlbnQSEAoIbWF0Y2hfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoBBILCgNwbHkYAyABKA0SLwoLb2NjdXJyZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDW1hdGNoX2NyZWF0ZWQYCiABKAsyJC5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLk1hdGNoQ3JlYXRlZEgAEjsKDG1vdmVfYXBwbGllZBgLIAEoCzIjLmZvdXJraW5nZG9tcy5ldmVudHMudjEuTW92ZUFwcGxpZWRIABJBCg9wbGF5ZXJfcmVzaWduZWQYDCABKAsyJi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLlBsYXllclJlc2lnbmVkSAASQgoQcGxheWVyX3RpbWVkX291dBgNIAEoCzImLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyVGltZWRPdXRIABJFChFwbGF5ZXJfZWxpbWluYXRlZBgOIAEoCzIoLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyRWxpbWluYXRlZEgAEjUKCWdhbWVfb3ZlchgPIAEoCzIgLmZvdXJraW5nZG9tcy5ldmVudHMudjEuR2FtZU92ZXJIABI9Cg1tYXRjaF9hYm9ydGVkGBAgASgLMiQuZm91cmtpbmdkb21zLmV2ZW50cy52MS5NYXRjaEFib3J0ZWRIABI5Cgt3aW5fY2xhaW1lZBgRIAEoCzIiLmZvdXJraW5nZG9tcy5ldmVudHMudjEuV2luQ2xhaW1lZEgAQgcKBWV2ZW50ItsCCgxNYXRjaENyZWF0ZWQSEAoIcnVsZV9zZXQYASABKAkSNwoMdGltZV9jb250cm9sGAIgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuVGltZUNvbnRyb2wSMQoHcGxheWVycxgDIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQbGF5ZXISDAoEZmVuNBgEIAEoCRIrCgd0b19tb3ZlGAUgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIrCgZjbG9ja3MYBiADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jaxIWCgljbGFpbV93aW4YByABKAhIAIgBARIbCg5hdXRvX2NsYWltX3dpbhgIIAEoCEgBiAEBEg8KB3VucmF0ZWQYCSABKAhCDAoKX2NsYWltX3dpbkIRCg9fYXV0b19jbGFpbV93aW4iswIKC01vdmVBcHBsaWVkEjIKB2VmZmVjdHMYASABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5Nb3ZlRWZmZWN0cxIrCgd0b19tb3ZlGAIgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIrCgZjbG9ja3MYAyADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jaxIwCgZwb2ludHMYBCADKAsyIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0UG9pbnRzEi8KDHRpbWVfY2hhcmdlZBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIzChBsYWdfY29tcGVuc2F0aW9uGAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIlEKDlBsYXllclJlc2lnbmVkEigKBHNlYXQYASABKA4yGi5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0EhUKDWZyb3plbl9wb2ludHMYAiABKAUiSQoKV2luQ2xhaW1lZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIRCglhdXRvbWF0aWMYAiABKAgiawoOUGxheWVyVGltZWRPdXQSKAoEc2VhdBgBIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSFQoNZnJvemVuX3BvaW50cxgCIAEoBRIYChBmaXJzdF9tb3ZlX2xpbWl0GAMgASgIIssBChBQbGF5ZXJFbGltaW5hdGVkEjYKC2VsaW1pbmF0aW9uGAEgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuRWxpbWluYXRpb24SFQoNcmVzdWx0X3BvaW50cxgCIAEoBRIwCgZwb2ludHMYAyADKAsyIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0UG9pbnRzEjYKDGJvbnVzX3BvaW50cxgEIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQb2ludHMiOAoIR2FtZU92ZXISLAoGcmVzdWx0GAEgASgLMhwuZm91cmtpbmdkb21zLmdhbWUudjEuUmVzdWx0IjIKDE1hdGNoQWJvcnRlZBIOCgZyZWFzb24YASABKAkSEgoKYWJvcnRlZF9ieRgCIAEoCWIGcHJvdG8z", [file_fourkingdoms_events_v1_stream, file_fourkingdoms_game_v1_game, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("CiNmb3Vya2luZ2RvbXMvZXZlbnRzL3YxL2V2ZW50cy5wcm90bxIWZm91cmtpbmdkb21zLmV2ZW50cy52MSLpAgoNTWF0Y2hGaW5pc2hlZBIQCghtYXRjaF9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRI3Cgx0aW1lX2NvbnRyb2wYAyABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5UaW1lQ29udHJvbBIxCgdwbGF5ZXJzGAQgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBsYXllchIsCgZyZXN1bHQYBSABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQSLgoKc3RhcnRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBXBsaWVzGAggASgNOiqCtRgmChhmazpldmVudHM6bWF0Y2gtZmluaXNoZWQSBHR5cGUaBGRhdGEiugEKDFBsYXllckxpbmtlZBIXCg9ndWVzdF9wbGF5ZXJfaWQYASABKAkSGQoRYWNjb3VudF9wbGF5ZXJfaWQYAiABKAkSHAoUYWNjb3VudF9kaXNwbGF5X25hbWUYAyABKAkSLQoJbGlua2VkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcDopgrUYJQoXZms6ZXZlbnRzOnBsYXllci1saW5rZWQSBHR5cGUaBGRhdGEixgYKCk1hdGNoRXZlbnQSEAoIbWF0Y2hfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoBBILCgNwbHkYAyABKA0SLwoLb2NjdXJyZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDW1hdGNoX2NyZWF0ZWQYCiABKAsyJC5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLk1hdGNoQ3JlYXRlZEgAEjsKDG1vdmVfYXBwbGllZBgLIAEoCzIjLmZvdXJraW5nZG9tcy5ldmVudHMudjEuTW92ZUFwcGxpZWRIABJBCg9wbGF5ZXJfcmVzaWduZWQYDCABKAsyJi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLlBsYXllclJlc2lnbmVkSAASQgoQcGxheWVyX3RpbWVkX291dBgNIAEoCzImLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyVGltZWRPdXRIABJFChFwbGF5ZXJfZWxpbWluYXRlZBgOIAEoCzIoLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyRWxpbWluYXRlZEgAEjUKCWdhbWVfb3ZlchgPIAEoCzIgLmZvdXJraW5nZG9tcy5ldmVudHMudjEuR2FtZU92ZXJIABI9Cg1tYXRjaF9hYm9ydGVkGBAgASgLMiQuZm91cmtpbmdkb21zLmV2ZW50cy52MS5NYXRjaEFib3J0ZWRIABI5Cgt3aW5fY2xhaW1lZBgRIAEoCzIiLmZvdXJraW5nZG9tcy5ldmVudHMudjEuV2luQ2xhaW1lZEgAEkkKE3BsYXllcl9kaXNjb25uZWN0ZWQYEiABKAsyKi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLlBsYXllckRpc2Nvbm5lY3RlZEgAEkcKEnBsYXllcl9yZWNvbm5lY3RlZBgTIAEoCzIpLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyUmVjb25uZWN0ZWRIABI/Cg5jbG9ja19jcmVkaXRlZBgUIAEoCzIlLmZvdXJraW5nZG9tcy5ldmVudHMudjEuQ2xvY2tDcmVkaXRlZEgAQgcKBWV2ZW50Io8DCgxNYXRjaENyZWF0ZWQSEAoIcnVsZV9zZXQYASABKAkSNwoMdGltZV9jb250cm9sGAIgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuVGltZUNvbnRyb2wSMQoHcGxheWVycxgDIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQbGF5ZXISDAoEZmVuNBgEIAEoCRIrCgd0b19tb3ZlGAUgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIrCgZjbG9ja3MYBiADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jaxIWCgljbGFpbV93aW4YByABKAhIAIgBARIbCg5hdXRvX2NsYWltX3dpbhgIIAEoCEgBiAEBEg8KB3VucmF0ZWQYCSABKAgSHQoQZmlyc3RfbW92ZV9hYm9ydBgKIAEoCEgCiAEBQgwKCl9jbGFpbV93aW5CEQoPX2F1dG9fY2xhaW1fd2luQhMKEV9maXJzdF9tb3ZlX2Fib3J0IrMCCgtNb3ZlQXBwbGllZBIyCgdlZmZlY3RzGAEgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuTW92ZUVmZmVjdHMSKwoHdG9fbW92ZRgCIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSKwoGY2xvY2tzGAMgAygLMhsuZm91cmtpbmdkb21zLmdhbWUudjEuQ2xvY2sSMAoGcG9pbnRzGAQgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBvaW50cxIvCgx0aW1lX2NoYXJnZWQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQbGFnX2NvbXBlbnNhdGlvbhgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJRCg5QbGF5ZXJSZXNpZ25lZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIVCg1mcm96ZW5fcG9pbnRzGAIgASgFIkkKCldpbkNsYWltZWQSKAoEc2VhdBgBIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSEQoJYXV0b21hdGljGAIgASgIIoEBCg5QbGF5ZXJUaW1lZE91dBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIVCg1mcm96ZW5fcG9pbnRzGAIgASgFEhgKEGZpcnN0X21vdmVfbGltaXQYAyABKAgSFAoMZGlzY29ubmVjdGVkGAQgASgIInEKElBsYXllckRpc2Nvbm5lY3RlZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIxCg1ncmFjZV9lbmRzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI9ChFQbGF5ZXJSZWNvbm5lY3RlZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdCKTAQoNQ2xvY2tDcmVkaXRlZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIrCghjcmVkaXRlZBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCgZjbG9ja3MYAyADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jayLLAQoQUGxheWVyRWxpbWluYXRlZBI2CgtlbGltaW5hdGlvbhgBIAEoCzIhLmZvdXJraW5nZG9tcy5nYW1lLnYxLkVsaW1pbmF0aW9uEhUKDXJlc3VsdF9wb2ludHMYAiABKAUSMAoGcG9pbnRzGAMgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBvaW50cxI2Cgxib251c19wb2ludHMYBCADKAsyIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0UG9pbnRzIjgKCEdhbWVPdmVyEiwKBnJlc3VsdBgBIAEoCzIcLmZvdXJraW5nZG9tcy5nYW1lLnYxLlJlc3VsdCJpCgxNYXRjaEFib3J0ZWQSDgoGcmVhc29uGAEgASgJEhIKCmFib3J0ZWRfYnkYAiABKAkSNQoRZmlyc3RfbW92ZV9taXNzZWQYAyABKA4yGi5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0YgZwcm90bzM", [file_fourkingdoms_events_v1_stream, file_fourkingdoms_game_v1_game, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * MatchFinished is published once per match that ended with a result.
@@ -266,6 +266,34 @@ export type MatchEvent = Message<"fourkingdoms.events.v1.MatchEvent"> & {
      */
     value: WinClaimed;
     case: "winClaimed";
+  } | {
+    /**
+     * A seated player has had no open watch stream for a while: shown as
+     * disconnected until PlayerReconnected, or out of time at
+     * grace_ends_at (docs/match.md "Disconnects").
+     *
+     * @generated from field: fourkingdoms.events.v1.PlayerDisconnected player_disconnected = 18;
+     */
+    value: PlayerDisconnected;
+    case: "playerDisconnected";
+  } | {
+    /**
+     * A player shown as disconnected opened a watch stream again before
+     * their grace ended.
+     *
+     * @generated from field: fourkingdoms.events.v1.PlayerReconnected player_reconnected = 19;
+     */
+    value: PlayerReconnected;
+    case: "playerReconnected";
+  } | {
+    /**
+     * The seat to move got back time the service could not accept moves
+     * in (an outage of every instance serving the match).
+     *
+     * @generated from field: fourkingdoms.events.v1.ClockCredited clock_credited = 20;
+     */
+    value: ClockCredited;
+    case: "clockCredited";
   } | { case: undefined; value?: undefined };
 };
 
@@ -349,6 +377,15 @@ export type MatchCreated = Message<"fourkingdoms.events.v1.MatchCreated"> & {
    * @generated from field: bool unrated = 9;
    */
   unrated: boolean;
+
+  /**
+   * Whether a seat missing its first-move limit before every seat has moved
+   * aborts the match (CreateMatchRequest.first_move_abort). Unset in
+   * matches created before this field: off (such a seat runs out of time).
+   *
+   * @generated from field: optional bool first_move_abort = 10;
+   */
+  firstMoveAbort?: boolean | undefined;
 };
 
 /**
@@ -514,6 +551,15 @@ export type PlayerTimedOut = Message<"fourkingdoms.events.v1.PlayerTimedOut"> & 
    * @generated from field: bool first_move_limit = 3;
    */
   firstMoveLimit: boolean;
+
+  /**
+   * True when the seat ran out of time because its player stayed
+   * disconnected past the grace a PlayerDisconnected event announced (also
+   * when it was not the seat's turn).
+   *
+   * @generated from field: bool disconnected = 4;
+   */
+  disconnected: boolean;
 };
 
 /**
@@ -522,6 +568,97 @@ export type PlayerTimedOut = Message<"fourkingdoms.events.v1.PlayerTimedOut"> & 
  */
 export const PlayerTimedOutSchema: GenMessage<PlayerTimedOut> = /*@__PURE__*/
   messageDesc(file_fourkingdoms_events_v1_events, 7);
+
+/**
+ * PlayerDisconnected records that no watch stream of a seat's player has
+ * been open for the service's disconnect delay (MATCH_DISCONNECT_AFTER).
+ * Unless PlayerReconnected follows before grace_ends_at, the seat runs out
+ * of time then (a PlayerTimedOut event), also when it is not its turn.
+ * Clients show a countdown to grace_ends_at.
+ *
+ * @generated from message fourkingdoms.events.v1.PlayerDisconnected
+ */
+export type PlayerDisconnected = Message<"fourkingdoms.events.v1.PlayerDisconnected"> & {
+  /**
+   * The seat whose player disconnected.
+   *
+   * @generated from field: fourkingdoms.game.v1.Seat seat = 1;
+   */
+  seat: Seat;
+
+  /**
+   * When the seat runs out of time unless its player reconnects.
+   *
+   * @generated from field: google.protobuf.Timestamp grace_ends_at = 2;
+   */
+  graceEndsAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.events.v1.PlayerDisconnected.
+ * Use `create(PlayerDisconnectedSchema)` to create a new message.
+ */
+export const PlayerDisconnectedSchema: GenMessage<PlayerDisconnected> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_events_v1_events, 8);
+
+/**
+ * PlayerReconnected cancels a PlayerDisconnected: the seat's player opened
+ * a watch stream again before the grace ended.
+ *
+ * @generated from message fourkingdoms.events.v1.PlayerReconnected
+ */
+export type PlayerReconnected = Message<"fourkingdoms.events.v1.PlayerReconnected"> & {
+  /**
+   * The seat whose player is back.
+   *
+   * @generated from field: fourkingdoms.game.v1.Seat seat = 1;
+   */
+  seat: Seat;
+};
+
+/**
+ * Describes the message fourkingdoms.events.v1.PlayerReconnected.
+ * Use `create(PlayerReconnectedSchema)` to create a new message.
+ */
+export const PlayerReconnectedSchema: GenMessage<PlayerReconnected> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_events_v1_events, 9);
+
+/**
+ * ClockCredited gives the seat to move back the time during which the
+ * service could not accept its moves (docs/match.md "Outages"): its turn
+ * counts as started that much later.
+ *
+ * @generated from message fourkingdoms.events.v1.ClockCredited
+ */
+export type ClockCredited = Message<"fourkingdoms.events.v1.ClockCredited"> & {
+  /**
+   * The seat whose running clock got the time back.
+   *
+   * @generated from field: fourkingdoms.game.v1.Seat seat = 1;
+   */
+  seat: Seat;
+
+  /**
+   * The time given back.
+   *
+   * @generated from field: google.protobuf.Duration credited = 2;
+   */
+  credited?: Duration | undefined;
+
+  /**
+   * All four clocks after the credit.
+   *
+   * @generated from field: repeated fourkingdoms.game.v1.Clock clocks = 3;
+   */
+  clocks: Clock[];
+};
+
+/**
+ * Describes the message fourkingdoms.events.v1.ClockCredited.
+ * Use `create(ClockCreditedSchema)` to create a new message.
+ */
+export const ClockCreditedSchema: GenMessage<ClockCredited> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_events_v1_events, 10);
 
 /**
  * PlayerEliminated records a seat leaving the game: it is out and its pieces
@@ -569,7 +706,7 @@ export type PlayerEliminated = Message<"fourkingdoms.events.v1.PlayerEliminated"
  * Use `create(PlayerEliminatedSchema)` to create a new message.
  */
 export const PlayerEliminatedSchema: GenMessage<PlayerEliminated> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 8);
+  messageDesc(file_fourkingdoms_events_v1_events, 11);
 
 /**
  * GameOver ends a match with a result. No event follows it.
@@ -590,7 +727,7 @@ export type GameOver = Message<"fourkingdoms.events.v1.GameOver"> & {
  * Use `create(GameOverSchema)` to create a new message.
  */
 export const GameOverSchema: GenMessage<GameOver> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 9);
+  messageDesc(file_fourkingdoms_events_v1_events, 12);
 
 /**
  * MatchAborted ends a match without a result. No event follows it.
@@ -606,11 +743,21 @@ export type MatchAborted = Message<"fourkingdoms.events.v1.MatchAborted"> & {
   reason: string;
 
   /**
-   * The id of the operator who aborted the match.
+   * The id of the operator who aborted the match; empty when the server
+   * aborted it.
    *
    * @generated from field: string aborted_by = 2;
    */
   abortedBy: string;
+
+  /**
+   * Set when the server aborted the match because this seat missed its
+   * first-move limit while not every seat had moved yet
+   * (MatchCreated.first_move_abort, docs/rules.md section 10).
+   *
+   * @generated from field: fourkingdoms.game.v1.Seat first_move_missed = 3;
+   */
+  firstMoveMissed: Seat;
 };
 
 /**
@@ -618,5 +765,5 @@ export type MatchAborted = Message<"fourkingdoms.events.v1.MatchAborted"> & {
  * Use `create(MatchAbortedSchema)` to create a new message.
  */
 export const MatchAbortedSchema: GenMessage<MatchAborted> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 10);
+  messageDesc(file_fourkingdoms_events_v1_events, 13);
 
