@@ -67,6 +67,7 @@ type config struct {
 	Seed     int
 	Games    int           // games to keep running: 4 players each
 	Think    time.Duration // least time a player takes per move
+	Abandon  float64       // chance that a player walks away from a game
 	Every    time.Duration // mean time between faults
 	Pause    time.Duration // how long SIGSTOP lasts
 	// WaitReplicas sets MATCH_WAIT_REPLICAS and RATING_WAIT_REPLICAS to 1.
@@ -81,7 +82,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		Duration: 10 * time.Minute, Seed: 1, Games: 50, Think: 500 * time.Millisecond,
+		Duration: 10 * time.Minute, Seed: 1, Games: 50, Think: 500 * time.Millisecond, Abandon: 0.05,
 		Every: 20 * time.Second, Pause: 8 * time.Second, WaitReplicas: true, Netns: true,
 		TimeControl: "1+0",
 	}
@@ -93,6 +94,7 @@ func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Int(&c.Seed, "seed", "CHAOS_SEED", "seed of the fault schedule and the players' moves")
 	b.Int(&c.Games, "games", "CHAOS_GAMES", "games to keep running (4 players each)")
 	b.Duration(&c.Think, "think", "CHAOS_THINK", "least time a player takes per move")
+	b.Float64(&c.Abandon, "abandon", "CHAOS_ABANDON", "chance that a player walks away from a game and lets its clock run out (flags to time)")
 	b.Duration(&c.Every, "every", "CHAOS_EVERY", "mean time between faults (0: none)")
 	b.Duration(&c.Pause, "pause", "CHAOS_PAUSE", "how long a SIGSTOP lasts (above the leases and claim timeouts the run sets)")
 	b.Bool(&c.WaitReplicas, "wait-replicas", "CHAOS_WAIT_REPLICAS", "run match and rating with MATCH_WAIT_REPLICAS=1 / RATING_WAIT_REPLICAS=1")

@@ -25,8 +25,22 @@ const (
 // latency and packet loss.
 type netns struct {
 	name, hostIf, nsIf string
-	cmds               []string // what was run, for the report
+	// shaping is how faults degrade the veth: shapeNetem where the kernel
+	// has sch_netem, else shapeTBF.
+	shaping string
+	cmds    []string // what was run, for the report
 }
+
+// The two ways of degrading the veth. netem adds delay, jitter and random
+// loss. Kernels built without sch_netem (this project's CI machines, a
+// Firecracker VM, have tbf but no netem) get the nearest thing they allow:
+// a token bucket of 1 Mbit/s on both ends, whose queue (up to 300 ms)
+// delays every packet behind a burst and drops what overflows it, plus 5 %
+// random loss by iptables' statistic match inside the namespace.
+const (
+	shapeNetem = "netem: delay 100ms ±30ms, 5% loss, both ways"
+	shapeTBF   = "tbf 1mbit (queue up to 300ms) + 5% random loss (iptables statistic), both ways (no sch_netem in this kernel)"
+)
 
 // setupNetns creates the namespace and the veth pair. It fails, with what
 // failed, where the machine does not allow it (no root, no iproute2, a
@@ -52,9 +66,6 @@ func setupNetns(ctx context.Context) (*netns, error) {
 		{"ip", "netns", "exec", n.name, "ip", "addr", "add", nsAddr + netPrefix, "dev", n.nsIf},
 		{"ip", "netns", "exec", n.name, "ip", "link", "set", n.nsIf, "up"},
 		{"ip", "netns", "exec", n.name, "ip", "link", "set", "lo", "up"},
-		// netem must be loadable: try it once, then take it off.
-		{"tc", "qdisc", "add", "dev", n.hostIf, "root", "netem", "delay", "1ms"},
-		{"tc", "qdisc", "del", "dev", n.hostIf, "root"},
 	}
 	for _, s := range steps {
 		if err := n.run(ctx, s...); err != nil {
@@ -62,7 +73,19 @@ func setupNetns(ctx context.Context) (*netns, error) {
 			return nil, err
 		}
 	}
-	return n, nil
+	// Find a way to degrade the link: try each, then take it off again.
+	var errs []error
+	for _, shaping := range []string{shapeNetem, shapeTBF} {
+		n.shaping = shaping
+		err := n.degrade(ctx)
+		err = errors.Join(err, n.heal(ctx))
+		if err == nil {
+			return n, nil
+		}
+		errs = append(errs, err)
+	}
+	n.teardown()
+	return nil, fmt.Errorf("no way to degrade the veth: %w", errors.Join(errs...))
 }
 
 func (n *netns) run(ctx context.Context, args ...string) error {
@@ -74,20 +97,44 @@ func (n *netns) run(ctx context.Context, args ...string) error {
 	return nil
 }
 
-// degrade puts netem with delay, jitter and loss on both ends of the veth.
-func (n *netns) degrade(ctx context.Context, delay, jitter string, lossPct string) error {
-	netem := []string{"netem", "delay", delay, jitter, "loss", lossPct + "%"}
-	if err := n.run(ctx, append([]string{"tc", "qdisc", "replace", "dev", n.hostIf, "root"}, netem...)...); err != nil {
-		return err
+// degrade slows the veth down and drops packets, both ways.
+func (n *netns) degrade(ctx context.Context) error {
+	inNs := func(args ...string) []string { return append([]string{"ip", "netns", "exec", n.name}, args...) }
+	if n.shaping == shapeNetem {
+		netem := []string{"netem", "delay", "100ms", "30ms", "loss", "5%"}
+		return n.runAll(ctx,
+			append([]string{"tc", "qdisc", "replace", "dev", n.hostIf, "root"}, netem...),
+			inNs(append([]string{"tc", "qdisc", "replace", "dev", n.nsIf, "root"}, netem...)...))
 	}
-	return n.run(ctx, append([]string{"ip", "netns", "exec", n.name, "tc", "qdisc", "replace", "dev", n.nsIf, "root"}, netem...)...)
+	tbf := []string{"tbf", "rate", "1mbit", "burst", "16kb", "latency", "300ms"}
+	loss := []string{"-m", "statistic", "--mode", "random", "--probability", "0.05", "-j", "DROP"}
+	return n.runAll(ctx,
+		append([]string{"tc", "qdisc", "replace", "dev", n.hostIf, "root"}, tbf...),
+		inNs(append([]string{"tc", "qdisc", "replace", "dev", n.nsIf, "root"}, tbf...)...),
+		inNs(append([]string{"iptables", "-A", "INPUT", "-i", n.nsIf}, loss...)...),
+		inNs(append([]string{"iptables", "-A", "OUTPUT", "-o", n.nsIf}, loss...)...))
 }
 
-// heal takes netem off both ends.
+func (n *netns) runAll(ctx context.Context, cmds ...[]string) error {
+	for _, c := range cmds {
+		if err := n.run(ctx, c...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// heal takes the shaping off both ends (the namespace's iptables rules
+// are the run's own: flushing them touches nothing else).
 func (n *netns) heal(ctx context.Context) error {
-	return errors.Join(
+	errs := []error{
 		n.run(ctx, "tc", "qdisc", "del", "dev", n.hostIf, "root"),
-		n.run(ctx, "ip", "netns", "exec", n.name, "tc", "qdisc", "del", "dev", n.nsIf, "root"))
+		n.run(ctx, "ip", "netns", "exec", n.name, "tc", "qdisc", "del", "dev", n.nsIf, "root"),
+	}
+	if n.shaping == shapeTBF {
+		errs = append(errs, n.run(ctx, "ip", "netns", "exec", n.name, "iptables", "-F"))
+	}
+	return errors.Join(errs...)
 }
 
 // teardown deletes the namespace (and with it both veth ends) and the

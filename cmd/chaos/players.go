@@ -191,16 +191,24 @@ type player struct {
 	think time.Duration
 	rec   *recorder
 	brain *brain.Brain
+	// abandon is the chance that the player walks away from a game at a
+	// random ply and lets its clock run out: the flags the checks time.
+	abandon float64
+	rng     *rand.Rand
 }
 
-func newPlayer(ks *auth.KeySet, ep client.Endpoints, queue string, think time.Duration, rec *recorder, seed int, i int) (*player, error) {
+// errAbandon, from a player's chooser, walks away from the game.
+var errAbandon = errors.New("player walks away")
+
+func newPlayer(ks *auth.KeySet, ep client.Endpoints, queue string, think time.Duration, abandon float64, rec *recorder, seed int, i int) (*player, error) {
 	id := playerID(seed, i)
 	tok, _, err := ks.Sign(auth.Identity{Subject: id, Role: auth.RolePlayer, DisplayName: fmt.Sprintf("Chaos %d", i)}, time.Now(), 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
-	return &player{id: id, token: tok, ep: ep, queue: queue, think: think, rec: rec,
-		brain: brain.New(brain.Random, rand.New(rand.NewPCG(uint64(seed), uint64(i))))}, nil
+	return &player{id: id, token: tok, ep: ep, queue: queue, think: think, rec: rec, abandon: abandon,
+		brain: brain.New(brain.Random, rand.New(rand.NewPCG(uint64(seed), uint64(i)))),
+		rng:   rand.New(rand.NewPCG(uint64(seed), uint64(i)+1<<32))}, nil
 }
 
 func (p *player) run(ctx context.Context) {
@@ -223,7 +231,18 @@ func (p *player) run(ctx context.Context) {
 			continue
 		}
 		p.rec.playing.Add(1)
-		_, err = c.PlayAuto(ctx, found.MatchID, found.Seat, p.choose(found), nil)
+		leaveAt := -1
+		if p.rng.Float64() < p.abandon {
+			leaveAt = 4 + p.rng.IntN(60)
+		}
+		_, err = c.PlayAuto(ctx, found.MatchID, found.Seat, p.choose(found, leaveAt), nil)
+		if errors.Is(err, errAbandon) {
+			// Gone from the board but still watching, as a person whose
+			// client shows the game: its clock runs out, then the game
+			// goes on (or ends) without it.
+			p.rec.countErr("walked away (by design)")
+			_, err = c.Follow(ctx, found.MatchID, client.FollowOptions{Check: true, Seat: found.Seat}, func(client.Update) error { return nil })
+		}
 		p.rec.playing.Add(-1)
 		if err != nil && ctx.Err() == nil {
 			p.rec.countErr("play " + errCode(err))
@@ -232,9 +251,12 @@ func (p *player) run(ctx context.Context) {
 	}
 }
 
-func (p *player) choose(found client.Found) client.Chooser {
+func (p *player) choose(found client.Found, leaveAt int) client.Chooser {
 	seat := rules.Seat(found.Seat - 1)
 	return func(ctx context.Context, m *matchv1.Match) (string, error) {
+		if leaveAt >= 0 && int(m.GetPly()) >= leaveAt {
+			return "", errAbandon
+		}
 		start := time.Now()
 		move, err := p.brain.Choose(brain.Turn{RuleSet: m.GetRuleSet(), FEN4: m.GetFen4(), Seat: seat, Legal: m.GetLegalMoves(), Game: m.GetMatchId()})
 		if err != nil {

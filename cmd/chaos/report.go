@@ -22,14 +22,16 @@ func report(out io.Writer, cfg config, cl *cluster, flog *faultLog, samples *gam
 		fmt.Fprintln(out, "  "+l)
 	}
 	row := func(k string, format string, args ...any) {
-		fmt.Fprintf(out, "| %-28s | %-60s |\n", k, fmt.Sprintf(format, args...))
+		fmt.Fprintf(out, "| %-30s | %-60s |\n", k, fmt.Sprintf(format, args...))
 	}
-	fmt.Fprintf(out, "| %-28s | %-60s |\n", "what", "count")
-	fmt.Fprintf(out, "|%s|%s|\n", strings.Repeat("-", 30), strings.Repeat("-", 62))
+	fmt.Fprintf(out, "| %-30s | %-60s |\n", "what", "count")
+	fmt.Fprintf(out, "|%s|%s|\n", strings.Repeat("-", 32), strings.Repeat("-", 62))
 	for _, k := range allKinds {
 		switch {
 		case k == faultNetem && cl.ns == nil:
 			row("fault: "+string(k), "skipped: %s", cl.nsSkipped)
+		case k == faultNetem:
+			row("fault: network", "%d on match-1 and rating-1's veth: %s", flog.counts[k], cl.ns.shaping)
 		case flog.failed[k] > 0:
 			row("fault: "+string(k), "%d (%d more failed to inject)", flog.counts[k], flog.failed[k])
 		default:
@@ -52,7 +54,12 @@ func report(out io.Writer, cfg config, cl *cluster, flog *faultLog, samples *gam
 	row("rated matches finished", "%d", v.ratedMatches)
 	row("rating mismatches", "%d", v.ratingMismatches)
 	row("flags", "%d: %d checked, worst %+v from the deadline", v.flags, v.flags-v.flagsUnchecked, v.worstFlag.Round(time.Millisecond))
-	row("flags late (> 1 s)", "%d", v.flagsLate)
+	row("flags late (> 1 s)", "%d with no Redis or network fault in progress", v.flagsLate)
+	for _, k := range allKinds {
+		if n := v.flagsLateInFault[k]; n > 0 {
+			row("flags late during a fault", "%d during %s (not counted as losses)", n, k)
+		}
+	}
 	if len(rec.errs) > 0 {
 		var kinds []string
 		for k, n := range rec.errs {

@@ -41,22 +41,25 @@ type cluster struct {
 
 // faultLog is what the faults did.
 type faultLog struct {
-	mu     sync.Mutex
-	counts map[faultKind]int
-	failed map[faultKind]int
-	lines  []string
+	mu      sync.Mutex
+	counts  map[faultKind]int
+	failed  map[faultKind]int
+	lines   []string
+	windows []window
 }
 
-func (l *faultLog) note(f fault, took time.Duration, err error) {
+func (l *faultLog) note(f fault, from time.Time, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	took := time.Since(from)
+	l.windows = append(l.windows, window{kind: f.kind, from: from, to: time.Now()})
 	if err != nil {
 		l.failed[f.kind]++
-		l.lines = append(l.lines, fmt.Sprintf("%s: FAILED after %v: %v", f, took.Round(time.Millisecond), err))
+		l.lines = append(l.lines, fmt.Sprintf("%s (%s): FAILED after %v: %v", f, from.Format(time.TimeOnly), took.Round(time.Millisecond), err))
 		return
 	}
 	l.counts[f.kind]++
-	l.lines = append(l.lines, fmt.Sprintf("%s: done in %v", f, took.Round(time.Millisecond)))
+	l.lines = append(l.lines, fmt.Sprintf("%s (%s): done in %v", f, from.Format(time.TimeOnly), took.Round(time.Millisecond)))
 }
 
 // run is the whole chaos run: it starts the system, plays with faults,
@@ -138,7 +141,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (verdict, error) {
 	var players sync.WaitGroup
 	queue := "fourkingdoms/" + cfg.TimeControl
 	for i := range cfg.Games * 4 {
-		p, err := newPlayer(ks, cl.ep, queue, cfg.Think, rec, cfg.Seed, i)
+		p, err := newPlayer(ks, cl.ep, queue, cfg.Think, cfg.Abandon, rec, cfg.Seed, i)
 		if err != nil {
 			stopPlay()
 			return verdict{}, err
@@ -162,7 +165,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (verdict, error) {
 			}
 			t0 := time.Now()
 			err := cl.inject(playCtx, cfg, f)
-			flog.note(f, time.Since(t0), err)
+			flog.note(f, t0, err)
 			progress("%s (%d players seated)", flog.lines[len(flog.lines)-1], rec.playing.Load())
 		}
 	}()
@@ -186,6 +189,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (verdict, error) {
 	if err != nil {
 		return verdict{}, err
 	}
+	w.windows = flog.windows
 	v := verify(w)
 	report(out, cfg, cl, flog, samples, rec, v)
 	if v.losses() > 0 || cfg.Keep {
@@ -336,7 +340,7 @@ func (cl *cluster) inject(ctx context.Context, cfg config, f fault) error {
 		}
 		return cl.redis.manualFailover(context.WithoutCancel(ctx), victim)
 	case faultNetem:
-		if err := cl.ns.degrade(ctx, "100ms", "30ms", "5"); err != nil {
+		if err := cl.ns.degrade(ctx); err != nil {
 			return err
 		}
 		sleepCtx(context.WithoutCancel(ctx), 10*time.Second)

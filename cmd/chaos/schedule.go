@@ -22,7 +22,7 @@ const (
 	faultRedisFailover faultKind = "redis CLUSTER FAILOVER"
 	// netem adds latency and packet loss on the veth between the
 	// namespaced instances and Redis (and their clients).
-	faultNetem faultKind = "netem delay+loss"
+	faultNetem faultKind = "network delay+loss"
 )
 
 // allKinds lists every fault kind in report order.

@@ -23,6 +23,30 @@ type world struct {
 	checkAt time.Time
 	// ratings by player id, for the players of finished rated matches.
 	ratings map[string]playerRating
+	// windows are the faults as they happened, for telling late flags
+	// that a fault explains from those nothing explains.
+	windows []window
+}
+
+// window is one injected fault, from its start until the system was whole
+// again.
+type window struct {
+	kind     faultKind
+	from, to time.Time
+}
+
+// explains reports whether the fault can explain a flag due at deadline
+// but made at flagged: it is a fault that leaves the keeper unable to
+// work for a while (Redis without a master for some slots during a
+// failover, or an instance whose path to Redis is degraded but which keeps
+// its leases) and it overlapped the time between the two.
+func (w window) explains(deadline, flagged time.Time) bool {
+	switch w.kind {
+	case faultRedisKill, faultRedisFailover, faultNetem:
+	default:
+		return false
+	}
+	return !w.from.After(flagged) && !w.to.Add(2*flagTolerance).Before(deadline)
 }
 
 type runningGame struct {
@@ -43,6 +67,8 @@ type verdict struct {
 	stuck                             int
 	flags, flagsLate, flagsUnchecked  int
 	worstFlag                         time.Duration
+	// flagsLateInFault are the late flags a fault in progress explains, by kind.
+	flagsLateInFault map[faultKind]int
 	tickets, ticketsTwice, ticketsLost int
 	ticketsOpen                       int // still searching when read (a cancel lost at the end)
 	matchesWithoutTicket              int
@@ -99,7 +125,7 @@ func verify(w world) verdict {
 				v.problem("game %s: its running clock's deadline %v passed %v before the check, unflagged", id, rg.deadline.Format(time.TimeOnly), w.checkAt.Sub(rg.deadline).Round(time.Millisecond))
 			}
 		}
-		checkFlags(&v, id, evs)
+		checkFlags(&v, id, evs, w.windows)
 	}
 	checkAcks(&v, w)
 	checkTickets(&v, w)
@@ -176,7 +202,7 @@ func describe(ev *eventsv1.MatchEvent) string {
 // (turn_deadline includes delay and the first-move limit). A flag whose
 // turn began without a clock list (after a resignation or another flag)
 // is counted as unchecked.
-func checkFlags(v *verdict, id string, evs []*eventsv1.MatchEvent) {
+func checkFlags(v *verdict, id string, evs []*eventsv1.MatchEvent, windows []window) {
 	var clocks []*gamev1.Clock
 	for _, ev := range evs {
 		switch {
@@ -196,13 +222,28 @@ func checkFlags(v *verdict, id string, evs []*eventsv1.MatchEvent) {
 			if deadline.IsZero() {
 				v.flagsUnchecked++
 			} else {
-				off := ev.GetOccurredAt().AsTime().Sub(deadline)
+				at := ev.GetOccurredAt().AsTime()
+				off := at.Sub(deadline)
 				if abs(off) > abs(v.worstFlag) {
 					v.worstFlag = off
 				}
 				if off > flagTolerance || off < -flagTolerance {
-					v.flagsLate++
-					v.problem("game %s: %v flagged at version %d %v from its deadline %s", id, seat, ev.GetVersion(), off.Round(time.Millisecond), deadline.Format(time.StampMilli))
+					explained := faultKind("")
+					for _, w := range windows {
+						if w.explains(deadline, at) {
+							explained = w.kind
+						}
+					}
+					if explained != "" {
+						if v.flagsLateInFault == nil {
+							v.flagsLateInFault = map[faultKind]int{}
+						}
+						v.flagsLateInFault[explained]++
+						v.problem("game %s: %v flagged at version %d %v from its deadline %s, during a fault: %s (not counted as a loss)", id, seat, ev.GetVersion(), off.Round(time.Millisecond), deadline.Format(time.StampMilli), explained)
+					} else {
+						v.flagsLate++
+						v.problem("game %s: %v flagged at version %d %v from its deadline %s, with no Redis or network fault in progress", id, seat, ev.GetVersion(), off.Round(time.Millisecond), deadline.Format(time.StampMilli))
+					}
 				}
 			}
 			clocks = nil
