@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -168,9 +169,9 @@ func TestVerifyFindsEachLoss(t *testing.T) {
 		}, func(v verdict) int { return v.lost }, "not in the game"},
 		{"a move applied twice", func(w *world) {
 			evs := w.games["m2"]
-			dup := *evs[1]
+			dup := proto.Clone(evs[1]).(*eventsv1.MatchEvent)
 			dup.Version = 3
-			w.games["m2"] = append(evs, &dup)
+			w.games["m2"] = append(evs, dup)
 		}, func(v verdict) int { return v.duplicates + v.outOfOrder }, "appears again"},
 		{"a gap in the versions", func(w *world) {
 			w.games["m2"][1].Version = 5

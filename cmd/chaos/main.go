@@ -68,11 +68,12 @@ type config struct {
 	Games    int           // games to keep running: 4 players each
 	Think    time.Duration // least time a player takes per move
 	Abandon  float64       // chance that a player walks away from a game
+	Level    string        // the players' strength: random or greedy
 	Every    time.Duration // mean time between faults
 	Pause    time.Duration // how long SIGSTOP lasts
 	// WaitReplicas sets MATCH_WAIT_REPLICAS and RATING_WAIT_REPLICAS to 1.
 	WaitReplicas bool
-	Netns        bool   // try network namespaces for the netem faults
+	Netns        bool   // try network namespaces for the network faults
 	TimeControl  string // of the queue the players join
 	Bin          string // prebuilt service binaries (empty: go build them)
 	Dir          string // work directory (empty: a temporary one, removed unless the run fails)
@@ -82,7 +83,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		Duration: 10 * time.Minute, Seed: 1, Games: 50, Think: 500 * time.Millisecond, Abandon: 0.05,
+		Duration: 10 * time.Minute, Seed: 1, Games: 56, Think: 500 * time.Millisecond, Abandon: 0.05, Level: "greedy",
 		Every: 20 * time.Second, Pause: 8 * time.Second, WaitReplicas: true, Netns: true,
 		TimeControl: "1+0",
 	}
@@ -92,8 +93,9 @@ func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b := envflag.New(fs, getenv)
 	b.Duration(&c.Duration, "duration", "CHAOS_DURATION", "time of play with faults")
 	b.Int(&c.Seed, "seed", "CHAOS_SEED", "seed of the fault schedule and the players' moves")
-	b.Int(&c.Games, "games", "CHAOS_GAMES", "games to keep running (4 players each)")
+	b.Int(&c.Games, "games", "CHAOS_GAMES", "games to keep running (4 players each; a few are always between games, so 56 keeps 50 running)")
 	b.Duration(&c.Think, "think", "CHAOS_THINK", "least time a player takes per move")
+	b.String(&c.Level, "level", "CHAOS_LEVEL", "the players' strength: random or greedy (greedy games end sooner)")
 	b.Float64(&c.Abandon, "abandon", "CHAOS_ABANDON", "chance that a player walks away from a game and lets its clock run out (flags to time)")
 	b.Duration(&c.Every, "every", "CHAOS_EVERY", "mean time between faults (0: none)")
 	b.Duration(&c.Pause, "pause", "CHAOS_PAUSE", "how long a SIGSTOP lasts (above the leases and claim timeouts the run sets)")

@@ -200,14 +200,14 @@ type player struct {
 // errAbandon, from a player's chooser, walks away from the game.
 var errAbandon = errors.New("player walks away")
 
-func newPlayer(ks *auth.KeySet, ep client.Endpoints, queue string, think time.Duration, abandon float64, rec *recorder, seed int, i int) (*player, error) {
+func newPlayer(ks *auth.KeySet, ep client.Endpoints, queue string, level brain.Level, think time.Duration, abandon float64, rec *recorder, seed int, i int) (*player, error) {
 	id := playerID(seed, i)
 	tok, _, err := ks.Sign(auth.Identity{Subject: id, Role: auth.RolePlayer, DisplayName: fmt.Sprintf("Chaos %d", i)}, time.Now(), 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
 	return &player{id: id, token: tok, ep: ep, queue: queue, think: think, rec: rec, abandon: abandon,
-		brain: brain.New(brain.Random, rand.New(rand.NewPCG(uint64(seed), uint64(i)))),
+		brain: brain.New(level, rand.New(rand.NewPCG(uint64(seed), uint64(i)))),
 		rng:   rand.New(rand.NewPCG(uint64(seed), uint64(i)+1<<32))}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fourkingdoms/fourkingdoms/cmd/internal/brain"
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/workspace"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
@@ -37,6 +38,8 @@ type cluster struct {
 	ep        client.Endpoints
 	ns        *netns
 	nsSkipped string // why network faults are skipped ("" when they run)
+	stopLBs   context.CancelFunc
+	lbsDone   sync.WaitGroup
 }
 
 // faultLog is what the faults did.
@@ -65,8 +68,12 @@ func (l *faultLog) note(f fault, from time.Time, err error) {
 // run is the whole chaos run: it starts the system, plays with faults,
 // stops the players, checks and prints the report.
 func run(ctx context.Context, cfg config, out io.Writer) (verdict, error) {
-	if cfg.Games < 1 || cfg.Duration <= 0 || cfg.Pause <= 0 {
-		return verdict{}, errors.New("need -games >= 1, -duration > 0 and -pause > 0")
+	if cfg.Games < 1 || cfg.Duration <= 0 || cfg.Pause <= 0 || cfg.Abandon < 0 || cfg.Abandon > 1 {
+		return verdict{}, errors.New("need -games >= 1, -duration > 0, -pause > 0 and -abandon from 0 to 1")
+	}
+	level, err := brain.ParseLevel(cfg.Level)
+	if err != nil {
+		return verdict{}, err
 	}
 	for _, bin := range []string{"redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -141,7 +148,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (verdict, error) {
 	var players sync.WaitGroup
 	queue := "fourkingdoms/" + cfg.TimeControl
 	for i := range cfg.Games * 4 {
-		p, err := newPlayer(ks, cl.ep, queue, cfg.Think, cfg.Abandon, rec, cfg.Seed, i)
+		p, err := newPlayer(ks, cl.ep, queue, level, cfg.Think, cfg.Abandon, rec, cfg.Seed, i)
 		if err != nil {
 			stopPlay()
 			return verdict{}, err
@@ -153,7 +160,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (verdict, error) {
 	if cl.ns == nil {
 		kinds = kinds[:len(kinds)-1]
 	}
-	faults := plan(cfg.Seed, kinds, min(15*time.Second, cfg.Duration/4), cfg.Duration-cfg.Pause-5*time.Second, cfg.Every)
+	faults := plan(cfg.Seed, kinds, min(10*time.Second, cfg.Duration/6), cfg.Duration-cfg.Pause-5*time.Second, cfg.Every)
 	flog := &faultLog{counts: map[faultKind]int{}, failed: map[faultKind]int{}}
 	samples := &gameSamples{}
 	faultsDone := make(chan struct{})
@@ -230,6 +237,8 @@ func (cl *cluster) startServices(ctx context.Context, cfg config, bin, dir, keys
 	// Addresses first: the balancers need them, and matchmaking needs the
 	// balancers.
 	nsPort := 20000
+	lbCtx, stopLBs := context.WithCancel(context.WithoutCancel(ctx))
+	cl.stopLBs = stopLBs
 	for _, s := range []string{"rating", "match", "matchmaking"} {
 		var addrs []string
 		for i := range 2 {
@@ -265,7 +274,7 @@ func (cl *cluster) startServices(ctx context.Context, cfg config, bin, dir, keys
 			return err
 		}
 		cl.lbs[s] = lb
-		go lb.run(context.WithoutCancel(ctx))
+		cl.lbsDone.Go(func() { lb.run(lbCtx) })
 	}
 	cl.ep = client.Endpoints{Match: cl.lbs["match"].addr(), Matchmaking: cl.lbs["matchmaking"].addr(), Rating: cl.lbs["rating"].addr()}
 	wait := "0"
@@ -306,9 +315,13 @@ func (cl *cluster) stopServices() {
 			in.stopGracefully(10 * time.Second)
 		}
 	}
+	if cl.stopLBs != nil {
+		cl.stopLBs()
+	}
 	for _, lb := range cl.lbs {
 		lb.lis.Close()
 	}
+	cl.lbsDone.Wait()
 }
 
 // inject carries out one fault and waits until the system is whole again.
@@ -343,7 +356,7 @@ func (cl *cluster) inject(ctx context.Context, cfg config, f fault) error {
 		if err := cl.ns.degrade(ctx); err != nil {
 			return err
 		}
-		sleepCtx(context.WithoutCancel(ctx), 10*time.Second)
+		sleepCtx(context.WithoutCancel(ctx), cfg.Pause)
 		return cl.ns.heal(context.WithoutCancel(ctx))
 	}
 	return fmt.Errorf("unknown fault kind %q", f.kind)
