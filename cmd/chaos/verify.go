@@ -68,12 +68,12 @@ type verdict struct {
 	flags, flagsLate, flagsUnchecked  int
 	worstFlag                         time.Duration
 	// flagsLateInFault are the late flags a fault in progress explains, by kind.
-	flagsLateInFault map[faultKind]int
+	flagsLateInFault                   map[faultKind]int
 	tickets, ticketsTwice, ticketsLost int
-	ticketsOpen                       int // still searching when read (a cancel lost at the end)
-	matchesWithoutTicket              int
-	ratedMatches, ratingMismatches    int
-	problems                          []string
+	ticketsOpen                        int // still searching when read (a cancel lost at the end)
+	matchesWithoutTicket               int
+	ratedMatches, ratingMismatches     int
+	problems                           []string
 }
 
 // flagTolerance is how far a flag may fall from its deadline.
