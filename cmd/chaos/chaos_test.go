@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -286,5 +287,27 @@ func TestReportSaysPassOrFail(t *testing.T) {
 	report(&out, defaultConfig(), cl, flog, &gameSamples{}, newRecorder(), verify(w))
 	if !strings.Contains(out.String(), fmt.Sprintf("FAIL: %d losses", 1)) {
 		t.Errorf("report of a lost move:\n%s", out.String())
+	}
+}
+
+func TestRunAddrsStayInTheirBlock(t *testing.T) {
+	seen := map[string]bool{}
+	for _, pid := range []int{0, 1, 31, 32, 8191, 8192, 123457} {
+		host, ns, guard := runAddrs(pid)
+		_, block, err := net.ParseCIDR(guard)
+		if err != nil {
+			t.Fatalf("pid %d: guard %q: %v", pid, guard, err)
+		}
+		bench := &net.IPNet{IP: net.IPv4(198, 18, 0, 0), Mask: net.CIDRMask(15, 32)}
+		for _, a := range []string{host, ns} {
+			ip := net.ParseIP(a)
+			if ip == nil || !block.Contains(ip) || !bench.Contains(ip) {
+				t.Errorf("pid %d: %s outside %s or 198.18.0.0/15", pid, a, guard)
+			}
+		}
+		if pid%8192 == pid && seen[guard] {
+			t.Errorf("pid %d: block %s used twice", pid, guard)
+		}
+		seen[guard] = true
 	}
 }

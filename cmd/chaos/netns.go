@@ -9,22 +9,27 @@ import (
 	"strings"
 )
 
-// The namespace's addresses: 198.18.0.0/15 is reserved for benchmarking
-// (RFC 2544) and never routed on the Internet; the run only ever uses
-// addresses on its own veth, and an unreachable route over the /24 keeps
-// any stray packet from leaving the machine while the veth is down.
-const (
-	hostAddr   = "198.18.77.1" // the root namespace's end: Redis binds it
-	nsAddr     = "198.18.77.2" // the service namespace's end
-	netPrefix  = "/30"
-	guardRoute = "198.18.77.0/24"
-)
+// The namespace's addresses come from 198.18.0.0/16, part of the range
+// reserved for benchmarking (RFC 2544) and never routed on the Internet.
+// Each run takes the /29 its process id picks (so that two runs on one
+// machine do not share addresses), puts its veth on the first /30 of it,
+// and an unreachable route over the /29 keeps a stray packet from leaving
+// the machine if the veth goes before the processes that use it.
+func runAddrs(pid int) (host, ns, guard string) {
+	b := pid % 8192 // /29 blocks in a /16
+	base := fmt.Sprintf("198.18.%d.%d", b/32, (b%32)*8)
+	last := (b % 32) * 8
+	return fmt.Sprintf("198.18.%d.%d", b/32, last+1), fmt.Sprintf("198.18.%d.%d", b/32, last+2), base + "/29"
+}
 
 // netns is a network namespace joined to the root namespace by a veth pair,
 // for the instances whose path to Redis (and from their clients) gets
 // latency and packet loss.
 type netns struct {
 	name, hostIf, nsIf string
+	// hostAddr is the root namespace's end (Redis binds it), nsAddr the
+	// service namespace's, guard the unreachable route around both.
+	hostAddr, nsAddr, guard string
 	// shaping is how faults degrade the veth: shapeNetem where the kernel
 	// has sch_netem, else shapeTBF.
 	shaping string
@@ -56,14 +61,15 @@ func setupNetns(ctx context.Context) (*netns, error) {
 	}
 	id := os.Getpid() % 100000
 	n := &netns{name: fmt.Sprintf("fkchaos-%d", id), hostIf: fmt.Sprintf("fkc%dh", id), nsIf: fmt.Sprintf("fkc%dn", id)}
+	n.hostAddr, n.nsAddr, n.guard = runAddrs(os.Getpid())
 	steps := [][]string{
-		{"ip", "route", "add", "unreachable", guardRoute},
+		{"ip", "route", "replace", "unreachable", n.guard},
 		{"ip", "netns", "add", n.name},
 		{"ip", "link", "add", n.hostIf, "type", "veth", "peer", "name", n.nsIf},
 		{"ip", "link", "set", n.nsIf, "netns", n.name},
-		{"ip", "addr", "add", hostAddr + netPrefix, "dev", n.hostIf},
+		{"ip", "addr", "add", n.hostAddr + "/30", "dev", n.hostIf},
 		{"ip", "link", "set", n.hostIf, "up"},
-		{"ip", "netns", "exec", n.name, "ip", "addr", "add", nsAddr + netPrefix, "dev", n.nsIf},
+		{"ip", "netns", "exec", n.name, "ip", "addr", "add", n.nsAddr + "/30", "dev", n.nsIf},
 		{"ip", "netns", "exec", n.name, "ip", "link", "set", n.nsIf, "up"},
 		{"ip", "netns", "exec", n.name, "ip", "link", "set", "lo", "up"},
 	}
@@ -143,5 +149,5 @@ func (n *netns) teardown() {
 	ctx := context.Background()
 	_ = n.run(ctx, "ip", "netns", "del", n.name)
 	_ = n.run(ctx, "ip", "link", "del", n.hostIf)
-	_ = n.run(ctx, "ip", "route", "del", "unreachable", guardRoute)
+	_ = n.run(ctx, "ip", "route", "del", "unreachable", n.guard)
 }

@@ -119,7 +119,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (verdict, error) {
 		if cl.ns, err = setupNetns(ctx); err != nil {
 			cl.nsSkipped = err.Error()
 		} else {
-			host = hostAddr
+			host = cl.ns.hostAddr
 			defer cl.ns.teardown()
 		}
 	} else {
@@ -248,7 +248,7 @@ func (cl *cluster) startServices(ctx context.Context, cfg config, bin, dir, keys
 			if cl.ns != nil && i == 1 && s != "matchmaking" {
 				// Inside the namespace nothing else listens: any port is free.
 				in.netns = cl.ns.name
-				grpcAddr, adminAddr = fmt.Sprintf("%s:%d", nsAddr, nsPort), fmt.Sprintf("%s:%d", nsAddr, nsPort+1)
+				grpcAddr, adminAddr = fmt.Sprintf("%s:%d", cl.ns.nsAddr, nsPort), fmt.Sprintf("%s:%d", cl.ns.nsAddr, nsPort+1)
 				nsPort += 2
 			} else {
 				gp, err := freePort("127.0.0.1")
