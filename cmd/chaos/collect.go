@@ -175,7 +175,8 @@ func ticketState(ctx context.Context, c *client.Client, t *ticketRec) string {
 
 // readRatings waits (up to limit) until the rating service has applied
 // every finished rated match, then reads each player's games played and
-// history.
+// history. Each player's reads are made as that player: the services rate
+// limit per caller, and one checker reading 200 histories would be refused.
 func readRatings(ctx context.Context, ks *auth.KeySet, ep client.Endpoints, games map[string][]*eventsv1.MatchEvent, limit time.Duration) (map[string]playerRating, error) {
 	want := map[string]int{} // player -> finished rated matches
 	ruleSet := ""
@@ -189,27 +190,34 @@ func readRatings(ctx context.Context, ks *auth.KeySet, ep client.Endpoints, game
 			want[sp.GetPlayer().GetPlayerId()]++
 		}
 	}
-	c, err := asPlayer(ks, ep, "chaos-checker")
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
 	deadline := time.Now().Add(limit)
 	out := map[string]playerRating{}
 	for p, n := range want {
+		c, err := asPlayer(ks, ep, p)
+		if err != nil {
+			return nil, err
+		}
 		var played int
 		for {
-			played, err = gamesPlayed(ctx, c, p, ruleSet)
+			err = retry(ctx, func(ctx context.Context) (err error) {
+				played, err = gamesPlayed(ctx, c, p, ruleSet)
+				return err
+			})
 			if err == nil && played >= n || time.Now().After(deadline) || ctx.Err() != nil {
 				break
 			}
 			sleepCtx(ctx, 500*time.Millisecond)
 		}
-		if err != nil {
-			continue // reported: rating not read
+		var hist map[string]int
+		if err == nil {
+			err = retry(ctx, func(ctx context.Context) (err error) {
+				hist, err = history(ctx, c, p, ruleSet)
+				return err
+			})
 		}
-		hist, err := history(ctx, c, p, ruleSet)
+		c.Close()
 		if err != nil {
+			out[p] = playerRating{err: err.Error()}
 			continue
 		}
 		out[p] = playerRating{history: hist, gamesPlayed: played}
@@ -217,10 +225,29 @@ func readRatings(ctx context.Context, ks *auth.KeySet, ep client.Endpoints, game
 	return out, nil
 }
 
+// retry calls f until it succeeds, fails for good, or has failed 10 times
+// with a status worth retrying (a refusal by the rate limit, an instance
+// unreachable), each call within 5 s.
+func retry(ctx context.Context, f func(ctx context.Context) error) error {
+	var err error
+	for attempt := 0; attempt < 10; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = f(cctx)
+		cancel()
+		switch status.Code(err) {
+		case codes.OK:
+			return nil
+		case codes.ResourceExhausted, codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
+			sleepCtx(ctx, time.Duration(attempt+1)*300*time.Millisecond)
+		default:
+			return err
+		}
+	}
+	return err
+}
+
 func gamesPlayed(ctx context.Context, c *client.Client, p, ruleSet string) (int, error) {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	resp, err := c.Rating.GetRating(cctx, &ratingv1.GetRatingRequest{PlayerId: p, RuleSet: ruleSet})
+	resp, err := c.Rating.GetRating(ctx, &ratingv1.GetRatingRequest{PlayerId: p, RuleSet: ruleSet})
 	if status.Code(err) == codes.NotFound {
 		return 0, nil
 	}
@@ -234,9 +261,7 @@ func history(ctx context.Context, c *client.Client, p, ruleSet string) (map[stri
 	out := map[string]int{}
 	token := ""
 	for page := 0; page < 1000; page++ {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		resp, err := c.Rating.GetRatingHistory(cctx, &ratingv1.GetRatingHistoryRequest{PlayerId: p, RuleSet: ruleSet, PageSize: 100, PageToken: token})
-		cancel()
+		resp, err := c.Rating.GetRatingHistory(ctx, &ratingv1.GetRatingHistoryRequest{PlayerId: p, RuleSet: ruleSet, PageSize: 100, PageToken: token})
 		if err != nil {
 			return nil, err
 		}

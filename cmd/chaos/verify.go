@@ -57,6 +57,7 @@ type runningGame struct {
 type playerRating struct {
 	history     map[string]int // match id -> entries in the player's history
 	gamesPlayed int
+	err         string // why the rating could not be read
 }
 
 // verdict is what the checks found.
@@ -332,9 +333,9 @@ func checkRatings(v *verdict, w world) {
 	}
 	for p, ms := range finished {
 		r, ok := w.ratings[p]
-		if !ok {
+		if !ok || r.err != "" {
 			v.ratingMismatches++
-			v.problem("player %s: rating not read", p)
+			v.problem("player %s: rating not read: %s", p, r.err)
 			continue
 		}
 		for m := range ms {
