@@ -51,7 +51,7 @@ type faultLog struct {
 	windows []window
 }
 
-func (l *faultLog) note(f fault, from time.Time, err error) {
+func (l *faultLog) note(f fault, from time.Time, detail string, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	took := time.Since(from)
@@ -62,7 +62,7 @@ func (l *faultLog) note(f fault, from time.Time, err error) {
 		return
 	}
 	l.counts[f.kind]++
-	l.lines = append(l.lines, fmt.Sprintf("%s (%s): done in %v", f, from.Format(time.TimeOnly), took.Round(time.Millisecond)))
+	l.lines = append(l.lines, fmt.Sprintf("%s (%s): done in %v%s", f, from.Format(time.TimeOnly), took.Round(time.Millisecond), detail))
 }
 
 // run is the whole chaos run: it starts the system, plays with faults,
@@ -171,8 +171,8 @@ func run(ctx context.Context, cfg config, out io.Writer) (verdict, error) {
 				return
 			}
 			t0 := time.Now()
-			err := cl.inject(playCtx, cfg, f)
-			flog.note(f, t0, err)
+			detail, err := cl.inject(playCtx, cfg, f)
+			flog.note(f, t0, detail, err)
 			progress("%s (%d players seated)", flog.lines[len(flog.lines)-1], rec.playing.Load())
 		}
 	}()
@@ -325,41 +325,43 @@ func (cl *cluster) stopServices() {
 }
 
 // inject carries out one fault and waits until the system is whole again.
-func (cl *cluster) inject(ctx context.Context, cfg config, f fault) error {
+// It returns what the fault log should add (the failover time of a
+// master kill).
+func (cl *cluster) inject(ctx context.Context, cfg config, f fault) (string, error) {
 	switch f.kind {
 	case faultKill:
 		in := cl.instances[f.service][f.instance]
 		in.kill()
 		sleepCtx(ctx, time.Second)
 		if err := in.start(); err != nil {
-			return err
+			return "", err
 		}
-		return in.waitReady(context.WithoutCancel(ctx), 60*time.Second)
+		return "", in.waitReady(context.WithoutCancel(ctx), 60*time.Second)
 	case faultPause:
 		in := cl.instances[f.service][f.instance]
 		in.signal(syscall.SIGSTOP)
 		sleepCtx(context.WithoutCancel(ctx), cfg.Pause)
 		in.signal(syscall.SIGCONT)
-		return nil
+		return "", nil
 	case faultRedisKill, faultRedisFailover:
 		masters := cl.redis.masters(ctx)
 		if len(masters) == 0 {
-			return errors.New("no master found")
+			return "", errors.New("no master found")
 		}
 		victim := masters[f.master%len(masters)]
 		if f.kind == faultRedisKill {
-			_, err := cl.redis.killMaster(context.WithoutCancel(ctx), victim, 2*time.Second)
-			return err
+			took, err := cl.redis.killMaster(context.WithoutCancel(ctx), victim, 2*time.Second)
+			return fmt.Sprintf(" (replica serving %v after the kill)", took.Round(time.Millisecond)), err
 		}
-		return cl.redis.manualFailover(context.WithoutCancel(ctx), victim)
+		return "", cl.redis.manualFailover(context.WithoutCancel(ctx), victim)
 	case faultNetem:
 		if err := cl.ns.degrade(ctx); err != nil {
-			return err
+			return "", err
 		}
 		sleepCtx(context.WithoutCancel(ctx), cfg.Pause)
-		return cl.ns.heal(context.WithoutCancel(ctx))
+		return "", cl.ns.heal(context.WithoutCancel(ctx))
 	}
-	return fmt.Errorf("unknown fault kind %q", f.kind)
+	return "", fmt.Errorf("unknown fault kind %q", f.kind)
 }
 
 // heal restarts any instance that is down and waits for a healthy Redis.
