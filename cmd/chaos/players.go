@@ -48,7 +48,9 @@ type recorder struct {
 	// playing counts players seated in a running game, sampled for the
 	// games-running figure.
 	playing atomic.Int64
-	// players' call errors that ended a game or a wait, by kind.
+	// errs counts what ended a player's wait or game early, by kind: a
+	// gRPC code, "violation" from the client's event checker, or the
+	// walk-aways.
 	errs map[string]int
 }
 

@@ -66,7 +66,7 @@ func report(out io.Writer, cfg config, cl *cluster, flog *faultLog, samples *gam
 			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 		}
 		sort.Strings(kinds)
-		row("client retries given up", "%s", strings.Join(kinds, ", "))
+		row("client waits and games cut", "%s", strings.Join(kinds, ", "))
 	}
 	for _, p := range v.problems {
 		fmt.Fprintln(out, "problem: "+p)
