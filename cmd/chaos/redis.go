@@ -73,12 +73,6 @@ func (n *redisNode) start(ctx context.Context, nodeTimeout time.Duration) error 
 	return nil
 }
 
-func (n *redisNode) signal(sig syscall.Signal) {
-	if n.cmd != nil {
-		_ = syscall.Kill(-n.cmd.Process.Pid, sig)
-	}
-}
-
 // kill SIGKILLs the node and waits until it is gone.
 func (n *redisNode) kill() {
 	if n.cmd == nil {
@@ -234,22 +228,9 @@ func (c *redisCluster) masters(ctx context.Context) []*redisNode {
 // over (the cluster serves every slot again), leaves it down for down,
 // then starts it again: it rejoins as a replica of its successor. It
 // returns how long the cluster needed to serve again.
-//
-// The replica is SIGSTOPped for lag first and resumed after the kill, so
-// that the master dies with writes its replica never got: what a
-// replication lag does in a real failover, made certain. Without
-// MATCH_WAIT_REPLICAS those writes (acknowledged moves) are lost; with it
-// no move written meanwhile was acknowledged.
-func (c *redisCluster) killMaster(ctx context.Context, victim *redisNode, lag, down time.Duration) (time.Duration, error) {
-	replica, err := c.replicaOf(ctx, victim)
-	if err != nil {
-		return 0, err
-	}
-	replica.signal(syscall.SIGSTOP)
-	sleepCtx(ctx, lag)
+func (c *redisCluster) killMaster(ctx context.Context, victim *redisNode, down time.Duration) (time.Duration, error) {
 	t0 := time.Now()
 	victim.kill()
-	replica.signal(syscall.SIGCONT)
 	if err := c.waitHealthy(ctx, 30*time.Second); err != nil {
 		return 0, fmt.Errorf("failover after killing %s: %w", victim.addr(), err)
 	}
@@ -262,41 +243,6 @@ func (c *redisCluster) killMaster(ctx context.Context, victim *redisNode, lag, d
 		return took, fmt.Errorf("old master %s back as a replica: %w", victim.addr(), err)
 	}
 	return took, nil
-}
-
-// replicaOf returns the running node that replicates master m.
-func (c *redisCluster) replicaOf(ctx context.Context, m *redisNode) (*redisNode, error) {
-	cl := redis.NewClient(&redis.Options{Addr: m.addr(), MaxRetries: -1})
-	defer cl.Close()
-	id, err := cl.Do(ctx, "CLUSTER", "MYID").Text()
-	if err != nil {
-		return nil, fmt.Errorf("cluster myid of %s: %w", m.addr(), err)
-	}
-	nodes, err := cl.ClusterNodes(ctx).Result()
-	if err != nil {
-		return nil, fmt.Errorf("cluster nodes of %s: %w", m.addr(), err)
-	}
-	for _, addr := range replicasIn(nodes, id) {
-		for _, n := range c.nodes {
-			if n.addr() == addr && n.cmd != nil {
-				return n, nil
-			}
-		}
-	}
-	return nil, fmt.Errorf("no running replica of %s", m.addr())
-}
-
-// replicasIn lists the addresses of the replicas of master id in CLUSTER
-// NODES output.
-func replicasIn(nodes, id string) []string {
-	var out []string
-	for line := range strings.SplitSeq(nodes, "\n") {
-		f := strings.Fields(line)
-		if len(f) > 3 && f[3] == id && !strings.Contains(f[2], "fail") {
-			out = append(out, strings.Split(f[1], "@")[0])
-		}
-	}
-	return out
 }
 
 // manualFailover promotes the replica of master victim with CLUSTER

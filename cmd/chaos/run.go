@@ -28,9 +28,6 @@ const (
 	ratingClaimIdle  = 5 * time.Second
 	formationTimeout = 6 * time.Second
 	createTimeout    = 3 * time.Second
-	// replicaLag is how long a master's replica is stopped before the
-	// master is killed: the writes of that time reach no replica.
-	replicaLag = 1500 * time.Millisecond
 )
 
 // cluster is the running system of one chaos run.
@@ -353,7 +350,7 @@ func (cl *cluster) inject(ctx context.Context, cfg config, f fault) (string, err
 		}
 		victim := masters[f.master%len(masters)]
 		if f.kind == faultRedisKill {
-			took, err := cl.redis.killMaster(context.WithoutCancel(ctx), victim, replicaLag, 2*time.Second)
+			took, err := cl.redis.killMaster(context.WithoutCancel(ctx), victim, 2*time.Second)
 			return fmt.Sprintf(" (replica serving %v after the kill)", took.Round(time.Millisecond)), err
 		}
 		return "", cl.redis.manualFailover(context.WithoutCancel(ctx), victim)

@@ -15,10 +15,9 @@ const (
 	// pause SIGSTOPs a service instance for longer than its lease or claim
 	// timeout, then SIGCONTs it.
 	faultPause faultKind = "SIGSTOP/SIGCONT"
-	// redisKill SIGKILLs a Redis master whose replica lags (stopped for
-	// replicaLag first), so the replica is promoted without the master's
-	// last writes; the old master starts again and rejoins as a replica.
-	faultRedisKill faultKind = "redis master killed (replica lagging)"
+	// redisKill SIGKILLs a Redis master (its replica is promoted) and
+	// starts it again, when it rejoins as a replica.
+	faultRedisKill faultKind = "redis master killed"
 	// redisFailover promotes a master's replica with CLUSTER FAILOVER.
 	faultRedisFailover faultKind = "redis CLUSTER FAILOVER"
 	// netem adds latency and packet loss on the veth between the
