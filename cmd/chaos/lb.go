@@ -108,18 +108,15 @@ func (b *balancer) pick() []*backend {
 	return append(ready, rest...)
 }
 
-func (b *balancer) track(c net.Conn, add bool) bool {
+// track adds c to the connections closed at the end, or removes it.
+func (b *balancer) track(c net.Conn, add bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if add {
-		if b.conns == nil {
-			return false
-		}
 		b.conns[c] = struct{}{}
 	} else {
 		delete(b.conns, c)
 	}
-	return true
 }
 
 func (b *balancer) proxy(ctx context.Context, c net.Conn) {

@@ -95,8 +95,7 @@ func (in *instance) kill() {
 	if in.cmd == nil {
 		return
 	}
-	in.signal(syscall.SIGCONT) // a stopped process dies on SIGKILL too, but say so
-	in.signal(syscall.SIGKILL)
+	in.signal(syscall.SIGKILL) // kills a stopped process as well
 	<-in.exited
 	in.cmd = nil
 }
