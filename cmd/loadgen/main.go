@@ -238,6 +238,9 @@ func (lg *loadgen) report(out io.Writer, res result) {
 	fmt.Fprintf(out, "games=%d think=%v warmup=%v duration=%v\n", o.games, o.think, o.warmup, res.elapsed.Round(time.Millisecond))
 	fmt.Fprintf(out, "moves=%d moves/s=%.0f games finished=%d\n", len(res.lat), float64(len(res.lat))/res.elapsed.Seconds(), res.finished)
 	if len(res.lat) > 0 {
+		fmt.Fprintf(out, "loadgen CPU per move: %.0f µs\n", float64(res.cpu.Microseconds())/float64(len(res.lat)))
+	}
+	if len(res.lat) > 0 {
 		fmt.Fprintf(out, "MakeMove latency p50=%v p90=%v p99=%v max=%v\n", pct(res.lat, 50), pct(res.lat, 90), pct(res.lat, 99), res.lat[len(res.lat)-1])
 	}
 	if o.watch {
@@ -418,6 +421,8 @@ type result struct {
 	// end of the measurement (-metrics).
 	before, after metrics
 	scrapeErr     error
+	// cpu is this process's CPU time over the measurement.
+	cpu time.Duration
 }
 
 // gameStats is what one game goroutine measured, merged after the run.
@@ -440,6 +445,16 @@ func (lg *loadgen) drive(ctx context.Context) result {
 	var finished atomic.Int64
 	var wg sync.WaitGroup
 	var res result
+	wg.Go(func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(start)):
+		}
+		cpu0 := processCPU()
+		<-ctx.Done()
+		res.cpu = processCPU() - cpu0
+	})
 	if lg.o.metrics != "" {
 		wg.Go(func() {
 			select {
