@@ -33,11 +33,21 @@
 // version 1 compared with the live one. loadgen reports how many sampled
 // games passed and fails the run on any violation.
 //
+// With -metrics (the service's /metrics URL) loadgen also reports what the
+// service itself saw over the measured window: its MakeMove histogram, its
+// garbage collection (cycles, pauses, mark assists against its CPU) and its
+// scheduling latency. With -ramp-step N it runs the load again with N more
+// games at each step until MakeMove p99 exceeds -ramp-p99, and reports the
+// largest passing number of games (the capacity). -serve-grpc-baseline runs
+// the bare gRPC baseline server alone, for -grpc-baseline-addr, so that its
+// server-side CPU can be read from its own process (scripts/match-load.sh).
+//
 //	loadgen -write-keys /tmp/keys.json   # also /tmp/keys.public.json: start the service with AUTH_KEYS_FILE=/tmp/keys.public.json
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 50 -duration 30s -redis 127.0.0.1:6379
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 1000 -think 1s -duration 30s
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 200 -think 1s -duration 30s -watch
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 20 -duration 30s -check-sample 5
+//	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 250 -ramp-step 250 -think 1s -watch -metrics http://127.0.0.1:9090/metrics
 package main
 
 import (
