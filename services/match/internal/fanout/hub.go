@@ -338,7 +338,7 @@ func (h *Hub) confirmed(part *partition, ch string) {
 		t.markReady()
 		return
 	}
-	h.send(part, t, &Item{Resync: true})
+	h.send(t, &Item{Resync: true})
 }
 
 // dropped handles the end of a channel's subscription: ours (its last
@@ -370,7 +370,7 @@ func (h *Hub) resyncPartition(part *partition) {
 	clear(part.active)
 	it := &Item{Resync: true}
 	for _, t := range part.topics {
-		h.send(part, t, it)
+		h.send(t, it)
 	}
 }
 
@@ -408,9 +408,9 @@ func (h *Hub) deliver(part *partition, ch, payload string) {
 	defer part.mu.Unlock()
 	if t := part.topics[ch]; t != nil {
 		if private {
-			h.sendTo(part, t, item, seats)
+			h.sendTo(t, item, seats)
 		} else {
-			h.send(part, t, item)
+			h.send(t, item)
 		}
 	}
 }
@@ -431,11 +431,11 @@ func noticeSeats(notices [][]byte) uint32 {
 
 // send hands an item to every watcher of a topic without blocking; a
 // watcher with a full buffer is dropped. Called with part.mu held.
-func (h *Hub) send(part *partition, t *topic, it *Item) { h.sendTo(part, t, it, 0) }
+func (h *Hub) send(t *topic, it *Item) { h.sendTo(t, it, 0) }
 
 // sendTo is send to the watchers of the given seats only (0: every
 // watcher).
-func (h *Hub) sendTo(_ *partition, t *topic, it *Item, seats uint32) {
+func (h *Hub) sendTo(t *topic, it *Item, seats uint32) {
 	for w := range t.watchers {
 		if seats != 0 && w.seats.Load()&seats == 0 {
 			continue
