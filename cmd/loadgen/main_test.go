@@ -342,7 +342,7 @@ func TestParseReportRejectsBadRuns(t *testing.T) {
 		"watch events delivered=8120 expected=8120\n" +
 		"watch delay p50=3.1ms p90=7.2ms p99=28.8ms max=70.1ms\n" +
 		"baseline EVALSHA (50 conns, no pipelining): 5012 ops/s, client CPU 21.5 µs/op; moves/s = 20% of it\n" +
-		"baseline gRPC unary (empty handler, in-process server, 50 callers, 4 conns): 36090 calls/s, client and server CPU 46.4 µs/call\n"
+		"baseline gRPC unary (empty handler, in-process server, 50 callers, 4 conns): calls=180450 36090 calls/s, client and server CPU 46.4 µs/call\n"
 	r, err := parseReport(good)
 	if err != nil {
 		t.Fatalf("parseReport(good report) = %v", err)
