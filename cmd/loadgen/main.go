@@ -33,11 +33,21 @@
 // version 1 compared with the live one. loadgen reports how many sampled
 // games passed and fails the run on any violation.
 //
+// With -metrics (the service's /metrics URL) loadgen also reports what the
+// service itself saw over the measured window: its MakeMove histogram, its
+// garbage collection (cycles, pauses, mark assists against its CPU) and its
+// scheduling latency. With -ramp-step N it runs the load again with N more
+// games at each step until MakeMove p99 exceeds -ramp-p99, and reports the
+// largest passing number of games (the capacity). -serve-grpc-baseline runs
+// the bare gRPC baseline server alone, for -grpc-baseline-addr, so that its
+// server-side CPU can be read from its own process (scripts/match-load.sh).
+//
 //	loadgen -write-keys /tmp/keys.json   # also /tmp/keys.public.json: start the service with AUTH_KEYS_FILE=/tmp/keys.public.json
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 50 -duration 30s -redis 127.0.0.1:6379
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 1000 -think 1s -duration 30s
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 200 -think 1s -duration 30s -watch
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 20 -duration 30s -check-sample 5
+//	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 250 -ramp-step 250 -think 1s -watch -metrics http://127.0.0.1:9090/metrics
 package main
 
 import (
@@ -46,6 +56,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -100,6 +111,16 @@ type options struct {
 	watch    bool
 	// checkSample > 0 follows every checkSample-th game through the checker.
 	checkSample int
+	// metrics is the service's /metrics URL, scraped when the measurement
+	// starts and ends (empty: not read).
+	metrics string
+	// grpcBaseAddr is a bare gRPC server for the baseline in another
+	// process (-serve-grpc-baseline), so that its CPU is its own.
+	grpcBaseAddr string
+	// The capacity ramp: from games, rampStep more at each step, while
+	// MakeMove p99 stays within rampP99 (0 rampStep: one run).
+	rampStep, rampMax int
+	rampP99           time.Duration
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -118,10 +139,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&o.grpcBase, "grpc-baseline", false, "also measure a bare unary gRPC call (health Check, in-process server) from 50 callers")
 	fs.BoolVar(&o.watch, "watch", false, "also watch every game from each seat and report the move-to-watcher delay")
 	fs.IntVar(&o.checkSample, "check-sample", 0, "follow every Nth game through the event-contract checker and fail on a violation (0: none)")
+	fs.StringVar(&o.metrics, "metrics", "", "the service's metrics URL (http://ADMIN_ADDR/metrics): report its own MakeMove histogram, GC and scheduling figures over the measured window")
+	fs.StringVar(&o.grpcBaseAddr, "grpc-baseline-addr", "", "with -grpc-baseline: call the bare gRPC server at this address (loadgen -serve-grpc-baseline) instead of one in this process")
+	serveBase := fs.String("serve-grpc-baseline", "", "serve the bare gRPC baseline (health Check) on this address until interrupted, and do nothing else")
+	fs.IntVar(&o.rampStep, "ramp-step", 0, "capacity ramp: after a run with -games, run again with this many more games, until MakeMove p99 exceeds -ramp-p99 (0: one run)")
+	fs.IntVar(&o.rampMax, "ramp-max", 10000, "capacity ramp: the most games tried")
+	fs.DurationVar(&o.rampP99, "ramp-p99", 5*time.Millisecond, "capacity ramp: the MakeMove p99 a step must stay within")
 	writeKeys := fs.String("write-keys", "", "write a fresh signing key set to this file (for -keys) and its public keys to <file>.public.json (the service's AUTH_KEYS_FILE), and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write the load tool's own CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *serveBase != "" {
+		return serveBaseline(ctx, *serveBase)
 	}
 	if *writeKeys != "" {
 		ks, err := auth.GenerateKeySet("loadgen")
@@ -177,9 +207,49 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		defer cc.Close()
 		lg.checker = &client.Client{Match: matchv1.NewMatchServiceClient(cc)}
 	}
-	res := lg.drive(ctx)
+	var violated error
+	movesPerSec := 0.0
+	if o.rampStep > 0 {
+		lg.ramp(ctx, out)
+	} else {
+		res := lg.drive(ctx)
+		lg.report(out, res)
+		movesPerSec = float64(len(res.lat)) / res.elapsed.Seconds()
+		violated = lg.reportChecks(out)
+	}
+	if o.redis != "" || o.cluster != "" {
+		ops, err := baseline(ctx, o)
+		if err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
+		fmt.Fprintf(out, "baseline EVALSHA (50 conns, no pipelining): %.0f ops/s, client CPU %.1f µs/op; moves/s = %.0f%% of it\n",
+			ops.perSec, ops.cpuPerOp, 100*movesPerSec/ops.perSec)
+	}
+	if o.grpcBase {
+		calls, err := grpcBaseline(ctx, o)
+		if err != nil {
+			return fmt.Errorf("gRPC baseline: %w", err)
+		}
+		if o.grpcBaseAddr != "" {
+			// The server's CPU is its process's: the caller reads it.
+			fmt.Fprintf(out, "baseline gRPC unary (empty handler, server %s, 50 callers, %d conns): calls=%d %.0f calls/s, client CPU %.1f µs/call\n",
+				o.grpcBaseAddr, o.conns, calls.n, calls.perSec, calls.cpuPerOp)
+		} else {
+			fmt.Fprintf(out, "baseline gRPC unary (empty handler, in-process server, 50 callers, %d conns): calls=%d %.0f calls/s, client and server CPU %.1f µs/call\n",
+				o.conns, calls.n, calls.perSec, calls.cpuPerOp)
+		}
+	}
+	return violated
+}
+
+// report prints one run's figures.
+func (lg *loadgen) report(out io.Writer, res result) {
+	o := lg.o
 	fmt.Fprintf(out, "games=%d think=%v warmup=%v duration=%v\n", o.games, o.think, o.warmup, res.elapsed.Round(time.Millisecond))
 	fmt.Fprintf(out, "moves=%d moves/s=%.0f games finished=%d\n", len(res.lat), float64(len(res.lat))/res.elapsed.Seconds(), res.finished)
+	if len(res.lat) > 0 {
+		fmt.Fprintf(out, "loadgen CPU per move: %.0f µs\n", float64(res.cpu.Microseconds())/float64(len(res.lat)))
+	}
 	if len(res.lat) > 0 {
 		fmt.Fprintf(out, "MakeMove latency p50=%v p90=%v p99=%v max=%v\n", pct(res.lat, 50), pct(res.lat, 90), pct(res.lat, 99), res.lat[len(res.lat)-1])
 	}
@@ -196,41 +266,65 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(lg.codes) > 0 {
 		fmt.Fprintf(out, "errors by code: %v\n", lg.codes)
 	}
+	if res.before != nil && res.after != nil {
+		reportService(out, res.before, res.after)
+	} else if res.scrapeErr != nil {
+		fmt.Fprintf(out, "service metrics not read: %v\n", res.scrapeErr)
+	}
+}
+
+// reportChecks prints the checker's tally (-check-sample) and returns an
+// error if a sampled game broke the event contract.
+func (lg *loadgen) reportChecks(out io.Writer) error {
+	if lg.o.checkSample == 0 {
+		return nil
+	}
 	var violated error
-	if o.checkSample > 0 {
-		c := lg.checks
-		fmt.Fprintf(out, "check games=%d passed=%d unfinished=%d violations=%d not followed=%d\n",
-			c.games, c.passed, c.unfinished, len(c.violations), len(c.notFollowed))
-		for _, v := range c.violations {
-			fmt.Fprintf(out, "check violation: %v\n", v)
-		}
-		for _, e := range c.notFollowed {
-			fmt.Fprintf(out, "check not followed: %v\n", e)
-		}
-		switch {
-		case len(c.violations) > 0:
-			violated = fmt.Errorf("%d sampled games broke the event contract", len(c.violations))
-		case len(c.notFollowed) > 0:
-			violated = fmt.Errorf("%d sampled games could not be followed", len(c.notFollowed))
-		}
+	c := lg.checks
+	fmt.Fprintf(out, "check games=%d passed=%d unfinished=%d violations=%d not followed=%d\n",
+		c.games, c.passed, c.unfinished, len(c.violations), len(c.notFollowed))
+	for _, v := range c.violations {
+		fmt.Fprintf(out, "check violation: %v\n", v)
 	}
-	if o.redis != "" || o.cluster != "" {
-		ops, err := baseline(ctx, o)
-		if err != nil {
-			return fmt.Errorf("baseline: %w", err)
-		}
-		fmt.Fprintf(out, "baseline EVALSHA (50 conns, no pipelining): %.0f ops/s, client CPU %.1f µs/op; moves/s = %.0f%% of it\n",
-			ops.perSec, ops.cpuPerOp, 100*float64(len(res.lat))/res.elapsed.Seconds()/ops.perSec)
+	for _, e := range c.notFollowed {
+		fmt.Fprintf(out, "check not followed: %v\n", e)
 	}
-	if o.grpcBase {
-		calls, err := grpcBaseline(ctx, o)
-		if err != nil {
-			return fmt.Errorf("gRPC baseline: %w", err)
-		}
-		fmt.Fprintf(out, "baseline gRPC unary (empty handler, in-process server, 50 callers, %d conns): %.0f calls/s, client and server CPU %.1f µs/call\n",
-			o.conns, calls.perSec, calls.cpuPerOp)
+	switch {
+	case len(c.violations) > 0:
+		violated = fmt.Errorf("%d sampled games broke the event contract", len(c.violations))
+	case len(c.notFollowed) > 0:
+		violated = fmt.Errorf("%d sampled games could not be followed", len(c.notFollowed))
 	}
 	return violated
+}
+
+// ramp runs the load with more games at each step (-ramp-step), each a
+// whole run with its warm-up, while MakeMove p99 stays within -ramp-p99
+// and nothing fails, and reports the largest number of games that passed.
+// A step's games are left behind when it ends (their clocks run out
+// later): each step starts fresh games.
+func (lg *loadgen) ramp(ctx context.Context, out io.Writer) {
+	best := 0
+	for games := lg.o.games; games <= lg.o.rampMax && ctx.Err() == nil; games += lg.o.rampStep {
+		lg.o.games = games
+		lg.mu.Lock()
+		lg.codes = map[codes.Code]int{}
+		lg.mu.Unlock()
+		fmt.Fprintf(out, "== ramp step: %d games\n", games)
+		res := lg.drive(ctx)
+		lg.report(out, res)
+		p99 := time.Duration(math.MaxInt64)
+		if len(res.lat) > 0 {
+			p99 = pct(res.lat, 99)
+		}
+		failed := len(lg.codes) > 0 || (lg.o.watch && (res.watch.errors() > 0 || res.watch.delivered < res.watch.expected))
+		if p99 > lg.o.rampP99 || failed {
+			fmt.Fprintf(out, "ramp step %d games: MakeMove p99 %v (limit %v), failures %v: stop\n", games, p99, lg.o.rampP99, failed)
+			break
+		}
+		best = games
+	}
+	fmt.Fprintf(out, "capacity: largest passing games=%d (MakeMove p99 <= %v, watch=%v, think=%v)\n", best, lg.o.rampP99, lg.o.watch, lg.o.think)
 }
 
 type loadgen struct {
@@ -333,6 +427,12 @@ type result struct {
 	elapsed  time.Duration
 	finished int64
 	watch    watchStats // with -watch; delay sorted
+	// before and after are the service's metrics at the start and the
+	// end of the measurement (-metrics).
+	before, after metrics
+	scrapeErr     error
+	// cpu is this process's CPU time over the measurement.
+	cpu time.Duration
 }
 
 // gameStats is what one game goroutine measured, merged after the run.
@@ -354,6 +454,31 @@ func (lg *loadgen) drive(ctx context.Context) result {
 	stats := make([]gameStats, lg.o.games)
 	var finished atomic.Int64
 	var wg sync.WaitGroup
+	var res result
+	wg.Go(func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(start)):
+		}
+		cpu0 := processCPU()
+		<-ctx.Done()
+		res.cpu = processCPU() - cpu0
+	})
+	if lg.o.metrics != "" {
+		wg.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(start)):
+			}
+			if res.before, res.scrapeErr = scrape(ctx, lg.o.metrics); res.scrapeErr != nil {
+				return
+			}
+			<-ctx.Done()
+			res.after, res.scrapeErr = scrape(context.WithoutCancel(ctx), lg.o.metrics)
+		})
+	}
 	for g := range lg.o.games {
 		wg.Go(func() {
 			client := matchv1.NewMatchServiceClient(lg.conns[g%len(lg.conns)])
@@ -388,7 +513,8 @@ func (lg *loadgen) drive(ctx context.Context) result {
 	}
 	slices.Sort(all)
 	slices.Sort(watch.delay)
-	return result{lat: all, elapsed: min(time.Since(start), lg.o.duration), finished: finished.Load(), watch: watch}
+	res.lat, res.elapsed, res.finished, res.watch = all, min(time.Since(start), lg.o.duration), finished.Load(), watch
+	return res
 }
 
 // play creates a game and plays it until it ends or ctx ends. With -watch
@@ -684,7 +810,10 @@ func pct(sorted []time.Duration, p int) time.Duration {
 
 // rate is a baseline's result: operations per second, and this process's
 // CPU time per operation.
-type rate struct{ perSec, cpuPerOp float64 }
+type rate struct {
+	perSec, cpuPerOp float64
+	n                int64
+}
 
 // measure runs op from 50 goroutines until ctx ends.
 func measure(ctx context.Context, op func(ctx context.Context, i int) error) rate {
@@ -703,7 +832,7 @@ func measure(ctx context.Context, op func(ctx context.Context, i int) error) rat
 	}
 	wg.Wait()
 	n := float64(max(ops.Load(), 1))
-	return rate{perSec: float64(ops.Load()) / time.Since(start).Seconds(), cpuPerOp: float64((processCPU() - cpu0).Microseconds()) / n}
+	return rate{perSec: float64(ops.Load()) / time.Since(start).Seconds(), cpuPerOp: float64((processCPU() - cpu0).Microseconds()) / n, n: ops.Load()}
 }
 
 // processCPU returns the user and system CPU time this process has used.
@@ -715,23 +844,49 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// grpcBaseline measures the health service's Check, served in-process.
-func grpcBaseline(ctx context.Context, o options) (rate, error) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+// serveBaseline serves the bare gRPC baseline, the health service's Check
+// from a plain grpc.Server, on addr until ctx ends.
+func serveBaseline(ctx context.Context, addr string) error {
+	lis, err := net.Listen("tcp", addr)
 	if err != nil {
-		return rate{}, err
+		return err
 	}
 	srv := grpc.NewServer()
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
-	defer func() {
+	select {
+	case <-ctx.Done():
 		srv.Stop()
 		<-served
-	}()
+		return nil
+	case err := <-served:
+		return err
+	}
+}
+
+// grpcBaseline measures the health service's Check, served in-process or
+// (-grpc-baseline-addr) by another process.
+func grpcBaseline(ctx context.Context, o options) (rate, error) {
+	addr := o.grpcBaseAddr
+	if addr == "" {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return rate{}, err
+		}
+		srv := grpc.NewServer()
+		healthpb.RegisterHealthServer(srv, health.NewServer())
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(lis) }()
+		defer func() {
+			srv.Stop()
+			<-served
+		}()
+		addr = lis.Addr().String()
+	}
 	clients := make([]healthpb.HealthClient, o.conns)
 	for i := range clients {
-		c, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			return rate{}, err
 		}

@@ -53,7 +53,7 @@ func TestRunAgainstMatchService(t *testing.T) {
 	if err := run(ctx, []string{"-write-keys", keys}, io.Discard); err != nil {
 		t.Fatalf("write keys: %v", err)
 	}
-	addr := startMatchService(ctx, t, dir, []string{
+	addr, admin := startMatchService(ctx, t, dir, []string{
 		"AUTH_KEYS_FILE=" + PublicKeysFile(keys), "INTERNAL_PLAINTEXT=true",
 		"REDIS_ADDR=" + redisAddr,
 		"REDIS_CLUSTER_ADDRS=",
@@ -83,6 +83,29 @@ func TestRunAgainstMatchService(t *testing.T) {
 		}
 		if r.watched {
 			t.Errorf("watch lines without -watch:\n%s", out)
+		}
+	})
+
+	t.Run("capacity ramp with the service's metrics", func(t *testing.T) {
+		// A limit no step can meet: the ramp stops after its first step
+		// and reports no passing count.
+		out := runLoadgen(ctx, t, "-addr", addr, "-keys", keys, "-watch", "-games", "2", "-think", "100ms",
+			"-warmup", "500ms", "-duration", "1s", "-ramp-step", "2", "-ramp-max", "4", "-ramp-p99", "1ns",
+			"-metrics", "http://"+admin+"/metrics")
+		for _, want := range []string{"== ramp step: 2 games\n", "service MakeMove histogram: calls=", "service GC: cycles=",
+			"ramp step 2 games: MakeMove p99", "capacity: largest passing games=0 "} {
+			if !strings.Contains(out, want) {
+				t.Errorf("no %q in the ramp's report:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "== ramp step: 4 games") {
+			t.Errorf("the ramp went on after a failing step:\n%s", out)
+		}
+		// A limit every step meets: the last step tried is the capacity.
+		out = runLoadgen(ctx, t, "-addr", addr, "-keys", keys, "-games", "1", "-think", "100ms",
+			"-warmup", "500ms", "-duration", "1s", "-ramp-step", "1", "-ramp-max", "2", "-ramp-p99", "1h")
+		if !strings.Contains(out, "== ramp step: 2 games\n") || !strings.Contains(out, "capacity: largest passing games=2 ") {
+			t.Errorf("a ramp whose steps all pass should end at -ramp-max:\n%s", out)
 		}
 	})
 
@@ -159,7 +182,7 @@ var (
 	movesLine    = regexp.MustCompile(`(?m)^moves=(\d+) moves/s=(\S+) games finished=(\d+)$`)
 	latencyLine  = regexp.MustCompile(`(?m)^MakeMove latency p50=(\S+) p90=(\S+) p99=(\S+) max=(\S+)$`)
 	baselineLine = regexp.MustCompile(`(?m)^baseline EVALSHA \(50 conns, no pipelining\): (\S+) ops/s, client CPU (\S+) µs/op; moves/s = (\S+)% of it$`)
-	grpcLine     = regexp.MustCompile(`(?m)^baseline gRPC unary \(empty handler, in-process server, 50 callers, \d+ conns\): (\S+) calls/s, client and server CPU (\S+) µs/call$`)
+	grpcLine     = regexp.MustCompile(`(?m)^baseline gRPC unary \(empty handler, in-process server, 50 callers, \d+ conns\): calls=\d+ (\S+) calls/s, client and server CPU (\S+) µs/call$`)
 	anyBaseline  = regexp.MustCompile(`(?m)^baseline `)
 	watchLine    = regexp.MustCompile(`(?m)^watch events delivered=(\d+) expected=(\d+)$`)
 	delayLine    = regexp.MustCompile(`(?m)^watch delay p50=(\S+) p90=(\S+) p99=(\S+) max=(\S+)$`)
@@ -319,7 +342,7 @@ func TestParseReportRejectsBadRuns(t *testing.T) {
 		"watch events delivered=8120 expected=8120\n" +
 		"watch delay p50=3.1ms p90=7.2ms p99=28.8ms max=70.1ms\n" +
 		"baseline EVALSHA (50 conns, no pipelining): 5012 ops/s, client CPU 21.5 µs/op; moves/s = 20% of it\n" +
-		"baseline gRPC unary (empty handler, in-process server, 50 callers, 4 conns): 36090 calls/s, client and server CPU 46.4 µs/call\n"
+		"baseline gRPC unary (empty handler, in-process server, 50 callers, 4 conns): calls=180450 36090 calls/s, client and server CPU 46.4 µs/call\n"
 	r, err := parseReport(good)
 	if err != nil {
 		t.Fatalf("parseReport(good report) = %v", err)
@@ -488,7 +511,7 @@ func runLoadgen(ctx context.Context, t *testing.T, args ...string) string {
 // free loopback ports with env, waits until its health check reports
 // SERVING and returns its gRPC address. It is stopped when t ends: SIGTERM
 // to its process group, SIGKILL if it has not exited after a few seconds.
-func startMatchService(ctx context.Context, t *testing.T, dir string, env []string) string {
+func startMatchService(ctx context.Context, t *testing.T, dir string, env []string) (addr, admin string) {
 	t.Helper()
 	repo, err := workspace.Root(".")
 	if err != nil {
@@ -501,7 +524,7 @@ func startMatchService(ctx context.Context, t *testing.T, dir string, env []stri
 		t.Fatalf("go build the match service: %v\n%s", err, out)
 	}
 
-	addr, admin := redistest.FreeAddr(t), redistest.FreeAddr(t)
+	addr, admin = redistest.FreeAddr(t), redistest.FreeAddr(t)
 	logPath := filepath.Join(dir, "match.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -542,7 +565,7 @@ func startMatchService(ctx context.Context, t *testing.T, dir string, env []stri
 	if err := waitServing(ctx, addr, exited); err != nil {
 		t.Fatalf("match service: %v\n%s", err, readLog(logPath))
 	}
-	return addr
+	return addr, admin
 }
 
 // waitServing polls the gRPC health service at addr until it reports

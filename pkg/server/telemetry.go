@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -37,7 +38,14 @@ type telemetry struct {
 func newTelemetry(ctx context.Context, cfg Config) (*telemetry, error) {
 	res := resource.NewSchemaless(attribute.String("service.name", cfg.ServiceName))
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Besides the default Go metrics: the garbage collector's CPU (mark
+	// assists are time the handlers lose to GC), its stop-the-world
+	// pauses and the scheduling latencies, as histograms, so that a
+	// latency tail can be told apart from GC (scripts/match-load.sh reads
+	// them).
+	goRuntime := collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/(cpu/classes/|sched/latencies:|sched/pauses/total/gc:)`)}
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(goRuntime)),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	promExp, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -25,7 +26,12 @@ import (
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(watchClientAddr) != "" {
+		os.Exit(watchClient()) // BenchmarkWatchStreamMemory's client process
+	}
+	redistest.Main(m)
+}
 
 // env is one test environment: a Redis backend, a key set and a key prefix
 // shared by the service instances the test starts.

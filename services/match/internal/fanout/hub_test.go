@@ -261,3 +261,70 @@ func mustEvent(t *testing.T, id string, v uint64) []byte {
 	}
 	return b
 }
+
+// TestPrivateNoticesReachOnlyTheirSeats: a premove notice for one seat goes
+// into the buffers of that seat's watchers (and of a watcher whose seats
+// are not known yet), never into a spectator's or another seat's.
+func TestPrivateNoticesReachOnlyTheirSeats(t *testing.T) {
+	t.Parallel()
+	rdb, _ := redistest.Standalone(t)
+	st, id := setup(t, rdb)
+	hub := fanout.New(st, slog.New(slog.NewTextHandler(io.Discard, nil)), 64)
+	defer hub.Close()
+	watch := func(seats uint32, set bool) *fanout.Watcher {
+		w, err := hub.Watch(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Close)
+		if set {
+			w.SetSeats(seats)
+		}
+		return w
+	}
+	seat1, seat2, spectator, unknown := watch(1<<1, true), watch(1<<2, true), watch(0, true), watch(0, false)
+
+	cur, err := st.Load(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Commit(t.Context(), id, store.Change{Expected: 1, ExpectedStamp: cur.Stamp, Game: []byte("g"),
+		Events: [][]byte{mustEvent(t, id, 2)}, Private: [][]byte{{1, 'q'}}})
+	if err != nil || res.Outcome != store.Applied {
+		t.Fatalf("commit = %+v, %v", res, err)
+	}
+	commit(t, st, id, 2, 1)
+
+	for _, tc := range []struct {
+		name string
+		w    *fanout.Watcher
+		want string
+	}{
+		{"seat 1", seat1, "[2 P 3]"},
+		{"seat 2", seat2, "[2 3]"},
+		{"spectator", spectator, "[2 3]"},
+		{"seats not known yet", unknown, "[2 P 3]"},
+	} {
+		var got []string
+		for len(got) == 0 || got[len(got)-1] != "3" {
+			select {
+			case it := <-tc.w.C:
+				switch {
+				case it.Private != nil:
+					got = append(got, "P")
+				case len(it.Events) == 1:
+					got = append(got, fmt.Sprint(it.Events[0].Version))
+				default:
+					t.Fatalf("%s: unexpected item %+v", tc.name, it)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s got %v, want %s", tc.name, got, tc.want)
+			}
+		}
+		if fmt.Sprint("[", joinSpace(got), "]") != tc.want {
+			t.Errorf("%s got %v, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func joinSpace(s []string) string { return strings.Join(s, " ") }

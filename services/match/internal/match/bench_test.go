@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/match"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
@@ -32,7 +34,18 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // legal-move generation and one play per move).
 //
 //	go test ./internal/match -run '^$' -bench MakeMove -count 6 | benchstat -
-func BenchmarkMakeMove(b *testing.B) {
+func BenchmarkMakeMove(b *testing.B) { benchMakeMove(b, false) }
+
+// BenchmarkMakeMoveWatched is BenchmarkMakeMove with the load real players
+// make: every game watched by its four players (Service.Watch through the
+// fan-out hub, as WatchMatch runs it, without the transport: a watcher's
+// send only counts the item). An op is still one move; each move's events
+// reach four watchers.
+//
+//	go test ./internal/match -run '^$' -bench MakeMoveWatched -count 6 | benchstat -
+func BenchmarkMakeMoveWatched(b *testing.B) { benchMakeMove(b, true) }
+
+func benchMakeMove(b *testing.B, watched bool) {
 	rdb, _ := redistest.Standalone(b)
 	commits := redisbatch.New(rdb, redisbatch.DefaultConfig())
 	defer commits.Close()
@@ -42,27 +55,46 @@ func BenchmarkMakeMove(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc, err := match.New(st, nil, match.DefaultConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var hub *fanout.Hub
+	if watched {
+		hub = fanout.New(st, log, 64)
+		defer hub.Close()
+	}
+	svc, err := match.New(st, hub, match.DefaultConfig(), log, time.Now)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var seq atomic.Int64
+	var watchers sync.WaitGroup
+	var delivered atomic.Int64
+	ctx, cancel := context.WithCancel(b.Context())
+	defer func() {
+		cancel()
+		watchers.Wait()
+	}()
 	g0, r0 := redistest.ProcessCPU(b), redistest.ServerCPU(b, rdb)
 	b.ReportAllocs()
 	b.SetParallelism(25) // 50 games on 2 CPUs
 	b.RunParallel(func(pb *testing.PB) {
 		rng := rand.New(rand.NewPCG(uint64(seq.Add(1)), 1))
 		var g benchGame
+		var stop context.CancelFunc = func() {}
+		defer func() { stop() }()
 		for pb.Next() {
 			if g.game == nil || g.game.Over() {
 				b.StopTimer()
-				if err := g.start(b.Context(), svc, fmt.Sprintf("%s-%d", b.Name(), seq.Add(1))); err != nil {
+				stop()
+				if err := g.start(ctx, svc, fmt.Sprintf("%s-%d", b.Name(), seq.Add(1))); err != nil {
 					b.Error(err)
 					return
 				}
+				if watched {
+					stop = g.watch(ctx, svc, &watchers, &delivered)
+				}
 				b.StartTimer()
 			}
-			if err := g.move(b.Context(), svc, rng); err != nil {
+			if err := g.move(ctx, svc, rng); err != nil {
 				b.Error(err)
 				return
 			}
@@ -73,6 +105,33 @@ func BenchmarkMakeMove(b *testing.B) {
 	// moves, so it adds a fraction of a percent.
 	b.ReportMetric(float64(goCPU.Nanoseconds())/1e3/float64(b.N), "go-cpu-µs/move")
 	b.ReportMetric(float64(redisCPU.Nanoseconds())/1e3/float64(b.N), "redis-cpu-µs/move")
+}
+
+// watch opens one watcher per seat of the game; the returned func stops
+// them. Each watcher's send counts the items.
+func (g *benchGame) watch(ctx context.Context, svc *match.Service, wg *sync.WaitGroup, delivered *atomic.Int64) context.CancelFunc {
+	ctx, cancel := context.WithCancel(ctx)
+	started := make(chan struct{}, rules.NumSeats)
+	for _, p := range g.players {
+		wg.Go(func() {
+			first := true
+			_ = svc.Watch(ctx, p, g.id, 0, func(match.WatchItem) error {
+				if first {
+					first = false
+					started <- struct{}{}
+				}
+				delivered.Add(1)
+				return nil
+			})
+		})
+	}
+	for range g.players {
+		select {
+		case <-started:
+		case <-ctx.Done():
+		}
+	}
+	return cancel
 }
 
 // benchGame is one game of the benchmark and its local mirror.

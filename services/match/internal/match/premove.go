@@ -316,3 +316,17 @@ func decodeNotice(b []byte) (Premoves, error) {
 	}
 	return p, nil
 }
+
+// noticeSeats is the mask of the caller's seats (bit n for rules.Seat n, as
+// a notice starts with its seat) for fanout.Watcher.SetSeats: premove
+// notices go only to the watchers of their seat's player, not into every
+// spectator's buffer.
+func (ws *watchState) noticeSeats() uint32 {
+	var m uint32
+	for st := range rules.NumSeats {
+		if ws.seats[wire.Seat(rules.Seat(st))] {
+			m |= 1 << st
+		}
+	}
+	return m
+}

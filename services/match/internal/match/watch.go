@@ -68,6 +68,7 @@ func (s *Service) Watch(ctx context.Context, c Caller, id string, from uint64, s
 	if err := ws.start(ctx, from); err != nil || ws.done {
 		return err
 	}
+	w.SetSeats(ws.noticeSeats())
 	if ws.player {
 		var seats []rules.Seat
 		for gs := range ws.seats {
