@@ -93,7 +93,7 @@ func TestKilledInstance(t *testing.T) {
 		long := e.create(addrA, nil)
 		short := e.create(addrA, func(r *matchv1.CreateMatchRequest) {
 			r.TimeControl = &gamev1.TimeControl{Name: "0.05+0"} // 3 s
-			r.FirstMoveAbort = proto.Bool(false) // first-move time losses, not an abort
+			r.FirstMoveAbort = proto.Bool(false)                // first-move time losses, not an abort
 			r.Seed = proto.Uint64(5)
 		})
 		onA, onB := e.seatClients(addrA), e.seatClients(b.addr)

@@ -156,7 +156,7 @@ func TestClockFlagsWithoutClients(t *testing.T) {
 		inst := e.start(nil)
 		m := e.create(inst.addr, func(r *matchv1.CreateMatchRequest) {
 			r.TimeControl = &gamev1.TimeControl{Name: "0.02+0"} // 1.2 s
-			r.FirstMoveAbort = proto.Bool(false) // first-move time losses, not an abort
+			r.FirstMoveAbort = proto.Bool(false)                // first-move time losses, not an abort
 			r.Seed = proto.Uint64(3)
 		})
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
