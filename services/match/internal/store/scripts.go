@@ -479,3 +479,49 @@ end
 if ARGV[A_LEAVE] == '1' then redis.call('ZREM', KEYS[K_MEMBERS], ARGV[A_OWNER]) end
 return n
 `
+
+// relayScript copies outbox entries to the global finished stream, each at
+// most once: K_MARKS holds one mark key per entry (in the stream's slot) and
+// A_ENTRIES its type and data; an entry whose mark exists was copied before
+// and is skipped. It returns the number of entries added.
+const (
+	relayKStream = iota
+	relayNKeys
+)
+
+const (
+	relayATypeField = iota
+	relayADataField
+	relayAMaxLen
+	relayAMarkTTL
+	relayNArgs
+)
+
+var relayLayout = redisconn.Layout{
+	Name:    "relay",
+	Keys:    []string{relayKStream: "K_STREAM"},
+	Args:    []string{relayATypeField: "A_TYPE_FIELD", relayADataField: "A_DATA_FIELD", relayAMaxLen: "A_MAXLEN", relayAMarkTTL: "A_MARK_TTL"},
+	KeyTail: redisconn.Tail{Name: "K_MARKS"},
+	ArgTail: redisconn.Tail{Name: "A_ENTRIES", Width: 2},
+}
+
+var relayScript = relayLayout.Script(`
+local n = #KEYS - K_MARKS + 1
+if #ARGV - A_ENTRIES + 1 ~= 2 * n then
+  return redis.error_reply('ERR script relay: one mark key per entry expected')
+end
+local maxlen = tonumber(ARGV[A_MAXLEN])
+local added = 0
+for i = 0, n - 1 do
+  if redis.call('SET', KEYS[K_MARKS + i], '1', 'NX', 'PX', ARGV[A_MARK_TTL]) then
+    local t, d = ARGV[A_ENTRIES + 2 * i], ARGV[A_ENTRIES + 2 * i + 1]
+    if maxlen > 0 then
+      redis.call('XADD', KEYS[K_STREAM], 'MAXLEN', '~', maxlen, '*', ARGV[A_TYPE_FIELD], t, ARGV[A_DATA_FIELD], d)
+    else
+      redis.call('XADD', KEYS[K_STREAM], '*', ARGV[A_TYPE_FIELD], t, ARGV[A_DATA_FIELD], d)
+    end
+    added = added + 1
+  end
+end
+return added
+`)

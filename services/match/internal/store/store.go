@@ -600,23 +600,28 @@ func (s *Store) Scan(ctx context.Context, partitions []int, now time.Time, limit
 
 // Relay copies a partition's outbox entries to the global finished stream and
 // then deletes them from the outbox. A failure between the two steps leaves
-// the entries in the outbox, so they are copied again later: consumers see
-// each MatchFinished at least once and dedupe by match id.
+// the entries in the outbox, so they are copied again later; the copy is a
+// script that marks each outbox entry as relayed (a key in the stream's
+// slot, kept for RelayMarkTTL) and skips an entry already marked, so such a
+// retry adds nothing to the stream. Consumers still dedupe by match id:
+// delivery stays at least once in principle (a failover may lose a mark, or
+// a retry may come after the mark expired), but no longer in the common
+// case of a scan cut at its deadline between copy and delete.
 func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessage) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	pipe := s.rdb.Pipeline()
 	fin := eventstream.MatchFinished()
+	stream := s.keys.prefix + s.cfg.FinishedStream
+	keys := make([]string, 0, 1+len(entries))
+	keys = append(keys, stream)
+	args := make([]any, 0, relayNArgs+2*len(entries))
+	args = append(args, fin.TypeField(), fin.DataField(), s.cfg.FinishedStreamLen, RelayMarkTTL.Milliseconds())
 	for _, e := range entries {
-		args := &redis.XAddArgs{Stream: s.keys.prefix + s.cfg.FinishedStream,
-			Values: []any{fin.TypeField(), e.Values[fin.TypeField()], fin.DataField(), e.Values[fin.DataField()]}}
-		if s.cfg.FinishedStreamLen > 0 {
-			args.MaxLen, args.Approx = s.cfg.FinishedStreamLen, true
-		}
-		pipe.XAdd(ctx, args)
+		keys = append(keys, sameSlot(stream, fmt.Sprintf(":relayed:%d:%s", partition, e.ID)))
+		args = append(args, e.Values[fin.TypeField()], e.Values[fin.DataField()])
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := relayScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
 		return fmt.Errorf("relay partition %d: %w", partition, err)
 	}
 	ids := make([]string, len(entries))
@@ -627,6 +632,25 @@ func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessa
 		return fmt.Errorf("relay partition %d: delete outbox entries: %w", partition, err)
 	}
 	return nil
+}
+
+// RelayMarkTTL is how long the relay remembers an outbox entry it copied.
+// Copies repeat within seconds (a scan cut between copy and delete, a
+// crash, a lost reply); an hour covers those with room to spare while the
+// marks of a busy deployment stay small (about 100 bytes per finished
+// match, so 1,000 matches a minute keep ~6 MB of marks).
+const RelayMarkTTL = time.Hour
+
+// sameSlot returns key+suffix if key has a Redis Cluster hash tag, else
+// "{key}"+suffix: either way a key in key's slot, so that one script may
+// touch both.
+func sameSlot(key, suffix string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key + suffix
+		}
+	}
+	return "{" + key + "}" + suffix
 }
 
 func unixMilli(t time.Time) int64 {
