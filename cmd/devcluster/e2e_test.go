@@ -256,9 +256,9 @@ func (l *launched) playInteractive(plain bool) {
 		defer close(copied)
 		_, _ = io.Copy(out, term) // ends with io.EOF when fk exits
 	}()
-	waitFor := func(what string) {
+	waitForWithin := func(what string, d time.Duration) {
 		l.t.Helper()
-		deadline := time.Now().Add(2 * time.Minute)
+		deadline := time.Now().Add(d)
 		for !strings.Contains(out.String(), what) {
 			if time.Now().After(deadline) {
 				l.t.Fatalf("fk play (plain %v) never showed %q:\n%s", plain, what, out.String())
@@ -266,6 +266,7 @@ func (l *launched) playInteractive(plain bool) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	waitFor := func(what string) { l.t.Helper(); waitForWithin(what, 2*time.Minute) }
 	typeLine := func(line string) {
 		l.t.Helper()
 		if _, err := io.WriteString(term, line+"\r"); err != nil {
@@ -277,6 +278,10 @@ func (l *launched) playInteractive(plain bool) {
 	waitFor("resign?")
 	typeLine("resign")
 	waitFor("you resigned")
+	// The game goes on with the bots (a 1+0 game lasts at most about four
+	// minutes); at its end fk offers a rematch, which the guest leaves.
+	waitForWithin(`type "rematch" to offer`, 5*time.Minute)
+	typeLine("quit")
 	err = cmd.Wait()
 	select {
 	case <-copied:

@@ -24,6 +24,11 @@ seats rotate by one), "no" to decline, "quit" to leave.`
 // reopens a dropped offer stream.
 const rematchRetry = time.Second
 
+// rematchIdle is how long the prompt waits for anyone to offer a rematch
+// before it ends by itself, so that fk does not stay open for good after a
+// game nobody wants to play again (the server's default offer window).
+const rematchIdle = time.Minute
+
 // rematch runs the rematch prompt after a finished match: it shows the
 // other players' offers as they come, sends the player's own offer
 // ("rematch") or refusal ("no"), and returns the new match once every
@@ -37,11 +42,17 @@ func (a *app) rematch(ctx context.Context, c *client.Client, playerID string, ol
 	defer cancel()
 	offers := make(chan *matchmakingv1.Rematch, 16)
 	wg.Go(func() { watchRematch(wctx, c, old.MatchID, offers) })
+	idle := time.NewTimer(rematchIdle)
+	defer idle.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return client.Found{}, false
+		case <-idle.C:
+			fmt.Fprintln(a.stdout, "nobody offered a rematch")
+			return client.Found{}, false
 		case r := <-offers:
+			idle.Stop() // an offer exists: it ends by its own window
 			fmt.Fprintln(a.stdout, rematchLine(r, playerID))
 			switch r.GetState() {
 			case matchmakingv1.RematchState_REMATCH_STATE_STARTED:
@@ -54,6 +65,7 @@ func (a *app) rematch(ctx context.Context, c *client.Client, playerID string, ol
 			case !ok || line == "quit" || line == "exit":
 				return client.Found{}, false
 			case line == "rematch" || line == "r" || line == "yes":
+				idle.Stop()
 				if _, err := c.Matchmaking.OfferRematch(ctx, &matchmakingv1.OfferRematchRequest{MatchId: old.MatchID}); err != nil {
 					fmt.Fprintln(a.stdout, "rematch refused: "+explain(err))
 				}
