@@ -49,3 +49,14 @@ export function timeLeft(c: ClockState, nowMs: number, skewMs = 0): number {
 export function awaitingFirstMove(seat: number, ply: number): boolean {
   return ply < seat;
 }
+
+/**
+ * disconnectedText is the countdown of a disconnected player at local time
+ * nowMs: "disconnected — m:ss" until graceEndMs (server time; skewMs as for
+ * timeLeft), when their seat runs out of time (docs/match.md
+ * "Disconnects"). Rounded down like a clock, never negative.
+ */
+export function disconnectedText(graceEndMs: number, nowMs: number, skewMs = 0): string {
+  const left = Math.max(0, Math.floor((graceEndMs + skewMs - nowMs) / 1000));
+  return `disconnected — ${Math.floor(left / 60)}:${String(left % 60).padStart(2, "0")}`;
+}

@@ -15,7 +15,7 @@ import type { MatchEvent } from "./gen/fourkingdoms/events/v1/events_pb";
 import { create } from "@bufbuild/protobuf";
 import { MatchSchema, type Match, type WatchMatchResponse } from "./gen/fourkingdoms/match/v1/match_pb";
 import { describe, retryable } from "./errors";
-import { copy, fold, moveRecord, over, type MoveRecord } from "./match";
+import { copy, eventNote, fold, moveRecord, over, type EventNote, type MoveRecord } from "./match";
 import { Backoff } from "./backoff";
 import { debug } from "./game";
 
@@ -37,6 +37,8 @@ export interface FollowView {
   skewMs: number;
   /** The last error, as a sentence, while it matters. */
   problem: string;
+  /** Outage credits, disconnected timeouts, a first-move abort, in version order. */
+  notes: EventNote[];
   /** The last event folded (undefined after a snapshot). */
   lastEvent?: MatchEvent;
 }
@@ -44,6 +46,7 @@ export interface FollowView {
 export class Follower {
   private m?: Match;
   private readonly moves = new Map<number, MoveRecord>();
+  private readonly notes = new Map<bigint, EventNote>();
   private legal: string[] = [];
   private conn: ConnState = "connecting";
   private reconnects = 0;
@@ -96,6 +99,7 @@ export class Follower {
       reconnects: this.reconnects,
       skewMs: this.skew ?? 0,
       problem: this.problem,
+      notes: [...this.notes.values()].sort((a, b) => (a.version < b.version ? -1 : a.version > b.version ? 1 : 0)),
       lastEvent: this.lastEvent,
     };
   }
@@ -209,6 +213,7 @@ export class Follower {
         // The server has less history than this page saw: start over.
         this.m = undefined;
         this.moves.clear();
+        this.notes.clear();
       } else if (err && !retryable(err) && !(err instanceof ConnectError && err.code === Code.Canceled) && !abort.signal.aborted) {
         this.problem = describe(err);
         if (err instanceof ConnectError && (err.code === Code.NotFound || err.code === Code.Unauthenticated || err.code === Code.PermissionDenied)) {
@@ -226,7 +231,7 @@ export class Follower {
   private failedView(): FollowView {
     return {
       match: create(MatchSchema, { matchId: this.matchId }), moves: [], historyComplete: false, legal: [],
-      conn: "failed", reconnects: this.reconnects, skewMs: 0, problem: this.problem,
+      conn: "failed", reconnects: this.reconnects, skewMs: 0, problem: this.problem, notes: [],
     };
   }
 
@@ -271,6 +276,8 @@ export class Follower {
     this.lastEvent = ev;
     const rec = moveRecord(ev);
     if (rec) this.moves.set(rec.ply, rec);
+    const note = eventNote(ev);
+    if (note) this.notes.set(note.version, note);
     if (fromStream && ev.occurredAt) {
       const sample = Date.now() - timestampMs(ev.occurredAt);
       this.skew = this.skew === undefined ? sample : Math.min(this.skew, sample);
@@ -298,6 +305,8 @@ export class Follower {
           if (ev.version > to) break;
           const rec = moveRecord(ev);
           if (rec) this.moves.set(rec.ply, rec);
+          const note = eventNote(ev);
+          if (note) this.notes.set(note.version, note);
           from = ev.version;
           if (ev.version === to) break;
         }

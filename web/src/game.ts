@@ -7,13 +7,14 @@
 import type { Api } from "./api";
 import { edgeOf, type Edge } from "./board";
 import { BoardView, seatClass, seatName } from "./boardview";
-import { awaitingFirstMove, formatClock, timeLeft } from "./clock";
+import { awaitingFirstMove, disconnectedText, formatClock, timeLeft } from "./clock";
 import { h, replace } from "./dom";
 import { describe, reason, retryable } from "./errors";
 import { Follower, type FollowView } from "./follower";
 import { SeatStatus, Termination } from "./gen/fourkingdoms/game/v1/game_pb";
 import { MatchStatus } from "./gen/fourkingdoms/match/v1/match_pb";
-import { checkedSeats, claimPossible, claimRule, clockState, rounds, seatState } from "./match";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { checkedSeats, claimPossible, claimRule, clockState, noteText, rounds, seatState } from "./match";
 import { LegalMoves } from "./notation";
 import { Backoff } from "./backoff";
 import { sendMove } from "./mover";
@@ -88,6 +89,8 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
   const status = h("div", { class: "conn", "data-conn": "connecting" }, "Connecting…");
   const noticeEl = h("div", { class: "notice", role: "status", "aria-live": "polite" });
   const players = h("div", { class: "players" });
+  // Outage credits, disconnected timeouts, a first-move abort (EventNote).
+  const notesEl = h("ul", { class: "notes", "data-testid": "notes" });
   const turn = h("div", { class: "turn" });
   const moveList = h("div", { class: "moves", "data-testid": "moves" });
   const summary = h("div", { class: "summary" });
@@ -117,7 +120,7 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
 
   replace(root, h("div", { class: "game" },
     h("div", { class: "game-main" }, h("div", { class: "game-head" }, turn, status), boardWrap),
-    h("aside", { class: "game-side" }, noticeEl, players, controls, summary, h("h3", {}, "Moves"), moveList)), dialog);
+    h("aside", { class: "game-side" }, noticeEl, players, notesEl, controls, summary, h("h3", {}, "Moves"), moveList)), dialog);
 
   const follower = new Follower(api, matchId, (nv) => {
     v = nv;
@@ -202,6 +205,7 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
 
     replace(players, ...[1, 2, 3, 4].map((seat) => playerCard(seat)));
     renderClocks();
+    replace(notesEl, ...v.notes.map((n) => h("li", { class: seatClass[n.seat] ?? "", "data-note": n.kind, "data-seat": n.seat }, noteText(n, (x) => seatName[x] ?? `seat ${x}`))));
 
     const ctl: Node[] = [];
     if (mySeat && m.status === MatchStatus.ACTIVE && seatState(m, mySeat)?.status === SeatStatus.LIVE) {
@@ -238,7 +242,8 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
         showGain ? h("span", { class: "gain" }, `+${g!.pts}`) : null,
         h("span", { class: "state" }, statusText[st?.status ?? 0] ?? ""),
         checked ? h("span", { class: "tag check" }, "check") : null),
-      h("div", { class: "clock", "data-clock": seat }, ""));
+      h("div", { class: "clock", "data-clock": seat }, ""),
+      h("div", { class: "disconnected", "data-grace": seat }, ""));
   }
 
   function renderClocks(): void {
@@ -253,6 +258,13 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
       el.title = first ? "The first move must be made within 30 seconds" : "";
       el.classList.toggle("running", c.running);
       el.classList.toggle("low", c.running && left < 10_000);
+    }
+    // A disconnected player's countdown to the end of their grace, when
+    // their seat runs out of time (docs/match.md "Disconnects").
+    for (const el of players.querySelectorAll<HTMLElement>("[data-grace]")) {
+      const st = seatState(m, Number(el.dataset.grace));
+      const g = st?.disconnectGraceEndsAt;
+      el.textContent = g && st.status === SeatStatus.LIVE && m.status === MatchStatus.ACTIVE ? disconnectedText(timestampMs(g), Date.now(), v.skewMs) : "";
     }
   }
 
@@ -278,7 +290,10 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
     if (!v) return;
     const m = v.match;
     if (m.status === MatchStatus.ABORTED) {
-      replace(summary, h("h2", {}, "Game aborted"), h("p", {}, "An operator aborted this game: no result, no rating change."));
+      const missed = v.notes.find((n) => n.kind === "firstMoveMissed");
+      replace(summary, h("h2", {}, "Game aborted"), missed
+        ? h("p", { "data-testid": "first-move-missed" }, `${capitalize(noteText(missed, (x) => seatName[x] ?? `seat ${x}`))}. No result, no rating change.`)
+        : h("p", {}, "An operator aborted this game: no result, no rating change."));
       return;
     }
     const res = m.result;
@@ -291,8 +306,9 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
       h("p", { class: "muted" }, `The game ended because ${terminationText[res.termination] ?? "it ended"}.`),
       h("ol", { class: "ranking", "data-testid": "ranking" }, ...res.ranking.map((seat) => {
         const st = seatState(m, seat);
+        const gone = v!.notes.some((n) => n.kind === "timedOutDisconnected" && n.seat === seat);
         return h("li", { class: seatClass[seat], "data-seat": seat },
-          h("span", { class: "swatch" }), `${st?.player?.displayName ?? seatName[seat]} — ${pts.get(seat) ?? 0} points`);
+          h("span", { class: "swatch" }), `${st?.player?.displayName ?? seatName[seat]} — ${pts.get(seat) ?? 0} points${gone ? " — timed out (disconnected)" : ""}`);
       })),
       existing ?? (mySeat && !m.unrated ? h("p", { class: "rating-change" }, "Rating change: waiting for the rating service…") : null),
       mySeat && m.unrated ? h("p", { class: "muted" }, "An unrated game: ratings do not change.") : null,
@@ -497,6 +513,10 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
     rematch?.stop();
     follower.stop();
   };
+}
+
+function capitalize(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
 function ordinal(n: number): string {

@@ -51,8 +51,8 @@ export function clockState(c: Clock | undefined): ClockState {
 
 /**
  * fold applies ev (the next version) to m in place: statuses, points,
- * clocks, the seat to move, the last move, the result, and the pieces a
- * move displaces.
+ * clocks, the seat to move, the last move, disconnected players' grace
+ * ends, the result, and the pieces a move displaces.
  */
 export function fold(m: Match, ev: MatchEvent): void {
   m.version = ev.version;
@@ -87,6 +87,7 @@ export function fold(m: Match, ev: MatchEvent): void {
     }
     case "playerResigned": {
       const st = seat(e.value.seat);
+      st.disconnectGraceEndsAt = undefined;
       st.status = SeatStatus.ZOMBIE;
       st.exitReason = ExitReason.RESIGNED;
       st.resultPoints = e.value.frozenPoints;
@@ -95,6 +96,7 @@ export function fold(m: Match, ev: MatchEvent): void {
     }
     case "playerTimedOut": {
       const st = seat(e.value.seat);
+      st.disconnectGraceEndsAt = undefined;
       st.status = SeatStatus.ZOMBIE;
       st.exitReason = ExitReason.TIMED_OUT;
       st.resultPoints = e.value.frozenPoints;
@@ -105,6 +107,7 @@ export function fold(m: Match, ev: MatchEvent): void {
       const el = e.value.elimination;
       if (!el) break;
       const st = seat(el.seat);
+      st.disconnectGraceEndsAt = undefined;
       st.status = SeatStatus.OUT;
       st.exitReason = el.reason;
       setPoints(e.value.points);
@@ -119,6 +122,7 @@ export function fold(m: Match, ev: MatchEvent): void {
       for (const p of m.result?.points ?? []) seat(p.seat).resultPoints = p.points;
       for (const c of m.clocks) { c.running = false; c.turnDeadline = undefined; }
       m.finishedAt = ev.occurredAt;
+      for (const st of m.seats) st.disconnectGraceEndsAt = undefined;
       break;
     }
     case "matchAborted":
@@ -126,6 +130,18 @@ export function fold(m: Match, ev: MatchEvent): void {
       m.toMove = 0;
       for (const c of m.clocks) { c.running = false; c.turnDeadline = undefined; }
       m.finishedAt = ev.occurredAt;
+      for (const st of m.seats) st.disconnectGraceEndsAt = undefined;
+      break;
+    // Presence and outages (docs/match.md "Disconnects", "Outages"): the
+    // grace end is what the countdown counts to; a credit moves the clocks.
+    case "playerDisconnected":
+      seat(e.value.seat).disconnectGraceEndsAt = e.value.graceEndsAt;
+      break;
+    case "playerReconnected":
+      seat(e.value.seat).disconnectGraceEndsAt = undefined;
+      break;
+    case "clockCredited":
+      if (e.value.clocks.length > 0) m.clocks = e.value.clocks;
       break;
     default:
       // An event kind this client does not know: only its version counts.
@@ -165,6 +181,48 @@ export function moveRecord(ev: MatchEvent): MoveRecord | undefined {
     ply: ev.ply, seat: fx.seat, text: fx.move, zombie: fx.isZombieMove, points: fx.pointsGained,
     from: fx.from?.name ?? "", to: fx.to?.name ?? "",
   };
+}
+
+/**
+ * An event worth a line of its own beyond the move list: time given back
+ * after a server outage, a seat timed out because its player stayed
+ * disconnected, a match aborted because a seat missed its first move. The
+ * Match message does not keep these, so the follower keeps them beside it
+ * (by version, like the moves).
+ */
+export type EventNote =
+  | { version: bigint; kind: "credit"; seat: number; creditedMs: number }
+  | { version: bigint; kind: "timedOutDisconnected"; seat: number }
+  | { version: bigint; kind: "firstMoveMissed"; seat: number };
+
+/** eventNote is the note for ev, if ev is worth one. */
+export function eventNote(ev: MatchEvent): EventNote | undefined {
+  const e = ev.event;
+  switch (e.case) {
+    case "clockCredited": {
+      const d = e.value.credited;
+      const creditedMs = d ? Number(d.seconds) * 1000 + Math.floor(d.nanos / 1e6) : 0;
+      return { version: ev.version, kind: "credit", seat: e.value.seat, creditedMs };
+    }
+    case "playerTimedOut":
+      return e.value.disconnected ? { version: ev.version, kind: "timedOutDisconnected", seat: e.value.seat } : undefined;
+    case "matchAborted":
+      return e.value.firstMoveMissed ? { version: ev.version, kind: "firstMoveMissed", seat: e.value.firstMoveMissed } : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** noteText writes a note as a line; name names a seat ("Blue"). */
+export function noteText(n: EventNote, name: (seat: number) => string): string {
+  switch (n.kind) {
+    case "credit":
+      return `${name(n.seat)} got ${(n.creditedMs / 1000).toFixed(1)} s back for a server outage`;
+    case "timedOutDisconnected":
+      return `${name(n.seat)} timed out (disconnected)`;
+    case "firstMoveMissed":
+      return `aborted: ${name(n.seat)} did not make a first move`;
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { awaitingFirstMove, formatClock, timeLeft } from "../src/clock";
+import { awaitingFirstMove, disconnectedText, formatClock, timeLeft } from "../src/clock";
 
 test("formatClock writes minutes, tenths below ten seconds, hours", () => {
   const cases: Array<[number, string]> = [
@@ -28,4 +28,15 @@ test("the first-move limit applies until each seat has moved once", () => {
   assert.equal(awaitingFirstMove(1, 1), false);
   assert.equal(awaitingFirstMove(4, 3), true);
   assert.equal(awaitingFirstMove(4, 4), false);
+});
+
+test("a disconnected player's countdown shows m:ss to the grace end, rounded down", () => {
+  const end = 1_000_000;
+  const cases: Array<[number, string]> = [
+    [end - 60_000, "disconnected — 1:00"], [end - 59_999, "disconnected — 0:59"], [end - 9_500, "disconnected — 0:09"],
+    [end - 999, "disconnected — 0:00"], [end, "disconnected — 0:00"], [end + 5_000, "disconnected — 0:00"], [end - 125_000, "disconnected — 2:05"],
+  ];
+  for (const [now, want] of cases) assert.equal(disconnectedText(end, now), want, String(now));
+  // This machine's clock runs 2 s ahead of the server's.
+  assert.equal(disconnectedText(end, end - 8_000, 2_000), "disconnected — 0:10");
 });

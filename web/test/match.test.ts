@@ -1,10 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { create } from "@bufbuild/protobuf";
+import { TimestampSchema } from "@bufbuild/protobuf/wkt";
 import { MatchEventSchema } from "../src/gen/fourkingdoms/events/v1/events_pb";
-import { CastlingSide, PieceKind, SeatStatus, Termination } from "../src/gen/fourkingdoms/game/v1/game_pb";
+import { CastlingSide, ClockSchema, PieceKind, SeatStatus, Termination } from "../src/gen/fourkingdoms/game/v1/game_pb";
 import { MatchSchema, MatchStatus } from "../src/gen/fourkingdoms/match/v1/match_pb";
-import { claimPossible, claimRule, fold, moveRecord, rounds, type MoveRecord } from "../src/match";
+import { claimPossible, claimRule, eventNote, fold, moveRecord, noteText, rounds, type MoveRecord } from "../src/match";
 import { decodeErrorInfo } from "../src/errors";
 
 function match() {
@@ -105,4 +106,59 @@ test("a claimed win ends the folded match", () => {
   assert.equal(m.status, MatchStatus.FINISHED);
   assert.equal(m.version, 7n);
   assert.equal(claimPossible(m, 1), false);
+});
+
+const ev = (version: bigint, event: object) => create(MatchEventSchema, { version, ply: 3, event: event as never });
+const grace = (s: bigint) => ({ seconds: s, nanos: 0 });
+const names = (s: number) => ["", "Red", "Blue", "Yellow", "Green"][s]!;
+
+test("a disconnected seat's grace end is set, then cleared when the player comes back", () => {
+  const m = match();
+  fold(m, ev(6n, { case: "playerDisconnected", value: { seat: 2, graceEndsAt: grace(1000n) } }));
+  assert.equal(m.version, 6n);
+  assert.equal(m.seats[1]!.disconnectGraceEndsAt?.seconds, 1000n);
+  assert.equal(m.seats[0]!.disconnectGraceEndsAt, undefined, "other seats untouched");
+  fold(m, ev(7n, { case: "playerReconnected", value: { seat: 2 } }));
+  assert.equal(m.seats[1]!.disconnectGraceEndsAt, undefined);
+});
+
+test("a disconnected seat's grace end is cleared when the seat leaves play or the match ends", () => {
+  const cases: Array<[string, object]> = [
+    ["timed out", { case: "playerTimedOut", value: { seat: 2, disconnected: true } }],
+    ["resigned", { case: "playerResigned", value: { seat: 2 } }],
+    ["eliminated", { case: "playerEliminated", value: { elimination: { seat: 2 } } }],
+    ["game over", { case: "gameOver", value: { result: { termination: Termination.LAST_PLAYER_STANDING } } }],
+    ["aborted", { case: "matchAborted", value: { firstMoveMissed: 3 } }],
+  ];
+  for (const [name, e] of cases) {
+    const m = match();
+    m.seats[1]!.disconnectGraceEndsAt = create(TimestampSchema, grace(1000n)); // as a snapshot carries it
+    fold(m, ev(6n, e));
+    assert.equal(m.seats[1]!.disconnectGraceEndsAt, undefined, name);
+  }
+});
+
+test("a clock credit replaces the clocks and makes a note", () => {
+  const m = match();
+  m.clocks = [1, 2, 3, 4].map((seat) => create(ClockSchema, { seat, remaining: { seconds: 10n, nanos: 0 }, running: seat === 2 }));
+  const credit = ev(6n, {
+    case: "clockCredited",
+    value: { seat: 2, credited: { seconds: 5n, nanos: 240_000_000 }, clocks: [1, 2, 3, 4].map((seat) => ({ seat, remaining: { seconds: seat === 2 ? 15n : 10n, nanos: 0 }, running: seat === 2, turnDeadline: { seconds: 2000n, nanos: 0 } })) },
+  });
+  fold(m, credit);
+  assert.equal(m.clocks.find((c) => c.seat === 2)?.remaining?.seconds, 15n);
+  assert.equal(m.clocks.find((c) => c.seat === 2)?.turnDeadline?.seconds, 2000n);
+  const n = eventNote(credit);
+  assert.deepEqual(n, { version: 6n, kind: "credit", seat: 2, creditedMs: 5240 });
+  assert.equal(noteText(n!, names), "Blue got 5.2 s back for a server outage");
+});
+
+test("notes for a disconnected timeout and a first-move abort; none for an ordinary time loss", () => {
+  const out = eventNote(ev(8n, { case: "playerTimedOut", value: { seat: 3, disconnected: true } }));
+  assert.equal(out && noteText(out, names), "Yellow timed out (disconnected)");
+  assert.equal(eventNote(ev(8n, { case: "playerTimedOut", value: { seat: 3 } })), undefined);
+  const ab = eventNote(ev(9n, { case: "matchAborted", value: { firstMoveMissed: 2 } }));
+  assert.equal(ab && noteText(ab, names), "aborted: Blue did not make a first move");
+  assert.equal(eventNote(ev(9n, { case: "matchAborted", value: { reason: "operator" } })), undefined);
+  assert.equal(eventNote(move(6n, 4, 1, "e2", "e4")), undefined);
 });
