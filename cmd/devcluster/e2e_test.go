@@ -545,6 +545,27 @@ func launchIn(t *testing.T, dir string, getenv func(string) string) *launched {
 	return l
 }
 
+// diagnostics is what a failed test prints of the cluster: the launcher's
+// output and the end of each service's log (the services log at warn in
+// these tests, so the tails hold every refusal and failure).
+func (l *launched) diagnostics() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "launcher:\n%s", l.out.String())
+	logs, _ := filepath.Glob(filepath.Join(l.dir, "run", "logs", "*.log"))
+	for _, f := range logs {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		fmt.Fprintf(&b, "\n%s (last %d lines):\n%s\n", filepath.Base(f), min(len(lines), logTail), strings.Join(lines[max(len(lines)-logTail, 0):], "\n"))
+	}
+	return b.String()
+}
+
+// logTail is how many lines of each service log diagnostics shows.
+const logTail = 60
+
 // fk runs the terminal client and returns what it printed.
 func (l *launched) fk(args ...string) string {
 	l.t.Helper()
@@ -554,7 +575,7 @@ func (l *launched) fk(args ...string) string {
 	cmd.Stderr = &stderr
 	b, err := cmd.Output()
 	if err != nil {
-		l.t.Fatalf("fk %s: %v\n%s%s\nlauncher:\n%s", strings.Join(args, " "), err, b, stderr.String(), l.out.String())
+		l.t.Fatalf("fk %s: %v\n%s%s\n%s", strings.Join(args, " "), err, b, stderr.String(), l.diagnostics())
 	}
 	return string(b)
 }

@@ -75,7 +75,7 @@ func TestWebClientPlaysWatchesAndSurvivesADrop(t *testing.T) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("browser test: %v\n%s%s\nlauncher:\n%s", err, out, stderr.String(), l.out.String())
+		t.Fatalf("browser test: %v\n%s%s\n%s", err, out, stderr.String(), l.diagnostics())
 	}
 	var res webResult
 	found := false
@@ -207,7 +207,7 @@ func TestWebClientAccountsAndTables(t *testing.T) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("browser test: %v\n%s%s\nlauncher:\n%s", err, out, stderr.String(), l.out.String())
+		t.Fatalf("browser test: %v\n%s%s\n%s", err, out, stderr.String(), l.diagnostics())
 	}
 	var res struct {
 		Account struct {

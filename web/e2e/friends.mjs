@@ -51,6 +51,9 @@ async function newPage(who, opts = { viewport: { width: 1280, height: 860 } }) {
   const page = await ctx.newPage();
   page.on("pageerror", (e) => errors.push(`${who}: ${e.message}`));
   page.on("console", (m) => { if (m.type() === "error" || process.env.FK_DEBUG) log(`${who} console:`, m.text()); });
+  // Which call a console error was about (the console names no URL).
+  page.on("requestfailed", (r) => log(`${who} request failed:`, r.url(), r.failure()?.errorText ?? ""));
+  page.on("response", (r) => { if (r.status() >= 400) log(`${who} ${r.status()}:`, r.url()); });
   pages[who] = page;
   return page;
 }
@@ -220,6 +223,8 @@ try {
     for (const p of ps.slice(1, 3)) {
       await p.waitForFunction(() => /offered a rematch/.test(document.querySelector("[data-testid=rematch]")?.textContent ?? ""), null, { timeout: 15_000 });
       await p.click("[data-testid=offer-rematch]");
+      // The page shows its own acceptance (the answer of OfferRematch).
+      await p.waitForFunction(() => /Rematch offered: waiting for/.test(document.querySelector("[data-testid=rematch]")?.textContent ?? ""), null, { timeout: 15_000 });
     }
     await ps[3].waitForFunction(() => /waiting|offered/.test(document.querySelector("[data-testid=rematch]")?.textContent ?? ""), null, { timeout: 15_000 });
     await shot(ps[3], "rematch-offer-desktop.png");
@@ -238,7 +243,7 @@ try {
   // What each page showed when it failed.
   for (const [who, page] of Object.entries(pages)) {
     try {
-      log(who, page.url(), JSON.stringify(await page.evaluate(() => [...document.querySelectorAll(".error, .flash")].map((e) => e.textContent).filter(Boolean))));
+      log(who, page.url(), JSON.stringify(await page.evaluate(() => [...document.querySelectorAll(".error, .flash, [data-testid=rematch]")].map((e) => e.textContent).filter(Boolean))));
       await page.screenshot({ path: join(artifacts, `failed-friends-${who}.png`) });
     } catch {
       // a closed page

@@ -42,3 +42,11 @@ export function replace(parent: Element, ...children: Child[]): void {
   parent.replaceChildren();
   append(parent, children);
 }
+
+/**
+ * setText sets el's text when it differs, so an element updated on a timer
+ * is not rebuilt (nor its text selection lost) when nothing changed.
+ */
+export function setText(el: Element, text: string): void {
+  if (el.textContent !== text) el.textContent = text;
+}

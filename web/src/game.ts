@@ -8,7 +8,7 @@ import type { Api } from "./api";
 import { edgeOf, type Edge } from "./board";
 import { BoardView, seatClass, seatName } from "./boardview";
 import { awaitingFirstMove, disconnectedText, formatClock, timeLeft } from "./clock";
-import { h, replace } from "./dom";
+import { h, replace, setText } from "./dom";
 import { describe, reason, retryable } from "./errors";
 import { Follower, type FollowView } from "./follower";
 import { SeatStatus, Termination } from "./gen/fourkingdoms/game/v1/game_pb";
@@ -101,12 +101,18 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
   const claimBtn = h("button", { type: "button", "data-testid": "claim-win", onclick: () => void claimWin() }, "Claim win");
   // The rematch offer, shown under the summary of a finished game to its
   // players; followed from the moment the game is over.
-  const rematchEl = h("div", { class: "rematch", "data-testid": "rematch" });
+  // Its elements are made once and only updated in place (drawRematch runs
+  // every second for the countdown): a button taken out of the page and put
+  // back between a press and its release loses the click or tap.
   let rematch: RematchFollower | undefined;
   let rematchProblem = "";
   let rematchTick: ReturnType<typeof setInterval> | undefined;
   const offerBtn = h("button", { type: "button", class: "primary", "data-testid": "offer-rematch", onclick: () => void rematchCall("offer") }, "Rematch");
   const declineBtn = h("button", { type: "button", "data-testid": "decline-rematch", onclick: () => void rematchCall("decline") }, "Decline");
+  const rematchText = h("p", { class: "rematch-state" });
+  const rematchError = h("p", { class: "error" });
+  const rematchRow = h("div", { class: "row" }, offerBtn, declineBtn);
+  const rematchEl = h("div", { class: "rematch", "data-testid": "rematch", hidden: true }, rematchText, rematchError, rematchRow);
   const dialog = h("dialog", { class: "confirm" },
     h("p", {}, "Resign this game? Your points are frozen and the server plays on for your army."),
     h("div", { class: "row" },
@@ -331,12 +337,16 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
     if (!rematch) return;
     const names = new Map(v?.match.seats.map((x) => [x.player?.playerId ?? "", x.player?.displayName ?? ""]) ?? []);
     const rv = rematchView(rematch.rematch, me, (id) => names.get(id) || id);
-    offerBtn.textContent = rv.rematch ? "Accept rematch" : "Rematch";
+    setText(offerBtn, rv.rematch ? "Accept rematch" : "Rematch");
     rematchEl.dataset.state = rv.rematch ? String(rv.rematch.state) : "";
-    replace(rematchEl,
-      rv.text ? h("p", { class: "rematch-state" }, rv.text) : null,
-      rematchProblem ? h("p", { class: "error" }, rematchProblem) : null,
-      rv.canOffer || rv.canDecline ? h("div", { class: "row" }, rv.canOffer ? offerBtn : null, rv.canDecline ? declineBtn : null) : null);
+    setText(rematchText, rv.text);
+    setText(rematchError, rematchProblem);
+    rematchText.hidden = !rv.text;
+    rematchError.hidden = !rematchProblem;
+    offerBtn.hidden = !rv.canOffer;
+    declineBtn.hidden = !rv.canDecline;
+    rematchRow.hidden = !rv.canOffer && !rv.canDecline;
+    rematchEl.hidden = rematchText.hidden && rematchError.hidden && rematchRow.hidden;
   }
 
   async function rematchCall(what: "offer" | "decline"): Promise<void> {
