@@ -187,6 +187,12 @@ func (h *Handler) proxy(backend Backend, target *url.URL, log *slog.Logger) *htt
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
+			// Keep the chain of the proxies in front of the edge (an
+			// ingress, a load balancer) and append the address the edge
+			// saw: the services read it from the right, trusting only the
+			// hops in their TRUSTED_PROXIES, so a client's own entries
+			// can name no one (pkg/server, clientaddr.go).
+			pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
 			pr.SetXForwarded()
 		},
 		Transport: roundTripper(func(r *http.Request) (*http.Response, error) {

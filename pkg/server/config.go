@@ -45,6 +45,11 @@ type Config struct {
 	// RateLimitCallers bounds the number of callers tracked at once; the
 	// least recently seen caller is forgotten first.
 	RateLimitCallers int
+	// TrustedProxies are the addresses (CIDR prefixes or single addresses)
+	// of the proxies in front of the service whose X-Forwarded-For entries
+	// name the client an anonymous call is limited as (clientaddr.go).
+	// Empty: the direct peer's address.
+	TrustedProxies []string
 	// MaxStreamsPerCaller bounds the streams (WatchMatch, WatchTicket) one
 	// caller (token subject, or peer IP when anonymous) may hold open on
 	// one server at once; one more is refused with RESOURCE_EXHAUSTED.
@@ -129,6 +134,7 @@ func (c *Config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Float64(&c.RateLimitRPS, "rate-limit-rps", "RATE_LIMIT_RPS", "calls per second per caller (0 disables)")
 	b.Int(&c.RateLimitBurst, "rate-limit-burst", "RATE_LIMIT_BURST", "burst size per caller")
 	b.Int(&c.RateLimitCallers, "rate-limit-callers", "RATE_LIMIT_CALLERS", "max callers tracked by the rate limiter")
+	b.StringList(&c.TrustedProxies, "trusted-proxies", "TRUSTED_PROXIES", "comma-separated CIDR prefixes or addresses of proxies whose X-Forwarded-For names the client of an anonymous call (empty: the direct peer)")
 	b.Int(&c.MaxStreamsPerCaller, "max-streams-per-caller", "GRPC_MAX_STREAMS_PER_CALLER", "open streams allowed per caller, services exempt (0 disables)")
 	b.Int(&c.MaxRecvMsgSize, "max-recv-msg-size", "GRPC_MAX_RECV_MSG_SIZE", "largest request message in bytes")
 	b.Int(&c.MaxSendMsgSize, "max-send-msg-size", "GRPC_MAX_SEND_MSG_SIZE", "largest response message in bytes")
@@ -160,6 +166,8 @@ func (c Config) Validate() error {
 	check(c.RateLimitRPS >= 0, "rate limit rps must be >= 0, got %v", c.RateLimitRPS)
 	check(c.RateLimitRPS == 0 || c.RateLimitBurst >= 1, "rate limit burst must be >= 1, got %d", c.RateLimitBurst)
 	check(c.RateLimitRPS == 0 || c.RateLimitCallers >= 1, "rate limit callers must be >= 1, got %d", c.RateLimitCallers)
+	_, err = parseTrustedProxies(c.TrustedProxies)
+	check(err == nil, "%v (TRUSTED_PROXIES)", err)
 	check(c.MaxStreamsPerCaller >= 0, "max streams per caller must be >= 0, got %d", c.MaxStreamsPerCaller)
 	check(c.MaxRecvMsgSize > 0, "max recv msg size must be positive, got %d", c.MaxRecvMsgSize)
 	check(c.MaxSendMsgSize > 0, "max send msg size must be positive, got %d", c.MaxSendMsgSize)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -27,7 +25,8 @@ import (
 //  2. logging: one line per call with the final code, so rejected calls
 //     (unauthenticated, rate limited) are logged too.
 //  3. authentication: verifies the bearer token, puts the Identity in ctx.
-//  4. rate limiting: per identity subject, or per peer IP when anonymous.
+//  4. rate limiting: per identity subject, or per client address when
+//     anonymous (behind trusted proxies, from X-Forwarded-For).
 //  5. (streams only) the per-caller cap on open streams.
 
 const (
@@ -66,6 +65,9 @@ type interceptors struct {
 	// which would otherwise hold GracefulStop until its deadline.
 	watchStop <-chan struct{}
 	calls     *inflight
+	// proxies are the peers whose X-Forwarded-For is believed
+	// (clientaddr.go).
+	proxies trustedProxies
 }
 
 func (ic *interceptors) isPublic(method string) bool {
@@ -97,7 +99,7 @@ func (ic *interceptors) admit(ctx context.Context, method string) (context.Conte
 	if ic.limiter == nil || quiet(method) {
 		return ctx, nil
 	}
-	if ok, wait := ic.limiter.allow(callerKey(ctx), now); !ok {
+	if ok, wait := ic.limiter.allow(ic.callerKey(ctx), now); !ok {
 		return ctx, rpcerr.Server.Error(codes.ResourceExhausted, reasonRateLimited,
 			fmt.Sprintf("rate limit exceeded: retry after %v", wait.Round(time.Millisecond)), nil,
 			&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)})
@@ -106,12 +108,12 @@ func (ic *interceptors) admit(ctx context.Context, method string) (context.Conte
 }
 
 // callerKey names the caller that limits apply to: the token's subject,
-// or the peer's IP for an anonymous call.
-func callerKey(ctx context.Context) string {
+// or the client's address for an anonymous call (clientaddr.go).
+func (ic *interceptors) callerKey(ctx context.Context) string {
 	if id, ok := auth.FromContext(ctx); ok {
 		return "sub:" + id.Subject
 	}
-	return "ip:" + peerHost(ctx)
+	return "ip:" + ic.proxies.clientHost(ctx)
 }
 
 // openStream counts a new stream of the caller of ctx against the
@@ -125,25 +127,13 @@ func (ic *interceptors) openStream(ctx context.Context, method string) (func(), 
 	if id, ok := auth.FromContext(ctx); ok && id.Role == auth.RoleService {
 		return func() {}, nil
 	}
-	key := callerKey(ctx)
+	key := ic.callerKey(ctx)
 	if !ic.streams.acquire(key) {
 		return nil, rpcerr.Server.Error(codes.ResourceExhausted, reasonTooManyStreams,
 			fmt.Sprintf("too many open streams: this caller already has %d open on this server (GRPC_MAX_STREAMS_PER_CALLER); close one, e.g. stop watching a finished match, then retry", ic.streams.max),
 			map[string]string{"max_streams": fmt.Sprint(ic.streams.max)})
 	}
 	return func() { ic.streams.release(key) }, nil
-}
-
-func peerHost(ctx context.Context) string {
-	p, ok := peer.FromContext(ctx)
-	if !ok || p.Addr == nil {
-		return "unknown"
-	}
-	host, _, err := net.SplitHostPort(p.Addr.String())
-	if err != nil {
-		return p.Addr.String()
-	}
-	return host
 }
 
 func (ic *interceptors) logCall(ctx context.Context, method string, start time.Time, ci *callInfo, err error) {
@@ -160,7 +150,7 @@ func (ic *interceptors) logCall(ctx context.Context, method string, start time.T
 		slog.String("method", method),
 		slog.String("code", code.String()),
 		slog.Duration("duration", time.Since(start)),
-		slog.String("peer", peerHost(ctx)),
+		slog.String("peer", ic.proxies.clientHost(ctx)),
 	}
 	if ci.subject != "" {
 		attrs = append(attrs, slog.String("subject", ci.subject))

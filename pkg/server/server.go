@@ -131,6 +131,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts Options) (*Serv
 	for _, m := range opts.PublicMethods {
 		ic.public[m] = true
 	}
+	if ic.proxies, err = parseTrustedProxies(cfg.TrustedProxies); err != nil {
+		return nil, errors.Join(err, tel.shutdown(ctx))
+	}
 	if cfg.RateLimitRPS > 0 {
 		ic.limiter = newLimiter(cfg.RateLimitRPS, cfg.RateLimitBurst, cfg.RateLimitCallers)
 	}
