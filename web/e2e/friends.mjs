@@ -186,6 +186,14 @@ try {
     await shot(host, "table-match-desktop.png");
     result.tables = { code, link, matchId: decodeURIComponent(hostMatch.split("/")[2]), hostId, friendId };
     log("both in", hostMatch);
+
+    // The friend's phone goes away (its watch stream with it): the host's
+    // page shows Blue's disconnect countdown (presence, docs/match.md).
+    await friend.context().close();
+    await host.waitForFunction(() => /disconnected/.test(document.querySelector(".disconnected[data-grace='2']")?.textContent ?? ""), null, { timeout: 30_000 });
+    result.tables.disconnected = await host.textContent(".disconnected[data-grace='2']");
+    await shot(host, "disconnected-desktop.png");
+    log("friend shown as", result.tables.disconnected);
   }
 
   if (rematch) {
