@@ -815,15 +815,23 @@ type rate struct {
 	n                int64
 }
 
-// measure runs op from 50 goroutines until ctx ends.
-func measure(ctx context.Context, op func(ctx context.Context, i int) error) rate {
+// measure runs op from 50 goroutines for d, and on past d until at least
+// minBaselineOps succeeded (at most maxBaselineOverrun more): on a loaded
+// machine the first calls (dials, a script's first EVAL) can take longer
+// than a short d, and a rate of 0 measures nothing. Calls in flight at
+// the end finish and count; none is cut off by a deadline.
+func measure(ctx context.Context, d time.Duration, op func(ctx context.Context, i int) error) rate {
 	var ops atomic.Int64
 	var wg sync.WaitGroup
 	cpu0 := processCPU()
 	start := time.Now()
+	done := func() bool {
+		el := time.Since(start)
+		return ctx.Err() != nil || el >= d && (ops.Load() >= minBaselineOps || el >= d+maxBaselineOverrun)
+	}
 	for i := range 50 {
 		wg.Go(func() {
-			for ctx.Err() == nil {
+			for !done() {
 				if err := op(ctx, i); err == nil {
 					ops.Add(1)
 				}
@@ -834,6 +842,12 @@ func measure(ctx context.Context, op func(ctx context.Context, i int) error) rat
 	n := float64(max(ops.Load(), 1))
 	return rate{perSec: float64(ops.Load()) / time.Since(start).Seconds(), cpuPerOp: float64((processCPU() - cpu0).Microseconds()) / n, n: ops.Load()}
 }
+
+// minBaselineOps and maxBaselineOverrun: see measure.
+const (
+	minBaselineOps     = 200
+	maxBaselineOverrun = 30 * time.Second
+)
 
 // processCPU returns the user and system CPU time this process has used.
 func processCPU() time.Duration {
@@ -897,9 +911,7 @@ func grpcBaseline(ctx context.Context, o options) (rate, error) {
 	if _, err := clients[0].Check(ctx, req); err != nil {
 		return rate{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.baseline)
-	defer cancel()
-	return measure(ctx, func(ctx context.Context, i int) error {
+	return measure(ctx, o.baseline, func(ctx context.Context, i int) error {
 		_, err := clients[i%len(clients)].Check(ctx, req)
 		return err
 	}), nil
@@ -921,9 +933,7 @@ func baseline(ctx context.Context, o options) (rate, error) {
 	for i := range keys {
 		keys[i] = []string{fmt.Sprintf("loadgen:baseline:{%d}", i)}
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.baseline)
-	defer cancel()
-	return measure(ctx, func(ctx context.Context, i int) error {
+	return measure(ctx, o.baseline, func(ctx context.Context, i int) error {
 		return script.Run(ctx, rdb, keys[i]).Err()
 	}), nil
 }
