@@ -17,13 +17,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
-	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/match"
@@ -221,24 +220,72 @@ func (s *Server) countDrop(ctx context.Context, err error) {
 	}
 }
 
-// watchResponse is the wire form of a stream item. An event goes out as it
-// is stored: a MatchEvent that holds the encoding as its unknown fields
-// marshals to exactly those bytes, so nothing is decoded or encoded again
-// per watcher.
+// watchResponse is the wire form of a stream item. An event goes out as
+// its encoding, shared by every stream of the match on this instance
+// (match.WatchItem.Encoded: built once per event), carried as the unknown
+// fields of an empty WatchMatchResponse: proto marshals those as they are,
+// so per stream the codec copies the bytes and nothing is encoded again.
+// The stream's legal moves follow in a buffer of the stream's own (a
+// repeated field's occurrences concatenate), never appended to the shared
+// bytes. The carrier goes through the stream's codec and compressor like
+// any message; a grpc.PreparedMsg shared by the streams would not (it is
+// compressed for the stream that prepared it, and a client that compresses
+// its request gets compressed replies).
 func watchResponse(it match.WatchItem) *matchv1.WatchMatchResponse {
-	resp := &matchv1.WatchMatchResponse{Version: it.Version, LegalMoves: it.LegalMoves}
 	if it.Snapshot != nil {
+		resp := &matchv1.WatchMatchResponse{Version: it.Version, LegalMoves: it.LegalMoves}
 		resp.Item = &matchv1.WatchMatchResponse_Snapshot{Snapshot: snapshot(it.Snapshot)}
 		return resp
 	}
 	if it.Premoves != nil {
+		resp := &matchv1.WatchMatchResponse{Version: it.Version, LegalMoves: it.LegalMoves}
 		resp.Item = &matchv1.WatchMatchResponse_Premoves{Premoves: premoveQueue(it.Premoves)}
 		return resp
 	}
-	ev := &eventsv1.MatchEvent{}
-	ev.ProtoReflect().SetUnknown(protoreflect.RawFields(it.Event))
-	resp.Item = &matchv1.WatchMatchResponse_Event{Event: ev}
+	return eventResponse(it.Encoded(eventFrame), it.LegalMoves)
+}
+
+// eventResponse is the response of an event item: shared, the event's
+// encoding (eventFrame), and the stream's legal moves, which go after a
+// copy of it, never appended to it.
+func eventResponse(shared []byte, legal []string) *matchv1.WatchMatchResponse {
+	b := shared
+	if len(legal) > 0 {
+		n := len(shared)
+		for _, m := range legal {
+			n += protowire.SizeTag(fieldLegalMoves) + protowire.SizeBytes(len(m))
+		}
+		b = make([]byte, len(shared), n)
+		copy(b, shared)
+		for _, m := range legal {
+			b = protowire.AppendTag(b, fieldLegalMoves, protowire.BytesType)
+			b = protowire.AppendString(b, m)
+		}
+	}
+	resp := &matchv1.WatchMatchResponse{}
+	resp.ProtoReflect().SetUnknown(b)
 	return resp
+}
+
+// Field numbers of WatchMatchResponse that eventFrame and eventResponse
+// write (TestEventFrame decodes what they write).
+const (
+	fieldVersion    protowire.Number = 1
+	fieldEvent      protowire.Number = 3
+	fieldLegalMoves protowire.Number = 4
+)
+
+// eventFrame is the encoding of a WatchMatchResponse of version that
+// carries event (an encoded MatchEvent).
+func eventFrame(version uint64, event []byte) []byte {
+	b := make([]byte, 0, protowire.SizeTag(fieldVersion)+protowire.SizeVarint(version)+
+		protowire.SizeTag(fieldEvent)+protowire.SizeBytes(len(event)))
+	if version != 0 {
+		b = protowire.AppendTag(b, fieldVersion, protowire.VarintType)
+		b = protowire.AppendVarint(b, version)
+	}
+	b = protowire.AppendTag(b, fieldEvent, protowire.BytesType)
+	return protowire.AppendBytes(b, event)
 }
 
 // ExportGame implements MatchService.

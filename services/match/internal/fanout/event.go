@@ -3,6 +3,8 @@ package fanout
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -27,6 +29,44 @@ type Event struct {
 	// that sees a match some plies behind (spectator delay) holds events
 	// back by it.
 	Ply uint32
+	// frame caches the encoding a transport derives from a live event
+	// (Frame); nil for an event read for one watcher only.
+	frame *frame
+}
+
+// frame is the shared slot of Event.Frame: the first watcher that asks
+// builds the encoding, the others read it.
+type frame struct {
+	mu sync.Mutex // held while building
+	b  atomic.Pointer[[]byte]
+}
+
+// Frame returns build(Version, Raw): for a live event (one the hub
+// delivered) it is built once, by the first watcher that asks, and shared
+// by every watcher of the match on this instance, so a transport encodes
+// an event once per event instead of once per stream; for an event read
+// from the store for one watcher it is built for that watcher. The result
+// is shared: never modify it, nor append to it. Its bytes must depend on
+// the event alone; whatever differs between watchers (a player's legal
+// moves, a seat's premove notice) must be added by each watcher in a
+// buffer of its own. Every caller must pass the same build (there is one
+// transport).
+func (e Event) Frame(build func(version uint64, raw []byte) []byte) []byte {
+	f := e.frame
+	if f == nil {
+		return build(e.Version, e.Raw)
+	}
+	if b := f.b.Load(); b != nil {
+		return *b
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if b := f.b.Load(); b != nil {
+		return *b
+	}
+	b := build(e.Version, e.Raw)
+	f.b.Store(&b)
+	return b
 }
 
 // Field numbers of fourkingdoms.events.v1.MatchEvent that ReadEvent reads.

@@ -401,6 +401,7 @@ func (h *Hub) deliver(part *partition, ch, payload string) {
 				item = &Item{Resync: true}
 				break
 			}
+			ev.frame = new(frame) // one encoding per event for every watcher
 			item.Events = append(item.Events, ev)
 		}
 	}

@@ -1,10 +1,12 @@
 package fanout_test
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,6 +94,13 @@ func testFanOut(t *testing.T, rdb redis.UniversalClient) {
 		commit(t, st, id, v, n)
 		v += uint64(n)
 	}
+	// Each event is encoded once for all its watchers (Event.Frame).
+	var builds atomic.Int64
+	build := func(version uint64, raw []byte) []byte {
+		builds.Add(1)
+		return append([]byte(fmt.Sprint(version, ":")), raw...)
+	}
+	frames := map[uint64]*byte{}
 	for i, w := range ws {
 		var got []uint64
 		for len(got) < 6 {
@@ -99,6 +108,14 @@ func testFanOut(t *testing.T, rdb redis.UniversalClient) {
 			case it := <-w.C:
 				for _, ev := range it.Events {
 					got = append(got, ev.Version)
+					b := ev.Frame(build)
+					if want := fmt.Sprint(ev.Version, ":"); !bytes.HasPrefix(b, []byte(want)) || !bytes.Equal(b[len(want):], ev.Raw) {
+						t.Fatalf("watcher %d: frame of version %d is %q", i, ev.Version, b)
+					}
+					if f, ok := frames[ev.Version]; ok && f != &b[0] {
+						t.Fatalf("watcher %d: version %d has a frame of its own", i, ev.Version)
+					}
+					frames[ev.Version] = &b[0]
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatalf("watcher %d got %v, want versions 2..7", i, got)
@@ -107,6 +124,9 @@ func testFanOut(t *testing.T, rdb redis.UniversalClient) {
 		if fmt.Sprint(got) != "[2 3 4 5 6 7]" {
 			t.Fatalf("watcher %d got %v", i, got)
 		}
+	}
+	if n := builds.Load(); n != 6 {
+		t.Errorf("6 events for 20 watchers encoded %d times, want once each", n)
 	}
 }
 

@@ -38,6 +38,22 @@ type WatchItem struct {
 	// Premoves, when set (no snapshot, no event), is one of the watcher's
 	// own premove queues, which changed; Version is unchanged by it.
 	Premoves *Premoves
+
+	// ev is the event as the hub delivered it (Encoded).
+	ev fanout.Event
+}
+
+// Encoded returns enc(Version, Event) for an event item. For a live event
+// it is computed once per event and shared by every watcher of the match
+// on this instance (fanout.Event.Frame), so the transport encodes an event
+// once, not once per stream. The result is shared: never modify it, nor
+// append to it; enc must depend on its arguments alone (what differs per
+// watcher, the legal moves, is the caller's to add in its own buffer).
+func (it WatchItem) Encoded(enc func(version uint64, event []byte) []byte) []byte {
+	if it.ev.Raw == nil {
+		return enc(it.Version, it.Event)
+	}
+	return it.ev.Frame(enc)
 }
 
 // Watch streams a match to send: a snapshot (from 0) or the events after
@@ -359,7 +375,7 @@ func (ws *watchState) sendEvents(ctx context.Context, evs []fanout.Event) error 
 		}
 	}
 	for i, ev := range ws.pending[:n] {
-		item := WatchItem{Version: ev.Version, Event: ev.Raw}
+		item := WatchItem{Version: ev.Version, Event: ev.Raw, ev: ev}
 		if i == len(ws.pending)-1 && ws.mayMoveAfter(ev) {
 			item.LegalMoves = ws.svc.LegalMovesAt(ctx, ws.c, ws.id, ev.Version)
 		}

@@ -92,11 +92,16 @@ func Termination(g Ended) gamev1.Termination {
 	return gamev1.Termination_TERMINATION_UNSPECIFIED
 }
 
-// Points is the wire form of the four seats' points, in seat order.
+// Points is the wire form of the four seats' points, in seat order. The
+// four messages are allocated together (one allocation, not four: every
+// event of every move carries them).
 func Points(p [rules.NumSeats]int) []*gamev1.SeatPoints {
 	out := make([]*gamev1.SeatPoints, rules.NumSeats)
+	msgs := make([]gamev1.SeatPoints, rules.NumSeats)
 	for s := range rules.NumSeats {
-		out[s] = &gamev1.SeatPoints{Seat: Seat(rules.Seat(s)), Points: int32(p[s])}
+		m := &msgs[s]
+		m.Seat, m.Points = Seat(rules.Seat(s)), int32(p[s])
+		out[s] = m
 	}
 	return out
 }
@@ -191,10 +196,19 @@ func elimination(m *rules.AppliedMove, s rules.Seat, rs rules.RuleSet) *gamev1.E
 
 // Clocks is the wire form of the four clocks read at one moment: each
 // seat's remaining time, the running seat (-1 for none) and its deadline.
+//
+// The messages of the four clocks and of their durations are allocated
+// together (three allocations, not nine: every move event carries them).
 func Clocks(remaining *[rules.NumSeats]time.Duration, running int, deadline time.Time) []*gamev1.Clock {
 	out := make([]*gamev1.Clock, rules.NumSeats)
+	clocks := make([]gamev1.Clock, rules.NumSeats)
+	durations := make([]durationpb.Duration, rules.NumSeats)
 	for s := range rules.NumSeats {
-		cl := &gamev1.Clock{Seat: Seat(rules.Seat(s)), Remaining: durationpb.New(remaining[s])}
+		// As durationpb.New.
+		d := &durations[s]
+		d.Seconds, d.Nanos = int64(remaining[s]/time.Second), int32(remaining[s]%time.Second)
+		cl := &clocks[s]
+		cl.Seat, cl.Remaining = Seat(rules.Seat(s)), d
 		if running == s {
 			cl.Running = true
 			cl.TurnDeadline = timestamppb.New(deadline)

@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 )
@@ -76,12 +79,14 @@ func TestResult(t *testing.T) {
 
 func TestClocks(t *testing.T) {
 	t.Parallel()
-	remaining := [rules.NumSeats]time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second}
+	// Fractions and a negative time (a clock read past its deadline)
+	// encode as durationpb.New encodes them.
+	remaining := [rules.NumSeats]time.Duration{time.Second, 2*time.Second + 7*time.Millisecond, -1500 * time.Millisecond, 4 * time.Second}
 	deadline := time.UnixMilli(1_700_000_000_000)
 	for running := -1; running < rules.NumSeats; running++ {
 		got := Clocks(&remaining, running, deadline)
 		for s, cl := range got {
-			if cl.GetSeat() != Seat(rules.Seat(s)) || cl.GetRemaining().AsDuration() != remaining[s] {
+			if cl.GetSeat() != Seat(rules.Seat(s)) || !proto.Equal(cl.GetRemaining(), durationpb.New(remaining[s])) {
 				t.Errorf("running %d: clock %d is %v", running, s, cl)
 			}
 			if cl.GetRunning() != (s == running) || (cl.GetTurnDeadline() != nil) != (s == running) {
