@@ -72,6 +72,7 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.Keeper.Interval, "keeper-interval", "MATCH_KEEPER_INTERVAL", "interval of deadline scans")
 	b.Duration(&c.Keeper.LeaseTTL, "keeper-lease-ttl", "MATCH_KEEPER_LEASE_TTL", "lifetime of a keeper range lease after its last renewal")
 	b.Duration(&c.Keeper.LeaseMargin, "keeper-lease-margin", "MATCH_KEEPER_LEASE_MARGIN", "how long before its lease expires a keeper stops working a range")
+	b.Duration(&c.Keeper.MaxLag, "keeper-max-lag", "MATCH_KEEPER_MAX_LAG", "how late a keeper scan may finish after it was due; an instance whose scans lag more, several in a row, gives its ranges to the others (0: never)")
 	b.Int(&c.WatchBuffer, "watch-buffer", "MATCH_WATCH_BUFFER", "changes buffered per watcher")
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }
