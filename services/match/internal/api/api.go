@@ -45,6 +45,10 @@ type Server struct {
 	// sendTimeout is how long a WatchMatch send may wait for a client
 	// that does not read before the stream ends (stall.go); 0: for ever.
 	sendTimeout time.Duration
+	// stalled is the status of a stream ended that way, built once: it
+	// is the same for every stream and a guard keeps it while its stream
+	// lives.
+	stalled *status.Status
 }
 
 // Reasons of match_watch_dropped_total. A stream that ends because the
@@ -78,7 +82,9 @@ func New(svc *match.Service, log *slog.Logger, mp metric.MeterProvider, sendTime
 	for _, r := range []metric.AddOption{dropSlow, dropShutdown, dropError} {
 		dropped.Add(context.Background(), 0, r)
 	}
-	return &Server{svc: svc, log: log, streams: streams, dropped: dropped, sendTimeout: sendTimeout}, nil
+	s := &Server{svc: svc, log: log, streams: streams, dropped: dropped, sendTimeout: sendTimeout}
+	s.stalled = status.Convert(s.Status(context.Background(), errStalled))
+	return s, nil
 }
 
 // Register registers the service on a gRPC server.
@@ -197,7 +203,7 @@ func (s *Server) WatchMatch(req *matchv1.WatchMatchRequest, stream grpc.ServerSt
 	}
 	s.streams.Add(ctx, 1)
 	defer s.streams.Add(ctx, -1)
-	stall := newStallGuard(ctx, s.sendTimeout, status.Convert(s.Status(ctx, errStalled)))
+	stall := newStallGuard(ctx, s.sendTimeout, s.stalled)
 	defer stall.disarm()
 	sendFailed := false
 	err = s.svc.Watch(ctx, c, req.GetMatchId(), req.GetFromVersion(), func(it match.WatchItem) error {
@@ -210,7 +216,7 @@ func (s *Server) WatchMatch(req *matchv1.WatchMatchRequest, stream grpc.ServerSt
 	if stall.stalled() {
 		// The guard wrote the status; this one goes nowhere.
 		s.dropped.Add(ctx, 1, dropSlow)
-		return s.Status(ctx, errStalled)
+		return s.stalled.Err()
 	}
 	if err != nil {
 		if !sendFailed && ctx.Err() == nil {
