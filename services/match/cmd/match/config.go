@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server"
@@ -30,6 +31,10 @@ type config struct {
 	// WatchBuffer bounds each watcher's buffer, in changes; a watcher that
 	// falls further behind is disconnected with RESOURCE_EXHAUSTED.
 	WatchBuffer int
+	// WatchSendTimeout bounds how long a watch stream's send may wait for
+	// a client that does not read; the stream then ends with
+	// RESOURCE_EXHAUSTED (0: it waits until the client reads or leaves).
+	WatchSendTimeout time.Duration
 }
 
 // defaultConfig returns the defaults of every setting. The keeper's owner
@@ -37,12 +42,13 @@ type config struct {
 func defaultConfig() config {
 	host, _ := os.Hostname()
 	c := config{
-		Server:      server.DefaultConfig("match"),
-		Redis:       redisconn.DefaultConfig(),
-		Store:       store.DefaultConfig(),
-		Match:       match.DefaultConfig(),
-		Keeper:      match.DefaultKeeperConfig(host + ":" + strconv.Itoa(os.Getpid())),
-		WatchBuffer: 64,
+		Server:           server.DefaultConfig("match"),
+		Redis:            redisconn.DefaultConfig(),
+		Store:            store.DefaultConfig(),
+		Match:            match.DefaultConfig(),
+		Keeper:           match.DefaultKeeperConfig(host + ":" + strconv.Itoa(os.Getpid())),
+		WatchBuffer:      64,
+		WatchSendTimeout: 15 * time.Second,
 	}
 	// Each service has its own default ports, so the three run side by
 	// side on one machine and matchmaking's default MATCH_ADDR reaches
@@ -72,7 +78,9 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.Keeper.Interval, "keeper-interval", "MATCH_KEEPER_INTERVAL", "interval of deadline scans")
 	b.Duration(&c.Keeper.LeaseTTL, "keeper-lease-ttl", "MATCH_KEEPER_LEASE_TTL", "lifetime of a keeper range lease after its last renewal")
 	b.Duration(&c.Keeper.LeaseMargin, "keeper-lease-margin", "MATCH_KEEPER_LEASE_MARGIN", "how long before its lease expires a keeper stops working a range")
+	b.Duration(&c.Keeper.MaxLag, "keeper-max-lag", "MATCH_KEEPER_MAX_LAG", "how late a keeper scan may finish after it was due; an instance whose scans lag more, several in a row, gives its ranges to the others (0: never)")
 	b.Int(&c.WatchBuffer, "watch-buffer", "MATCH_WATCH_BUFFER", "changes buffered per watcher")
+	b.Duration(&c.WatchSendTimeout, "watch-send-timeout", "MATCH_WATCH_SEND_TIMEOUT", "how long a watch stream's send may wait for a client that does not read before the stream ends (0: until the client reads or leaves)")
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }
 
@@ -80,6 +88,9 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 func (c config) Validate() error {
 	var errs []error
 	errs = append(errs, c.Server.Validate(), c.Redis.Validate(), c.Store.Validate(), c.Match.Validate(), c.Keeper.Validate())
+	if c.WatchSendTimeout < 0 {
+		errs = append(errs, errors.New("watch send timeout must not be negative"))
+	}
 	if c.WatchBuffer < 1 {
 		errs = append(errs, errors.New("watch buffer must be at least 1"))
 	}

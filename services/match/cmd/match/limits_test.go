@@ -15,7 +15,7 @@ import (
 // GRPC_MAX_STREAMS_PER_CALLER are refused with RESOURCE_EXHAUSTED
 // (TOO_MANY_STREAMS) while another player may still watch; a service is
 // exempt. (Oversized requests: TestBadInput; slow readers:
-// fanout's SlowConsumerDropped and the api's refusal table.)
+// TestSlowReaders, fanout's SlowConsumerDropped and the api's refusal table.)
 func TestWatchStreamsPerCaller(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, standalone(t))

@@ -87,7 +87,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		if err != nil {
 			return err
 		}
-		a, err := api.New(svc, log, srv.MeterProvider())
+		a, err := api.New(svc, log, srv.MeterProvider(), cfg.WatchSendTimeout)
 		if err != nil {
 			return err
 		}

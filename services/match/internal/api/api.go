@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -40,6 +41,13 @@ type Server struct {
 	// server ended before the match did (match_watch_dropped_total).
 	streams metric.Int64UpDownCounter
 	dropped metric.Int64Counter
+	// sendTimeout is how long a WatchMatch send may wait for a client
+	// that does not read before the stream ends (stall.go); 0: for ever.
+	sendTimeout time.Duration
+	// stalled is the status of a stream ended that way, built once: it
+	// is the same for every stream and a guard keeps it while its stream
+	// lives.
+	stalled *status.Status
 }
 
 // Reasons of match_watch_dropped_total. A stream that ends because the
@@ -51,8 +59,10 @@ var (
 )
 
 // New returns the gRPC server of the match service. mp receives its
-// metrics; nil means none.
-func New(svc *match.Service, log *slog.Logger, mp metric.MeterProvider) (*Server, error) {
+// metrics; nil means none. A WatchMatch stream whose send waits longer than
+// sendTimeout for its client to read ends with RESOURCE_EXHAUSTED
+// SLOW_CONSUMER; 0 lets it wait until the client reads or leaves.
+func New(svc *match.Service, log *slog.Logger, mp metric.MeterProvider, sendTimeout time.Duration) (*Server, error) {
 	if mp == nil {
 		mp = noop.NewMeterProvider()
 	}
@@ -71,7 +81,9 @@ func New(svc *match.Service, log *slog.Logger, mp metric.MeterProvider) (*Server
 	for _, r := range []metric.AddOption{dropSlow, dropShutdown, dropError} {
 		dropped.Add(context.Background(), 0, r)
 	}
-	return &Server{svc: svc, log: log, streams: streams, dropped: dropped}, nil
+	s := &Server{svc: svc, log: log, streams: streams, dropped: dropped, sendTimeout: sendTimeout}
+	s.stalled = status.Convert(s.Status(context.Background(), errStalled))
+	return s, nil
 }
 
 // Register registers the service on a gRPC server.
@@ -190,12 +202,21 @@ func (s *Server) WatchMatch(req *matchv1.WatchMatchRequest, stream grpc.ServerSt
 	}
 	s.streams.Add(ctx, 1)
 	defer s.streams.Add(ctx, -1)
+	stall := newStallGuard(ctx, s.sendTimeout, s.stalled)
+	defer stall.disarm()
 	sendFailed := false
 	err = s.svc.Watch(ctx, c, req.GetMatchId(), req.GetFromVersion(), func(it match.WatchItem) error {
+		stall.arm()
 		err := stream.Send(watchResponse(it))
+		stall.disarm()
 		sendFailed = err != nil
 		return err
 	})
+	if stall.stalled() {
+		// The guard wrote the status; this one goes nowhere.
+		s.dropped.Add(ctx, 1, dropSlow)
+		return s.stalled.Err()
+	}
 	if err != nil {
 		if !sendFailed && ctx.Err() == nil {
 			s.countDrop(ctx, err)
@@ -204,6 +225,9 @@ func (s *Server) WatchMatch(req *matchv1.WatchMatchRequest, stream grpc.ServerSt
 	}
 	return nil
 }
+
+// errStalled ends a stream whose client read nothing for the send timeout.
+var errStalled = fmt.Errorf("%w (the client read nothing for too long)", match.ErrSlowConsumer)
 
 // countDrop counts a stream the server ended on its own.
 func (s *Server) countDrop(ctx context.Context, err error) {

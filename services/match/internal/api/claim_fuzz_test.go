@@ -54,7 +54,7 @@ func FuzzClaimWin(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	srv, err := New(svc, log, nil)
+	srv, err := New(svc, log, nil, 0)
 	if err != nil {
 		f.Fatal(err)
 	}

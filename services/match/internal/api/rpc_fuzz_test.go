@@ -63,7 +63,7 @@ func newMatchFuzz(f *testing.F) *matchFuzz {
 	if err != nil {
 		f.Fatal(err)
 	}
-	srv, err := New(svc, log, nil)
+	srv, err := New(svc, log, nil, 0)
 	if err != nil {
 		f.Fatal(err)
 	}

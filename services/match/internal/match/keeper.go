@@ -43,6 +43,10 @@ type KeeperConfig struct {
 	Workers int
 	// Retry spaces out the scans after a failed one (Redis unreachable).
 	Retry backoff.Policy
+	// MaxLag is how late a scan may finish after it was due before it
+	// counts against the instance: after a few such scans in a row it
+	// gives its ranges to the other instances (keeper_lag.go). 0 never.
+	MaxLag time.Duration
 }
 
 // DefaultKeeperConfig returns the production defaults: with them a deadline
@@ -50,7 +54,8 @@ type KeeperConfig struct {
 // lives, and within LeaseTTL+Interval after the holder dies.
 func DefaultKeeperConfig(owner string) KeeperConfig {
 	return KeeperConfig{Owner: owner, Interval: 200 * time.Millisecond, LeaseTTL: 800 * time.Millisecond,
-		LeaseMargin: 100 * time.Millisecond, Batch: 200, Workers: 16, Retry: backoff.DefaultPolicy()}
+		LeaseMargin: 100 * time.Millisecond, Batch: 200, Workers: 16, Retry: backoff.DefaultPolicy(),
+		MaxLag: 500 * time.Millisecond}
 }
 
 // Validate reports settings the keeper cannot work with.
@@ -65,6 +70,8 @@ func (c KeeperConfig) Validate() error {
 			c.Interval, c.LeaseTTL, c.LeaseMargin)
 	case c.Batch < 1 || c.Workers < 1:
 		return errors.New("keeper batch and workers must be positive")
+	case c.MaxLag < 0:
+		return fmt.Errorf("keeper max lag %v: must not be negative", c.MaxLag)
 	}
 	if err := c.Retry.Validate(); err != nil {
 		return fmt.Errorf("keeper retry: %w", err)
@@ -111,6 +118,8 @@ type Keeper struct {
 	validUntil time.Time
 	// turn is where in its partitions the next scan starts.
 	turn int
+	// lag judges whether this instance is too slow to hold ranges.
+	lag lagWatch
 }
 
 // scanStride is how far on each scan starts from the last one: the
@@ -149,12 +158,16 @@ func NewKeeper(svc *Service, cfg KeeperConfig, log *slog.Logger, report func(com
 	if err != nil {
 		return nil, fmt.Errorf("keeper metrics: %w", err)
 	}
+	lag, err := newLagWatch(m)
+	if err != nil {
+		return nil, err
+	}
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:]) // crypto/rand.Read never fails on supported platforms
 	lost.Add(context.Background(), 0, lostTaken)
 	lost.Add(context.Background(), 0, lostLapsed)
 	ranges.Record(context.Background(), 0)
-	return &Keeper{svc: svc, cfg: cfg, log: log, report: report, ranges: ranges, lost: lost,
+	return &Keeper{svc: svc, cfg: cfg, log: log, report: report, ranges: ranges, lost: lost, lag: lag,
 		id: cfg.Owner + "/" + hex.EncodeToString(suffix[:])}, nil
 }
 
@@ -167,6 +180,7 @@ func (k *Keeper) Run(ctx context.Context) error {
 	t := time.NewTimer(0) // announce at once: the others make room sooner
 	defer t.Stop()
 	bo := backoff.New(k.cfg.Retry)
+	due := time.Now() // when the timer was set to fire
 	for {
 		select {
 		case <-ctx.Done():
@@ -182,7 +196,7 @@ func (k *Keeper) Run(ctx context.Context) error {
 		// when the leases' validity ends anyway, so this waits at most a
 		// lease TTL.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.cfg.LeaseTTL)
-		err := k.scan(sctx)
+		err := k.pass(sctx, due)
 		cancel()
 		if ctx.Err() != nil {
 			continue // the select above releases the leases and returns
@@ -197,6 +211,7 @@ func (k *Keeper) Run(ctx context.Context) error {
 			bo.Reset()
 		}
 		t.Reset(next)
+		due = time.Now().Add(next)
 	}
 }
 
@@ -243,6 +258,7 @@ func (k *Keeper) scan(ctx context.Context) error {
 	// it lives there until at least sent+TTL by the server's clock.
 	k.validUntil = sent.Add(k.cfg.LeaseTTL - k.cfg.LeaseMargin)
 
+	k.lag.others = len(m.Members) - 1
 	var mine []int
 	taken, lapsed := 0, 0
 	for r, v := range k.held {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // KeeperRanges is the number of partition ranges the keeper's work (clock
@@ -133,4 +136,19 @@ func (s *Store) ReleaseRanges(ctx context.Context, owner string, held map[int]st
 		return 0, fmt.Errorf("release keeper ranges: %w", err)
 	}
 	return n, nil
+}
+
+// KeeperMembers returns the keeper instances whose announcement has not
+// expired by now (this process's clock; the announcements carry the Redis
+// server's), sorted by name. It announces nothing: a keeper that stepped
+// down (match.Keeper, "degraded instances") reads it to learn whether any
+// other instance still works the ranges.
+func (s *Store) KeeperMembers(ctx context.Context, now time.Time) ([]string, error) {
+	members, err := s.rdb.ZRangeByScore(ctx, s.keys.keeperMembers(), &redis.ZRangeBy{
+		Min: "(" + strconv.FormatInt(now.UnixMilli(), 10), Max: "+inf"}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("keeper members: %w", err)
+	}
+	slices.Sort(members)
+	return members, nil
 }
