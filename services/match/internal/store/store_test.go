@@ -349,7 +349,7 @@ func testAbandon(t *testing.T, rdb redis.UniversalClient) {
 	}
 	ab, fin := eventstream.MatchAbandoned(), eventstream.MatchFinished()
 	abandoned := &eventsv1.MatchAbandoned{MatchId: abandonedID, RuleSet: "fourkingdoms", MissedSeat: gamev1.Seat_SEAT_BLUE,
-		Players: []*gamev1.SeatPlayer{{Seat: gamev1.Seat_SEAT_RED, Player: &gamev1.Player{PlayerId: "g-a", IsBot: true}}},
+		Players:    []*gamev1.SeatPlayer{{Seat: gamev1.Seat_SEAT_RED, Player: &gamev1.Player{PlayerId: "g-a", IsBot: true}}},
 		OccurredAt: timestamppb.New(time.Date(2026, 12, 2, 12, 1, 5, 0, time.UTC))}
 	finished := &eventsv1.MatchFinished{MatchId: finishedID, RuleSet: "fourkingdoms"}
 	for _, c := range []struct {

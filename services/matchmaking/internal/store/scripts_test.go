@@ -48,8 +48,8 @@ func TestScriptLayouts(t *testing.T) {
 			k, a = claimArgs(tag+"w", tag+"r", tag+"forming", 5000, 60000, 1)
 			k, a = claimGroup(k, a, tag+"f:f2", "f2", []byte(`{}`), tickets, ids)
 			add("claim again", scriptOf{claimLayout, claimLua, claimScript}, k, a)
-			k, a = completeArgs(tag+"forming", tag+"waits", tag+"formed", tag+"played:1", 60000, 60000, 100, 60000, 1)
-			k, a = completeGroup(k, a, tag+"f:f2", "f2", "m1", tickets, [4]int{1, 2, 3, 4}, [4]string{"1:1", "1:2", "1:3", "1:4"},
+			k, a = completeArgs(tag+"forming", tag+"waits", tag+"formed", tag+"played:1", 60000, 60000, 100, 60000, 60000, 1)
+			k, a = completeGroup(k, a, tag+"f:f2", tag+"match:m1", "f2", "m1", tickets, [4]int{1, 2, 3, 4}, [4]string{"1:1", "1:2", "1:3", "1:4"},
 				[4]string{"p1", "p2", "p3", "p4"}, [4]string{`{"m":"m1"}`, `{"m":"m1"}`, "", `{"m":"m1"}`})
 			add("complete", scriptOf{completeLayout, completeLua, completeScript}, k, a)
 			k, a = enqueueArgs(tag+"w", tag+"t:t5", "t5", []byte(`{}`), "p5", 1000, 60000)
