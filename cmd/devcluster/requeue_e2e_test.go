@@ -6,21 +6,48 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
 )
 
-// TestFirstMoveAbortRequeuesTheOthers: real processes, no bots. Four
-// players are matched; one never moves, so the match is aborted at the
-// 3 s first-move limit. The other three get their original tickets back
-// (Enqueue: existing, the original created_at), the one who did not move
-// does not, and the three are matched again with a player who queued
-// while the aborted match ran.
+// TestFirstMoveAbortRequeuesTheOthers: real processes on standalone and
+// cluster Redis, no bots. Four players are matched; one never moves, so
+// the match is aborted at the 3 s first-move limit. The other three get
+// their original tickets back (Enqueue: existing, the original
+// created_at), the one who did not move does not, and the three are
+// matched again with a player who queued while the aborted match ran.
 func TestFirstMoveAbortRequeuesTheOthers(t *testing.T) {
 	t.Setenv("MATCH_FIRST_MOVE_LIMIT", "3s") // the launcher's services inherit it
-	l := launch(t, func(string) string { return "" }, "-bots", "0", "-queues", "fourkingdoms 1+0")
+	for _, kind := range redistest.Kinds() {
+		t.Run(kind.Name, func(t *testing.T) { testFirstMoveAbortRequeue(t, kind) })
+	}
+}
+
+func testFirstMoveAbortRequeue(t *testing.T, kind redistest.Kind) {
+	rdb, _ := kind.Client(t)
+	name, value := kind.Env(t)
+	// The services use their default key names: start from an empty store.
+	flush := func(ctx context.Context, c *redis.Client) error { return c.FlushAll(ctx).Err() }
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(t.Context(), flush)
+	} else {
+		err = flush(t.Context(), rdb.(*redis.Client))
+	}
+	if err != nil {
+		t.Fatalf("flush the store: %v", err)
+	}
+	l := launch(t, func(k string) string {
+		if k == name {
+			return value
+		}
+		return ""
+	}, "-bots", "0", "-queues", "fourkingdoms 1+0")
 	const queue = "fourkingdoms/1+0"
 	keys, err := auth.LoadFile(l.cl.KeysFile)
 	if err != nil {
