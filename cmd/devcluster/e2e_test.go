@@ -462,15 +462,16 @@ type launched struct {
 // launch starts the launcher as `make run` does, with one queue that bots
 // join after a second, three bots and the environment getenv gives; t's
 // end stops it.
-func launch(t *testing.T, getenv func(string) string) *launched {
+func launch(t *testing.T, getenv func(string) string, flags ...string) *launched {
 	t.Helper()
-	return launchIn(t, t.TempDir(), getenv)
+	return launchIn(t, t.TempDir(), getenv, flags...)
 }
 
 // launchIn is launch with the launcher's directory (-dir dir/run), the
 // terminal client and its home in dir: a second launch in the same dir is a
 // restart.
-func launchIn(t *testing.T, dir string, getenv func(string) string) *launched {
+// Flags are added to the launcher's (a later flag wins).
+func launchIn(t *testing.T, dir string, getenv func(string) string, flags ...string) *launched {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and starts the whole cluster")
@@ -495,10 +496,10 @@ func launchIn(t *testing.T, dir string, getenv func(string) string) *launched {
 	l := &launched{t: t, dir: dir, getenv: getenv, ctx: ctx, out: &syncBuffer{}, stop: stop, runErr: make(chan error, 1)}
 	ready := make(chan cluster, 1)
 	go func() {
-		l.runErr <- run(runCtx, []string{
+		l.runErr <- run(runCtx, append([]string{
 			"-dir", filepath.Join(dir, "run"), "-base-port", "0", "-web-port", "0",
 			"-queues", "fourkingdoms 1+0 bots=1s", "-bots", "3", "-bot-think", "0s", "-log-level", "warn",
-		}, getenv, l.out, func(c cluster) { ready <- c })
+		}, flags...), getenv, l.out, func(c cluster) { ready <- c })
 	}()
 	t.Cleanup(func() {
 		stop()

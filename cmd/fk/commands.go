@@ -228,20 +228,60 @@ func (a *app) play(ctx context.Context, args []string) error {
 		defer stop()
 		lines = readLines(lctx, a.stdin)
 	}
-	found, err := a.findMatch(ctx, c, *queue, !*asJSON, lines)
-	if errors.Is(err, errLeft) || (err != nil && ctx.Err() != nil) {
+	for {
+		found, err := a.findMatch(ctx, c, *queue, !*asJSON, lines)
+		if errors.Is(err, errLeft) || (err != nil && ctx.Err() != nil) {
+			if !*asJSON {
+				fmt.Fprintf(a.stdout, "\nleft the queue %s\n", *queue)
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 		if !*asJSON {
-			fmt.Fprintf(a.stdout, "\nleft the queue %s\n", *queue)
+			fmt.Fprintf(a.stdout, "\rmatched: match %s, you play %s%40s\n", found.MatchID, seatName(found.Seat), "")
+		}
+		err = a.playFound(ctx, c, s, found, playMode{auto: *auto, level: level, asJSON: *asJSON, fixed: *fixed, queue: *queue}, lines)
+		if !errors.Is(err, errRequeued) {
+			return err
+		}
+		// Back in the queue with the original ticket: wait on.
+	}
+}
+
+// errRequeued ends a queue match aborted because another seat missed its
+// first move: the player is back in the queue (docs/match.md "First-move
+// abort").
+var errRequeued = errors.New("back in the queue")
+
+// afterAbort handles a queue match (mode.queue set) that ended aborted:
+// when another seat missed its first move the player is back in the
+// queue (errRequeued, after saying so); when the player's own seat did,
+// it says so. Any other end returns nil.
+func (a *app) afterAbort(ctx context.Context, c *client.Client, found client.Found, final *matchv1.Match, mode playMode) error {
+	if mode.queue == "" || final.GetStatus() != matchv1.MatchStatus_MATCH_STATUS_ABORTED {
+		return nil
+	}
+	missed, err := c.FirstMoveMissed(ctx, final)
+	if err != nil || missed == gamev1.Seat_SEAT_UNSPECIFIED {
+		return nil // an operator's abort, or unknown: the match just ended
+	}
+	if missed == found.Seat {
+		if !mode.asJSON {
+			fmt.Fprintln(a.stdout, "you did not make your first move in time: the game was aborted")
 		}
 		return nil
 	}
+	tk, err := c.Requeue(ctx, mode.queue)
 	if err != nil {
 		return err
 	}
-	if !*asJSON {
-		fmt.Fprintf(a.stdout, "\rmatched: match %s, you play %s%40s\n", found.MatchID, seatName(found.Seat), "")
+	if !mode.asJSON {
+		fmt.Fprintf(a.stdout, "%s missed their first move: the game was aborted; back in the queue (waiting since %s)\n",
+			seatName(missed), tk.GetCreatedAt().AsTime().Local().Format(time.TimeOnly))
 	}
-	return a.playFound(ctx, c, s, found, playMode{auto: *auto, level: level, asJSON: *asJSON, fixed: *fixed}, lines)
+	return errRequeued
 }
 
 // playMode is how a found match is played: by a bot brain (auto, level) or
@@ -252,6 +292,9 @@ type playMode struct {
 	level  brain.Level
 	asJSON bool
 	fixed  bool
+	// queue is the queue the match was found in ("" for a table's): a
+	// first-move abort by another seat puts the player back in it.
+	queue string
 }
 
 // playFound plays a match found in a queue or started at a table to its
@@ -304,6 +347,9 @@ func (a *app) playOne(ctx context.Context, c *client.Client, s session, found cl
 	}
 	if err != nil {
 		return client.Found{}, err
+	}
+	if err := a.afterAbort(ctx, c, found, final, mode); err != nil {
+		return client.Found{}, err // its line says the game was aborted
 	}
 	res := summarize(final, s.PlayerID, found, reconnects)
 	if *asJSON {

@@ -64,6 +64,13 @@ var playerLinked = must(For[*eventsv1.PlayerLinked]())
 // and the rating service consumes.
 func PlayerLinked() Stream[*eventsv1.PlayerLinked] { return playerLinked }
 
+var matchAbandoned = must(For[*eventsv1.MatchAbandoned]())
+
+// MatchAbandoned returns the contract of the stream of matches aborted
+// because a seat missed its first move, which the match service publishes
+// and the matchmaking service consumes (it requeues the other players).
+func MatchAbandoned() Stream[*eventsv1.MatchAbandoned] { return matchAbandoned }
+
 func must[M proto.Message](s Stream[M], err error) Stream[M] {
 	if err != nil {
 		panic(err)

@@ -69,6 +69,24 @@ func TestPlayerLinkedWireNames(t *testing.T) {
 	}
 }
 
+// TestMatchAbandonedWireNames pins the abandoned stream's names: the match
+// service publishes and matchmaking consumes them, possibly of different
+// releases.
+func TestMatchAbandonedWireNames(t *testing.T) {
+	t.Parallel()
+	s := eventstream.MatchAbandoned()
+	for _, tt := range []struct{ name, got, want string }{
+		{"key", s.Key(), "fk:events:match-abandoned"},
+		{"type field", s.TypeField(), "type"},
+		{"data field", s.DataField(), "data"},
+		{"type", s.Type(), "fourkingdoms.events.v1.MatchAbandoned"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s = %q, want %q", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
 func TestForNeedsTheOption(t *testing.T) {
 	t.Parallel()
 	if _, err := eventstream.For[*eventsv1.MatchEvent](); err == nil || !strings.Contains(err.Error(), "no stream option") {

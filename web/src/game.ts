@@ -13,6 +13,7 @@ import { describe, reason, retryable } from "./errors";
 import { Follower, type FollowView } from "./follower";
 import { SeatStatus, Termination } from "./gen/fourkingdoms/game/v1/game_pb";
 import { MatchStatus } from "./gen/fourkingdoms/match/v1/match_pb";
+import { forgetQueueOfMatch, queueOfMatch } from "./queueof";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { checkedSeats, claimPossible, claimRule, clockState, noteText, rounds, seatState } from "./match";
 import { LegalMoves } from "./notation";
@@ -73,6 +74,7 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
   const ratings = new Map<string, number>();
   let ratingsAsked = false;
   let summaryAsked = false;
+  let requeued = false;
   const gained = new Map<number, { pts: number; at: number }>();
   // Whether this match allows claims (claimRule): learned from the server,
   // asked once the folded state makes a claim possible.
@@ -297,9 +299,21 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
     const m = v.match;
     if (m.status === MatchStatus.ABORTED) {
       const missed = v.notes.find((n) => n.kind === "firstMoveMissed");
+      const mine = !!missed && mySeat !== 0 && missed.seat === mySeat;
       replace(summary, h("h2", {}, "Game aborted"), missed
-        ? h("p", { "data-testid": "first-move-missed" }, `${capitalize(noteText(missed, (x) => seatName[x] ?? `seat ${x}`))}. No result, no rating change.`)
+        ? h("p", { "data-testid": "first-move-missed" }, mine
+          ? "You did not make your first move in time: the game was aborted. No result, no rating change."
+          : `${capitalize(noteText(missed, (x) => seatName[x] ?? `seat ${x}`))}. No result, no rating change.`)
         : h("p", {}, "An operator aborted this game: no result, no rating change."));
+      // A game from the queue aborted for someone else's first move: the
+      // matchmaker put this player back in the queue with the original
+      // ticket; the search screen picks it up (docs/web.md).
+      const queue = queueOfMatch(matchId);
+      if (missed && mySeat && !mine && !spectator && queue && !requeued) {
+        requeued = true;
+        forgetQueueOfMatch(matchId);
+        go(`/queue/${encodeURIComponent(queue)}?missed=${missed.seat}`);
+      }
       return;
     }
     const res = m.result;

@@ -5,7 +5,7 @@
 // the private tables' screens in friends.ts.
 
 import { Code, ConnectError } from "@connectrpc/connect";
-import { durationMs } from "@bufbuild/protobuf/wkt";
+import { durationMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { loadSession, newApi, type Api } from "./api";
 import { h, replace } from "./dom";
 import { describe, reason, retryable, sessionReasons } from "./errors";
@@ -15,6 +15,8 @@ import { LeaderboardSection } from "./gen/fourkingdoms/rating/v1/rating_pb";
 import { Backoff } from "./backoff";
 import { friendsScreen, joinByCode, lobbyScreen, tablePath, type Ctx } from "./friends";
 import { codeFromHash } from "./tables";
+import { rememberQueueOfMatch } from "./queueof";
+import { seatName } from "./boardview";
 
 const { expired } = loadSession(localStorage);
 const api = newApi(location.origin, localStorage);
@@ -94,8 +96,10 @@ function route(): void {
   const watch = /^\/watch\/([^/]+)$/.exec(path);
   const play = /^\/play\/([^/]+)$/.exec(path);
   const table = /^\/table\/([^/]+)$/.exec(path);
+  const queue = /^\/queue\/([^/]+)$/.exec(path);
   if (watch) unmount = mountGame(main, api, decodeURIComponent(watch[1]!), true, go);
   else if (play) unmount = mountGame(main, api, decodeURIComponent(play[1]!), false, go);
+  else if (queue) unmount = searchScreen(decodeURIComponent(queue[1]!), Number(new URLSearchParams(location.search).get("missed") ?? 0));
   else if (table) unmount = lobbyScreen(main, ctx, decodeURIComponent(table[1]!), new URLSearchParams(location.search).has("join"));
   else if (path === "/friends") unmount = friendsScreen(main, ctx);
   else if (path === "/account") unmount = accountScreen();
@@ -201,7 +205,11 @@ function queueScreen(): () => void {
   return () => { stopped = true; clearInterval(t); };
 }
 
-function searchScreen(queue: string): () => void {
+// searchScreen searches in queue: Enqueue, then the ticket's updates. With
+// missed (a seat) it is the way back after a game from the queue was
+// aborted because that seat missed its first move: Enqueue returns the
+// ticket the matchmaker requeued with its original enqueue time.
+function searchScreen(queue: string, missed = 0): () => void {
   const abort = new AbortController();
   let ticketId = "";
   let waitedMs = 0, since = Date.now(), low = 0, high = 0;
@@ -209,8 +217,10 @@ function searchScreen(queue: string): () => void {
   const windowEl = h("span", { class: "window" }, "—");
   const err = h("p", { class: "error", role: "alert" });
   const cancel = h("button", { type: "button", onclick: () => void doCancel() }, "Cancel");
+  const back = h("p", { "data-testid": "requeued", hidden: missed === 0 });
   replace(main, h("section", { class: "card narrow searching" },
     h("h1", {}, "Looking for players…"),
+    back,
     h("p", {}, `Queue ${queue}`),
     h("p", {}, "Waited: ", waitedEl), h("p", {}, "Rating window: ", windowEl),
     err, cancel));
@@ -234,6 +244,14 @@ function searchScreen(queue: string): () => void {
       const r = await guard(api.matchmaking.enqueue({ target: { case: "queue", value: queue } }, { timeoutMs: 10_000 }));
       const tk = r.ticket!;
       ticketId = tk.ticketId;
+      if (tk.createdAt) {
+        waitedMs = Math.max(0, Date.now() - timestampMs(tk.createdAt));
+        since = Date.now();
+      }
+      if (missed && tk.createdAt) {
+        const at = new Date(timestampMs(tk.createdAt)).toLocaleTimeString([], { hour12: false });
+        back.textContent = `${seatName[missed] ?? `Seat ${missed}`} missed their first move: the game was aborted; back in the queue (waiting since ${at})`;
+      }
       if (tk.matchId) return matched(tk.matchId);
       const bo = new Backoff();
       for (;;) {
@@ -274,6 +292,7 @@ function searchScreen(queue: string): () => void {
   })();
 
   function matched(matchId: string): void {
+    rememberQueueOfMatch(matchId, queue);
     stop();
     setMessage("");
     go(`/play/${encodeURIComponent(matchId)}`);

@@ -207,6 +207,16 @@ func (b *bot) run(ctx context.Context) {
 			b.log.Warn("bot game failed", "match", found.MatchID, "err", err)
 			sleep(ctx, time.Second)
 		}
+		if missed, err := c.FirstMoveMissed(ctx, final); err == nil && missed != gamev1.Seat_SEAT_UNSPECIFIED && missed != found.Seat {
+			// Another seat missed its first move: the matchmaker put this
+			// bot back in the queue with its original ticket, which
+			// FindMatch picks up again. Not a game played.
+			if tk, err := c.Requeue(ctx, b.queue); err == nil {
+				b.log.Info("bot back in the queue after a first-move abort", "match", found.MatchID, "missed", missed.String(),
+					"ticket", tk.GetTicketId(), "waiting_since", tk.GetCreatedAt().AsTime())
+			}
+			continue
+		}
 		if client.Over(final) {
 			games++
 			b.log.Info("bot game over", "match", found.MatchID, "ranking", rankingText(final))

@@ -66,6 +66,7 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.Store.Retention, "retention", "MATCH_RETENTION", "how long finished matches stay readable")
 	b.Duration(&c.Store.RequestTTL, "request-ttl", "MATCH_REQUEST_TTL", "how long CreateMatch request ids are remembered")
 	b.String(&c.Store.FinishedStream, "finished-stream", "MATCH_FINISHED_STREAM", "stream receiving MatchFinished records")
+	b.String(&c.Store.AbandonedStream, "abandoned-stream", "MATCH_ABANDONED_STREAM", "stream receiving MatchAbandoned records (first-move aborts, for the matchmaker)")
 	b.Int(&c.Store.WaitReplicas, "wait-replicas", "MATCH_WAIT_REPLICAS", "replicas that must confirm each change (0: none)")
 	b.Duration(&c.Store.WaitTimeout, "wait-timeout", "MATCH_WAIT_TIMEOUT", "how long to wait for replica confirmation")
 	b.Duration(&c.Match.FirstMoveLimit, "first-move-limit", "MATCH_FIRST_MOVE_LIMIT", "time for a player's first move")

@@ -421,6 +421,15 @@ func (s *Service) commit(ctx context.Context, e *entry, ch *change, moveKey stri
 			}
 			c.FinishedData = fin
 		}
+		// A first-move abort goes to the outbox too (rated or not): the
+		// matchmaker puts the other players back in their queue.
+		if ab := abandonedRecord(e, ch); ab != nil {
+			data, err := marshal(ab)
+			if err != nil {
+				return store.Result{}, err
+			}
+			c.AbandonedData = data
+		}
 	}
 	return s.store.Commit(ctx, e.id, c)
 }
@@ -432,6 +441,24 @@ func (s *Service) finishedRecord(e *entry, rec record) *eventsv1.MatchFinished {
 		Result: wire.Result(e.game), StartedAt: e.created.GetOccurredAt(), FinishedAt: timestamppb.New(rec.FinishedAt),
 		Plies: uint32(e.game.Ply()),
 	}
+}
+
+// abandonedRecord is the MatchAbandoned record of a change that aborts the
+// match for a missed first move (outOfTime), or nil: operator aborts and
+// every other change are not published.
+func abandonedRecord(e *entry, ch *change) *eventsv1.MatchAbandoned {
+	for _, ev := range ch.events {
+		ab := ev.GetMatchAborted()
+		if ab == nil || ab.GetFirstMoveMissed() == gamev1.Seat_SEAT_UNSPECIFIED {
+			continue
+		}
+		mc := e.created.GetMatchCreated()
+		return &eventsv1.MatchAbandoned{
+			MatchId: e.id, RuleSet: mc.GetRuleSet(), TimeControl: mc.GetTimeControl(), Players: mc.GetPlayers(),
+			MissedSeat: ab.GetFirstMoveMissed(), OccurredAt: ev.GetOccurredAt(),
+		}
+	}
+	return nil
 }
 
 var marshalOpts = proto.MarshalOptions{Deterministic: true}

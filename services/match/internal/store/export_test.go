@@ -14,6 +14,9 @@ import (
 // FinishedStreamKey is the full key of the global finished stream.
 func (s *Store) FinishedStreamKey() string { return s.keys.prefix + s.cfg.FinishedStream }
 
+// AbandonedStreamKey is the full key of the global abandoned stream.
+func (s *Store) AbandonedStreamKey() string { return s.keys.prefix + s.cfg.AbandonedStream }
+
 // Deadline returns the stored deadline of a match (zero if none).
 func (s *Store) Deadline(ctx context.Context, id string) (time.Time, error) {
 	p, err := PartitionOf(id)

@@ -222,7 +222,7 @@ func (c *commitCall) appendTo(cmd []any) []any {
 
 // commitScript applies one state change if the match is still at the version
 // the caller computed it from. The outbox entry (A_OUTBOX_*, A_*_FIELD) has
-// the layout of the finished stream's entries (package eventstream), so Relay
+// the layout of the relayed streams' entries (package eventstream), so Relay
 // copies it unchanged.
 //
 // The field v holds "<version>:<stamp>", the stamp being random per commit:
@@ -480,7 +480,7 @@ if ARGV[A_LEAVE] == '1' then redis.call('ZREM', KEYS[K_MEMBERS], ARGV[A_OWNER]) 
 return n
 `
 
-// relayScript copies outbox entries to the global finished stream, each at
+// relayScript copies outbox entries to one global stream, each at
 // most once: K_MARKS holds one mark key per entry (in the stream's slot) and
 // A_ENTRIES its type and data; an entry whose mark exists was copied before
 // and is skipped. It returns the number of entries added.

@@ -14,10 +14,12 @@
 //   - The event stream entry ids are "<version>-0"; it is capped at
 //     Config.EventLogLen entries (approximately, MAXLEN ~), older ones are
 //     trimmed and readers fall back to a snapshot.
-//   - The finishing change writes the MatchFinished record into the partition
+//   - The finishing change writes the MatchFinished record (or, for a
+//     first-move abort, the MatchAbandoned record) into the partition
 //     outbox in the same script; Relay copies outbox entries to the global
-//     stream and deletes them afterwards (at-least-once: a crash between the
-//     copy and the delete duplicates an entry, consumers dedupe by match id).
+//     stream of their type and deletes them afterwards (at-least-once: a
+//     crash between the copy and the delete duplicates an entry, consumers
+//     dedupe by match id).
 //   - Finished matches expire after Config.Retention.
 package store
 
@@ -55,8 +57,13 @@ type Config struct {
 	// FinishedStream is the global stream MatchFinished records are relayed
 	// to; its entries have the layout of eventstream.MatchFinished.
 	FinishedStream string
-	// FinishedStreamLen caps the global stream (approximately); 0 = no cap.
+	// FinishedStreamLen caps each global stream, the finished and the
+	// abandoned one (approximately); 0 = no cap.
 	FinishedStreamLen int64
+	// AbandonedStream is the global stream MatchAbandoned records (matches
+	// aborted by a missed first move) are relayed to; its entries have the
+	// layout of eventstream.MatchAbandoned.
+	AbandonedStream string
 	// WaitReplicas, when > 0, makes every commit wait (Redis WAIT) until that
 	// many replicas acknowledged it, for at most WaitTimeout.
 	WaitReplicas int
@@ -72,6 +79,7 @@ func DefaultConfig() Config {
 		RequestTTL:        24 * time.Hour,
 		FinishedStream:    eventstream.MatchFinished().Key(),
 		FinishedStreamLen: 1_000_000,
+		AbandonedStream:   eventstream.MatchAbandoned().Key(),
 		WaitTimeout:       500 * time.Millisecond,
 	}
 }
@@ -87,6 +95,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("request TTL %v: must be at least 1s", c.RequestTTL)
 	case c.FinishedStream == "":
 		return errors.New("finished stream name is empty")
+	case c.AbandonedStream == "" || c.AbandonedStream == c.FinishedStream:
+		return errors.New("abandoned stream name must be set and differ from the finished stream")
 	case c.WaitReplicas < 0:
 		return fmt.Errorf("wait replicas %d: must not be negative", c.WaitReplicas)
 	case c.WaitReplicas > 0 && c.WaitTimeout <= 0:
@@ -272,9 +282,12 @@ type Change struct {
 	// deadline set.
 	Deadline time.Time
 	// Finished marks the final change: the match keys get the retention TTL
-	// and Finished (if not nil) goes to the outbox.
-	Finished     bool
-	FinishedData []byte
+	// and FinishedData (a MatchFinished) or AbandonedData (a
+	// MatchAbandoned), if not empty, goes to the outbox. At most one of the
+	// two is set.
+	Finished      bool
+	FinishedData  []byte
+	AbandonedData []byte
 }
 
 // Outcome says how a Commit ended.
@@ -320,6 +333,13 @@ func (s *Store) Commit(ctx context.Context, id string, c Change) (Result, error)
 	// One slice holds the whole EVALSHA command: the keys and arguments
 	// are views of it (the commit is the hot path of every move).
 	fin := eventstream.MatchFinished()
+	outType, outData := fin.Type(), c.FinishedData
+	if len(c.AbandonedData) > 0 {
+		if len(c.FinishedData) > 0 {
+			return Result{}, fmt.Errorf("commit match %s: a change is either finished or abandoned", id)
+		}
+		outType, outData = eventstream.MatchAbandoned().Type(), c.AbandonedData
+	}
 	cmd := commitScript.Args(commitNKeys, commitNKeys+commitNArgs+len(c.Events))
 	cmd = (&commitCall{
 		match: s.keys.match(p, id), events: s.keys.events(p, id), moves: s.keys.moves(p, id),
@@ -327,7 +347,7 @@ func (s *Store) Commit(ctx context.Context, id string, c Change) (Result, error)
 		id: id, expected: strconv.FormatUint(c.Expected, 10) + ":" + c.ExpectedStamp,
 		game: c.Game, clock: c.Clock, moveKey: c.MoveKey, reply: c.Reply,
 		deadline: unixMilli(c.Deadline), finished: finished, retention: s.retentionMS,
-		outboxData: c.FinishedData, outboxType: fin.Type(), typeField: fin.TypeField(), dataField: fin.DataField(),
+		outboxData: outData, outboxType: outType, typeField: fin.TypeField(), dataField: fin.DataField(),
 		logLen: s.cfg.EventLogLen, stamp: c.Stamp, private: EncodePrivate(c.Private), evs: c.Events,
 	}).appendTo(cmd)
 	var res []any
@@ -598,21 +618,57 @@ func (s *Store) Scan(ctx context.Context, partitions []int, now time.Time, limit
 	return out, failed
 }
 
-// Relay copies a partition's outbox entries to the global finished stream and
-// then deletes them from the outbox. A failure between the two steps leaves
-// the entries in the outbox, so they are copied again later; the copy is a
-// script that marks each outbox entry as relayed (a key in the stream's
-// slot, kept for RelayMarkTTL) and skips an entry already marked, so such a
-// retry adds nothing to the stream. Consumers still dedupe by match id:
-// delivery stays at least once in principle (a failover may lose a mark, or
-// a retry may come after the mark expired), but no longer in the common
-// case of a scan cut at its deadline between copy and delete.
+// Relay copies a partition's outbox entries to the global stream of their
+// type (MatchAbandoned entries to Config.AbandonedStream, every other one to
+// Config.FinishedStream) and then deletes them from the outbox. A failure
+// between the two steps leaves the entries in the outbox, so they are
+// copied again later; the copy is a script that marks each outbox entry as
+// relayed (a key in its stream's slot, kept for RelayMarkTTL) and skips an
+// entry already marked, so such a retry adds nothing to the stream.
+// Consumers still dedupe by match id: delivery stays at least once in
+// principle (a failover may lose a mark, or a retry may come after the mark
+// expired), but no longer in the common case of a scan cut at its deadline
+// between copy and delete.
 func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessage) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	fin := eventstream.MatchFinished()
-	stream := s.keys.prefix + s.cfg.FinishedStream
+	// Both streams share the entry layout (package eventstream), so the
+	// type field tells them apart; the two streams may live in different
+	// slots, so each gets a script run of its own.
+	fin, abandoned := eventstream.MatchFinished(), eventstream.MatchAbandoned()
+	var finished, aborted []redis.XMessage
+	for _, e := range entries {
+		if e.Values[fin.TypeField()] == abandoned.Type() {
+			aborted = append(aborted, e)
+		} else {
+			finished = append(finished, e)
+		}
+	}
+	if err := s.relay(ctx, partition, s.cfg.FinishedStream, finished); err != nil {
+		return err
+	}
+	if err := s.relay(ctx, partition, s.cfg.AbandonedStream, aborted); err != nil {
+		return err
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
+	}
+	if err := s.rdb.XDel(ctx, s.keys.outbox(partition), ids...).Err(); err != nil {
+		return fmt.Errorf("relay partition %d: delete outbox entries: %w", partition, err)
+	}
+	return nil
+}
+
+// relay copies entries to one global stream (name before the key prefix),
+// each at most once.
+func (s *Store) relay(ctx context.Context, partition int, name string, entries []redis.XMessage) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	fin := eventstream.MatchFinished() // the layout every relayed stream shares
+	stream := s.keys.prefix + name
 	keys := make([]string, 0, 1+len(entries))
 	keys = append(keys, stream)
 	args := make([]any, 0, relayNArgs+2*len(entries))
@@ -622,14 +678,7 @@ func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessa
 		args = append(args, e.Values[fin.TypeField()], e.Values[fin.DataField()])
 	}
 	if err := relayScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
-		return fmt.Errorf("relay partition %d: %w", partition, err)
-	}
-	ids := make([]string, len(entries))
-	for i, e := range entries {
-		ids[i] = e.ID
-	}
-	if err := s.rdb.XDel(ctx, s.keys.outbox(partition), ids...).Err(); err != nil {
-		return fmt.Errorf("relay partition %d: delete outbox entries: %w", partition, err)
+		return fmt.Errorf("relay partition %d to %s: %w", partition, name, err)
 	}
 	return nil
 }

@@ -90,6 +90,7 @@ func TestStore(t *testing.T) {
 			t.Run("CommitOutcomes", func(t *testing.T) { testCommitOutcomes(t, rdb) })
 			t.Run("EventsTrimmed", func(t *testing.T) { testEventsTrimmed(t, rdb) })
 			t.Run("FinishRelaysOutbox", func(t *testing.T) { testFinish(t, rdb) })
+			t.Run("AbandonRelaysToItsStream", func(t *testing.T) { testAbandon(t, rdb) })
 			t.Run("RacingCommits", func(t *testing.T) { testRacingCommits(t, rdb) })
 			t.Run("LiveNotification", func(t *testing.T) { testLive(t, rdb) })
 			t.Run("KeeperRanges", func(t *testing.T) { testKeeperRanges(t, rdb) })
@@ -328,6 +329,86 @@ func testFinish(t *testing.T, rdb redis.UniversalClient) {
 			t.Errorf("outbox not emptied after relay: %+v", d.Outbox)
 		}
 	}
+}
+
+// testAbandon: a first-move abort's MatchAbandoned record and a
+// MatchFinished record of the same partition's outbox each reach their own
+// stream, once, however often the relay copies them.
+func testAbandon(t *testing.T, rdb redis.UniversalClient) {
+	s := newStore(t, rdb, nil)
+	ctx := t.Context()
+	// Two matches of one partition: the request ids of one partition
+	// are found by trying.
+	abandonedID := create(t, s, "req-ab")
+	p, _ := store.PartitionOf(abandonedID)
+	var finishedID string
+	for i := 0; finishedID == ""; i++ {
+		if req := fmt.Sprintf("req-fin-%d", i); store.PartitionForRequest(req) == p {
+			finishedID = create(t, s, req)
+		}
+	}
+	ab, fin := eventstream.MatchAbandoned(), eventstream.MatchFinished()
+	abandoned := &eventsv1.MatchAbandoned{MatchId: abandonedID, RuleSet: "fourkingdoms", MissedSeat: gamev1.Seat_SEAT_BLUE,
+		Players:    []*gamev1.SeatPlayer{{Seat: gamev1.Seat_SEAT_RED, Player: &gamev1.Player{PlayerId: "g-a", IsBot: true}}},
+		OccurredAt: timestamppb.New(time.Date(2026, 12, 2, 12, 1, 5, 0, time.UTC))}
+	finished := &eventsv1.MatchFinished{MatchId: finishedID, RuleSet: "fourkingdoms"}
+	for _, c := range []struct {
+		id     string
+		change store.Change
+	}{
+		{abandonedID, store.Change{Finished: true, AbandonedData: mustMarshal(t, abandoned)}},
+		{finishedID, store.Change{Finished: true, FinishedData: mustMarshal(t, finished)}},
+	} {
+		c.change.Expected, c.change.ExpectedStamp, c.change.Game = 1, stampOf(t, s, c.id), []byte("end")
+		if res, err := s.Commit(ctx, c.id, c.change); err != nil || res.Outcome != store.Applied {
+			t.Fatalf("final Commit of %s = %+v, %v", c.id, res, err)
+		}
+	}
+	if _, err := s.Commit(ctx, finishedID, store.Change{Finished: true, FinishedData: []byte("x"), AbandonedData: []byte("y")}); err == nil {
+		t.Error("a change both finished and abandoned was accepted")
+	}
+	due, err := s.Scan(ctx, []int{p}, time.Now(), 100)
+	if err != nil || len(due) != 1 || len(due[0].Outbox) != 2 {
+		t.Fatalf("Scan = %+v, %v; want the two records in the outbox of partition %d", due, err, p)
+	}
+	for range 2 { // a relay whose delete failed copies again
+		if err := s.Relay(ctx, p, due[0].Outbox); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if key := s.AbandonedStreamKey(); !strings.HasSuffix(key, ":"+ab.Key()) {
+		t.Errorf("abandoned stream key %q, want the contract's %q behind the test's key prefix", key, ab.Key())
+	}
+	msgs, err := rdb.XRange(ctx, s.AbandonedStreamKey(), "-", "+").Result()
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("abandoned stream = %+v, %v; want one entry", msgs, err)
+	}
+	got, err := ab.Decode(msgs[0].Values)
+	if err != nil {
+		t.Fatalf("the relayed entry breaks the contract: %v", err)
+	}
+	if diff := cmp.Diff(abandoned, got, protocmp.Transform()); diff != "" {
+		t.Errorf("relayed MatchAbandoned (-published +decoded):\n%s", diff)
+	}
+	msgs, err = rdb.XRange(ctx, s.FinishedStreamKey(), "-", "+").Result()
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("finished stream = %+v, %v; want one entry", msgs, err)
+	}
+	if got, err := fin.Decode(msgs[0].Values); err != nil || got.GetMatchId() != finishedID {
+		t.Errorf("finished stream holds %v, %v; want match %s", got, err, finishedID)
+	}
+	if due, err := s.Scan(ctx, []int{p}, time.Now(), 100); err != nil || len(due) != 0 {
+		t.Errorf("after the relay Scan = %+v, %v; want an empty outbox", due, err)
+	}
+}
+
+func mustMarshal(t *testing.T, m proto.Message) []byte {
+	t.Helper()
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // testRacingCommits: many writers race from the same versions; every version

@@ -106,6 +106,12 @@ type config struct {
 	// PlayerLinked event per guest linked to an account (LinkGuest); the
 	// rating service consumes it (RATING_LINK_STREAM).
 	LinkStream string
+	// AbandonedStream is the Redis stream (after KeyPrefix) the match
+	// service relays a MatchAbandoned record to per match aborted for a
+	// missed first move (MATCH_ABANDONED_STREAM); this service consumes it
+	// (consumer group "matchmaking") and puts the other players back in
+	// their queue.
+	AbandonedStream string
 }
 
 // defaultConfig returns the defaults of every setting.
@@ -142,6 +148,7 @@ func defaultConfig() config {
 		TableGuesses:            10,
 		TableGuessWindow:        time.Minute,
 		LinkStream:              eventstream.PlayerLinked().Key(),
+		AbandonedStream:         eventstream.MatchAbandoned().Key(),
 	}
 	// Each service has its own default ports, so the three run side by
 	// side on one machine: match on 8081, matchmaking 8082, rating 8083
@@ -184,6 +191,7 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.TableGuessWindow, "table-guess-window", "MM_TABLE_GUESS_WINDOW", "the window of MM_TABLE_GUESSES")
 	b.String(&c.PublicURL, "public-url", "MM_PUBLIC_URL", "the web client's public address, for invite links (empty: no links)")
 	b.String(&c.LinkStream, "link-stream", "MM_LINK_STREAM", "stream receiving a PlayerLinked event per guest linked to an account (after the key prefix)")
+	b.String(&c.AbandonedStream, "abandoned-stream", "MM_ABANDONED_STREAM", "stream of matches aborted for a missed first move, whose other players are requeued (after the key prefix)")
 	return errors.Join(b.Err(), c.Server.Bind(fs, getenv), c.Redis.Bind(fs, getenv))
 }
 
@@ -221,6 +229,7 @@ func (c config) Validate() error {
 	check(c.StatsWindow >= store.StatsSlot && c.StatsWindow <= 15*time.Minute, "stats window must be between %v and 15m, got %v", store.StatsSlot, c.StatsWindow)
 	check(c.GuestTokenTTL > 0, "guest token TTL must be positive, got %v", c.GuestTokenTTL)
 	check(c.LinkStream != "", "link stream must be set")
+	check(c.AbandonedStream != "" && c.AbandonedStream != c.LinkStream, "abandoned stream must be set and differ from the link stream")
 	check(c.GuestSessionTTL >= c.GuestTokenTTL, "guest session TTL (%v) must be >= the guest token TTL (%v): a session must outlive its tokens", c.GuestSessionTTL, c.GuestTokenTTL)
 	for _, l := range c.botLevels() {
 		check(l != "" && !strings.ContainsAny(l, "/{} "), "bot levels: %q is not a level name", l)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/matchmaker"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/rematch"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/remote"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/requeue"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/sessions"
 	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
 )
@@ -140,6 +142,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		// when the match service does, which must not take matchmaking
 		// (and guest login) out of rotation; they retry every interval.
 		s.Go("matchmaker", func(ctx context.Context) error { return mm.Run(ctx, qs) })
+		// Players of matches aborted for someone else's missed first move
+		// go back to their queue (docs/matchmaking.md "Requeue").
+		rq := requeue.DefaultConfig(consumerName())
+		rq.Stream = cfg.KeyPrefix + cfg.AbandonedStream
+		abandoned := requeue.New(rdb, st, rq, log, s.Report)
+		s.Go("requeue", abandoned.Run)
 		return nil
 	})
 }
@@ -159,4 +167,11 @@ func expireLobbies(ctx context.Context, st *store.Store, every time.Duration, lo
 			log.WarnContext(ctx, "expiring bot lobby tickets failed", "err", err)
 		}
 	}
+}
+
+// consumerName names this instance in the requeue consumer group: unique
+// among live instances (host and process id).
+func consumerName() string {
+	host, _ := os.Hostname()
+	return host + ":" + strconv.Itoa(os.Getpid())
 }

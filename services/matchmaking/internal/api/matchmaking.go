@@ -354,7 +354,7 @@ func (s *Matchmaking) ticketProto(tk store.Ticket) *matchmakingv1.Ticket {
 		PlayerId:  tk.PlayerID,
 		Queue:     tk.Queue,
 		CreatedAt: timestamppb.New(tk.EnqueuedAt),
-		ExpiresAt: timestamppb.New(tk.EnqueuedAt.Add(s.set.TicketTTL)),
+		ExpiresAt: timestamppb.New(tk.ExpiresAt),
 		MatchId:   tk.MatchID,
 		Seat:      gamev1.Seat(tk.Seat),
 	}

@@ -223,7 +223,7 @@ func (m *Matchmaker) Round(ctx context.Context, q queues.Queue) (RoundResult, er
 	var unrated []int
 	live := entries[:0]
 	for _, e := range entries {
-		if now.Sub(e.EnqueuedAt()) >= m.cfg.TicketTTL {
+		if !now.Before(e.ExpiresAt(m.cfg.TicketTTL)) {
 			expired = append(expired, e.TicketID)
 			continue
 		}

@@ -696,3 +696,47 @@ func TestRoundKeepsPlayersOfARunningGameApart(t *testing.T) {
 		}
 	})
 }
+
+// TestRequeuedMatchedFirst: the three players requeued after a first-move
+// abort keep their original enqueue time, so the next round seats them
+// ahead of two newer tickets (all of one rating): one match, three of its
+// players the requeued ones.
+func TestRequeuedMatchedFirst(t *testing.T) {
+	t.Parallel()
+	forEachRedis(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		now := time.Now()
+		var first []store.Ticket
+		for i := range 4 {
+			first = append(first, e.enqueue(t, queue5, fmt.Sprintf("a%d", i), 1500, now.Add(time.Duration(i)*time.Millisecond)))
+		}
+		m := e.matchmaker()
+		if res, err := m.Round(ctx, queue5); err != nil || res.Formed != 1 {
+			t.Fatalf("first round = %+v, %v; want one match", res, err)
+		}
+		tk, err := e.store.Ticket(ctx, first[0].ID)
+		if err != nil || tk.MatchID == "" {
+			t.Fatalf("ticket = %+v, %v; want matched", tk, err)
+		}
+		// a1 misses their first move; the match is abandoned a minute
+		// later, after two newer players queued.
+		e.enqueue(t, queue5, "n0", 1500, now.Add(30*time.Second))
+		e.enqueue(t, queue5, "n1", 1500, now.Add(31*time.Second))
+		if got, err := e.store.Requeue(ctx, tk.MatchID, "a1", now.Add(time.Minute)); err != nil || len(got) != 3 {
+			t.Fatalf("Requeue = %+v, %v", got, err)
+		}
+		res, err := m.Round(ctx, queue5)
+		if err != nil || res.Formed != 1 || res.Waiting != 5 {
+			t.Fatalf("round after the requeue = %+v, %v; want one match of 5 waiting", res, err)
+		}
+		if w, err := e.store.Waiting(ctx, queue5.Name()); err != nil || len(w) != 1 || w[0].Player.ID[0] != 'n' {
+			t.Errorf("left waiting: %+v, %v; want one of the newer players", w, err)
+		}
+		for _, id := range []string{"a0", "a2", "a3"} {
+			tk, existing, err := e.store.Enqueue(ctx, queue5.Name(), store.Player{ID: id}, now.Add(time.Minute))
+			if err != nil || existing {
+				t.Errorf("%s: Enqueue = %+v, %v, %v; want a new ticket (the requeued one was matched)", id, tk, existing, err)
+			}
+		}
+	})
+}

@@ -201,7 +201,7 @@ func (s *Store) ExpireLobbies(ctx context.Context, now time.Time) (int, error) {
 		}
 		var old []string
 		for _, e := range entries {
-			if now.Sub(e.EnqueuedAt()) >= s.set.TicketTTL {
+			if !now.Before(e.ExpiresAt(s.set.TicketTTL)) {
 				old = append(old, e.TicketID)
 			}
 		}

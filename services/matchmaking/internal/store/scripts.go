@@ -166,6 +166,7 @@ const (
 	completeACounterTTL
 	completeAWaitsCap
 	completeAPlayedTTL
+	completeAMatchTTL
 	completeNArgs
 )
 
@@ -177,18 +178,20 @@ var completeLayout = redisconn.Layout{
 		completeACounterTTL: "A_COUNTER_TTL",
 		completeAWaitsCap:   "A_WAITS_CAP",
 		completeAPlayedTTL:  "A_PLAYED_TTL",
+		completeAMatchTTL:   "A_MATCH_TTL",
 	},
-	KeyTail: redisconn.Tail{Name: "K_GROUPS", Width: 5},
+	KeyTail: redisconn.Tail{Name: "K_GROUPS", Width: 6},
 	ArgTail: redisconn.Tail{Name: "A_GROUPS", Width: 18},
 }
 
 // completeArgs starts a run of completeScript with room for n groups: the
 // queue's formation deadlines, wait samples, formed counter and record of
 // the matches formed in the current slot (Store.Played), the tickets'
-// retention (ms), the counter's TTL (ms), how many wait samples to keep and
-// the played record's TTL (ms). Add each formation with completeGroup.
-func completeArgs(forming, waits, formed, played string, retentionMS, counterTTLMS int64, waitsCap int, playedTTLMS int64, n int) ([]string, []any) {
-	k := make([]string, completeNKeys, completeNKeys+5*n)
+// retention (ms), the counter's TTL (ms), how many wait samples to keep,
+// the played record's TTL (ms) and the match records' TTL (ms). Add each
+// formation with completeGroup.
+func completeArgs(forming, waits, formed, played string, retentionMS, counterTTLMS int64, waitsCap int, playedTTLMS, matchTTLMS int64, n int) ([]string, []any) {
+	k := make([]string, completeNKeys, completeNKeys+6*n)
 	k[completeKForming] = forming
 	k[completeKWaits] = waits
 	k[completeKFormed] = formed
@@ -198,16 +201,17 @@ func completeArgs(forming, waits, formed, played string, retentionMS, counterTTL
 	a[completeACounterTTL] = counterTTLMS
 	a[completeAWaitsCap] = waitsCap
 	a[completeAPlayedTTL] = playedTTLMS
+	a[completeAMatchTTL] = matchTTLMS
 	return k, a
 }
 
-// completeGroup appends one formation: keys the formation record and the
-// 4 tickets' keys, arguments the formation id, the match id, the 4 seats,
+// completeGroup appends one formation: keys the formation record, the
+// match record (Store.matchKey) and the 4 tickets' keys, arguments the formation id, the match id, the 4 seats,
 // the 4 wait samples, and for each of the 4 players their id and the
 // record of this match to append to their played list ("" for a bot: not
 // recorded).
-func completeGroup(k []string, a []any, formation, id, match string, tickets [4]string, seats [4]int, waits [4]string, players, played [4]string) ([]string, []any) {
-	k = append(k, formation)
+func completeGroup(k []string, a []any, formation, matchRecord, id, match string, tickets [4]string, seats [4]int, waits [4]string, players, played [4]string) ([]string, []any) {
+	k = append(k, formation, matchRecord)
 	k = append(k, tickets[:]...)
 	a = append(a, id, match)
 	for _, s := range seats {
@@ -222,8 +226,10 @@ func completeGroup(k []string, a []any, formation, id, match string, tickets [4]
 	return k, a
 }
 
-// completeScript marks the tickets of formations matched. A formation
-// already completed or released is skipped (0).
+// completeScript marks the tickets of formations matched and keeps each
+// formation's record as its match's record (field f, for a requeue after a
+// first-move abort: requeue.go). A formation already completed or released
+// is skipped (0).
 var completeScript = completeLayout.Script(completeLua)
 
 const completeLua = `
@@ -238,11 +244,13 @@ while k <= #KEYS do
   -- deletes the record. So no per-ticket check is needed here.
   if redis.call('EXISTS', KEYS[k]) == 1 then
     for i = 0, 3 do
-      local t = KEYS[k + 1 + i]
+      local t = KEYS[k + 2 + i]
       redis.call('HSET', t, 's', 'M', 'm', ARGV[a + 1], 'seat', ARGV[a + 2 + i])
       redis.call('PEXPIRE', t, ARGV[A_RETENTION])
     end
     redis.call('LPUSH', KEYS[K_WAITS], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9])
+    redis.call('HSET', KEYS[k + 1], 'f', redis.call('GET', KEYS[k]))
+    redis.call('PEXPIRE', KEYS[k + 1], ARGV[A_MATCH_TTL])
     redis.call('DEL', KEYS[k])
     redis.call('ZREM', KEYS[K_FORMING], ARGV[a])
     redis.call('INCR', KEYS[K_FORMED])
@@ -259,7 +267,7 @@ while k <= #KEYS do
   else
     out[g] = 0
   end
-  k = k + 5
+  k = k + 6
   a = a + 18
 end
 if redis.call('EXISTS', KEYS[K_PLAYED]) == 1 then

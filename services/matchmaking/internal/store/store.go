@@ -113,6 +113,10 @@ type Entry struct {
 	TicketID   string `json:"-"`
 	Player     Player `json:"u"`
 	EnqueuedMs int64  `json:"e"`
+	// ExpiresMs is when the ticket expires (Unix ms) if it was requeued
+	// after a first-move abort (requeue.go), which keeps EnqueuedMs; 0:
+	// EnqueuedMs plus the ticket TTL.
+	ExpiresMs int64 `json:"x,omitempty"`
 	// Rated is set when the rating below came from a formation round.
 	Rated       bool    `json:"-"`
 	Rating      float64 `json:"-"`
@@ -132,15 +136,26 @@ type CoPlayer struct {
 // EnqueuedAt returns the enqueue time.
 func (e Entry) EnqueuedAt() time.Time { return time.UnixMilli(e.EnqueuedMs) }
 
+// ExpiresAt returns when the ticket expires, for tickets that search for
+// at most ttl.
+func (e Entry) ExpiresAt(ttl time.Duration) time.Time {
+	if e.ExpiresMs > 0 {
+		return time.UnixMilli(e.ExpiresMs)
+	}
+	return e.EnqueuedAt().Add(ttl)
+}
+
 // Ticket is a ticket's record.
 type Ticket struct {
 	ID         string
 	Queue      string
 	PlayerID   string
 	EnqueuedAt time.Time
-	State      State
-	MatchID    string
-	Seat       int
+	// ExpiresAt is when the ticket expires if it still searches.
+	ExpiresAt time.Time
+	State     State
+	MatchID   string
+	Seat      int
 	// Rated, Rating and Provisional are known once a formation round rated
 	// the ticket while it was searching.
 	Rated       bool
@@ -282,50 +297,66 @@ func (s *Store) Enqueue(ctx context.Context, queue string, p Player, now time.Ti
 	if _, ok := s.queues[queueCode(queue)]; !ok {
 		return Ticket{}, false, fmt.Errorf("%w: %q", ErrUnknownQueue, queue)
 	}
-	ptr := s.pointerKey(p.ID)
 	id := newTicketID(queue)
+	live, err := s.pointTicket(ctx, p.ID, id, now)
+	if err != nil {
+		return Ticket{}, false, err
+	}
+	if live != nil {
+		return *live, true, nil
+	}
+	t, err := s.create(ctx, queue, Entry{TicketID: id, Player: p, EnqueuedMs: now.UnixMilli()})
+	if err != nil {
+		// Best effort: a leftover pointer to a missing ticket is
+		// replaced after PointerGrace anyway.
+		s.dropPointer(context.WithoutCancel(ctx), s.pointerKey(p.ID), id)
+		return Ticket{}, false, err
+	}
+	return t, false, nil
+}
+
+// pointTicket points the player's live-ticket pointer at ticket id, which
+// the caller creates next, unless the player has a live ticket (returned)
+// or a seat at a table (ErrSeated). A pointer that names id already (a
+// retried requeue, requeue.go) counts as taken.
+func (s *Store) pointTicket(ctx context.Context, player, id string, now time.Time) (*Ticket, error) {
+	ptr := s.pointerKey(player)
 	val := id + "|" + strconv.FormatInt(now.UnixMilli(), 10)
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		if attempt == maxEnqueueAttempts {
-			return Ticket{}, false, fmt.Errorf("enqueue %s: %w", p.ID, ErrContention)
+			return nil, fmt.Errorf("enqueue %s: %w", player, ErrContention)
 		}
 		ok, err := s.rdb.SetNX(ctx, ptr, val, s.pointerTTL()).Result()
 		if err != nil {
-			return Ticket{}, false, fmt.Errorf("set live-ticket pointer: %w", err)
+			return nil, fmt.Errorf("set live-ticket pointer: %w", err)
 		}
 		if ok {
-			t, err := s.create(ctx, queue, id, p, now)
-			if err != nil {
-				// Best effort: a leftover pointer to a missing ticket
-				// is replaced after PointerGrace anyway.
-				s.dropPointer(context.WithoutCancel(ctx), ptr, id)
-				return Ticket{}, false, err
-			}
-			return t, false, nil
+			return nil, nil
 		}
 		cur, err := s.rdb.Get(ctx, ptr).Result()
 		if errors.Is(err, redis.Nil) {
 			continue // the pointer just went away: try again
 		}
 		if err != nil {
-			return Ticket{}, false, fmt.Errorf("read live-ticket pointer: %w", err)
+			return nil, fmt.Errorf("read live-ticket pointer: %w", err)
 		}
 		curID, createdStr, _ := strings.Cut(cur, "|")
+		if curID == id {
+			return nil, nil
+		}
 		created, _ := strconv.ParseInt(createdStr, 10, 64)
 		if strings.HasPrefix(curID, "table:") {
 			// The player sits at (or is joining) a private table.
-			live, wait, err := s.pointerLive(ctx, cur, p.ID, now.Add(time.Since(start)))
+			live, wait, err := s.pointerLive(ctx, cur, player, now.Add(time.Since(start)))
 			switch {
 			case err != nil:
-				return Ticket{}, false, err
+				return nil, err
 			case live:
-				return Ticket{}, false, ErrSeated
+				return nil, ErrSeated
 			case wait:
-				select {
-				case <-ctx.Done():
-					return Ticket{}, false, ctx.Err()
-				case <-time.After(20 * time.Millisecond):
+				if err := pause(ctx); err != nil {
+					return nil, err
 				}
 				continue
 			}
@@ -334,33 +365,36 @@ func (s *Store) Enqueue(ctx context.Context, queue string, p Player, now time.Ti
 			t, err := s.Ticket(ctx, curID)
 			switch {
 			case err == nil && t.State.Live():
-				return t, true, nil
+				return &t, nil
 			case errors.Is(err, ErrNotFound) && now.Add(time.Since(start)).Sub(time.UnixMilli(created)) < s.set.PointerGrace:
 				// Another Enqueue of this player is between its two writes.
-				select {
-				case <-ctx.Done():
-					return Ticket{}, false, ctx.Err()
-				case <-time.After(20 * time.Millisecond):
+				if err := pause(ctx); err != nil {
+					return nil, err
 				}
 				continue
 			case err != nil && !errors.Is(err, ErrNotFound):
-				return Ticket{}, false, err
+				return nil, err
 			}
 		}
 		// The pointer names a finished or vanished ticket: take it over.
 		ks, args := replacePointerArgs(ptr, cur, val, s.pointerTTL().Milliseconds())
 		swapped, err := replacePointerScript.Run(ctx, s.rdb, ks, args...).Int()
 		if err != nil {
-			return Ticket{}, false, fmt.Errorf("replace live-ticket pointer: %w", err)
+			return nil, fmt.Errorf("replace live-ticket pointer: %w", err)
 		}
 		if swapped == 1 {
-			t, err := s.create(ctx, queue, id, p, now)
-			if err != nil {
-				s.dropPointer(context.WithoutCancel(ctx), ptr, id)
-				return Ticket{}, false, err
-			}
-			return t, false, nil
+			return nil, nil
 		}
+	}
+}
+
+// pause waits before another look at a pointer being written.
+func pause(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(20 * time.Millisecond):
+		return nil
 	}
 }
 
@@ -388,19 +422,25 @@ func (s *Store) dropPointer(ctx context.Context, pointer, id string) {
 	dropPointerScript.Run(ctx, s.rdb, ks, args...)
 }
 
-func (s *Store) create(ctx context.Context, queue, id string, p Player, now time.Time) (Ticket, error) {
-	e := Entry{TicketID: id, Player: p, EnqueuedMs: now.UnixMilli()}
+// create adds the waiting ticket of entry e to queue.
+func (s *Store) create(ctx context.Context, queue string, e Entry) (Ticket, error) {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return Ticket{}, fmt.Errorf("encode ticket: %w", err)
 	}
-	ttl := s.set.TicketTTL + 2*s.set.FormationTimeout + s.set.Retention
-	ks, args := enqueueArgs(s.waitingKey(queue), s.ticketKey(queue, id), id, b, p.ID, e.EnqueuedMs, ttl.Milliseconds())
+	ks, args := enqueueArgs(s.waitingKey(queue), s.ticketKey(queue, e.TicketID), e.TicketID, b, e.Player.ID, e.EnqueuedMs, s.ticketTTL().Milliseconds())
 	err = enqueueScript.Run(ctx, s.rdb, ks, args...).Err()
 	if err != nil {
 		return Ticket{}, fmt.Errorf("create ticket: %w", err)
 	}
-	return Ticket{ID: id, Queue: queue, PlayerID: p.ID, EnqueuedAt: time.UnixMilli(e.EnqueuedMs), State: Searching}, nil
+	return Ticket{ID: e.TicketID, Queue: queue, PlayerID: e.Player.ID, EnqueuedAt: e.EnqueuedAt(),
+		ExpiresAt: e.ExpiresAt(s.set.TicketTTL), State: Searching}, nil
+}
+
+// ticketTTL is how long a ticket's record lives from its creation: longer
+// than it can search, be claimed and released, and then be read.
+func (s *Store) ticketTTL() time.Duration {
+	return s.set.TicketTTL + 2*s.set.FormationTimeout + s.set.Retention
 }
 
 // Ticket reads a ticket.
@@ -424,7 +464,9 @@ func (s *Store) Ticket(ctx context.Context, id string) (Ticket, error) {
 		t.State = State(st[0])
 	}
 	enq, _ := strconv.ParseInt(h["e"], 10, 64)
-	t.EnqueuedAt = time.UnixMilli(enq)
+	exp, _ := strconv.ParseInt(h["x"], 10, 64)
+	e := Entry{EnqueuedMs: enq, ExpiresMs: exp}
+	t.EnqueuedAt, t.ExpiresAt = e.EnqueuedAt(), e.ExpiresAt(s.set.TicketTTL)
 	t.Seat, _ = strconv.Atoi(h["seat"])
 	if r, err := rget.Result(); err == nil {
 		t.Rating, t.Provisional, _, t.Rated = parseRating(r)
@@ -645,7 +687,7 @@ func (s *Store) Complete(ctx context.Context, queue string, outs []Outcome, now 
 		keys, args := completeArgs(s.formingKey(queue), s.waitsKey(queue), s.formedKey(queue, slot),
 			s.playedKey(queue, now.UnixMilli()/playedSlot.Milliseconds()),
 			s.set.Retention.Milliseconds(), (statsHorizon + 2*StatsSlot).Milliseconds(), s.set.WaitSamples,
-			(PlayedFor + playedSlot).Milliseconds(), len(chunk))
+			(PlayedFor + playedSlot).Milliseconds(), MatchRecordTTL.Milliseconds(), len(chunk))
 		for _, o := range chunk {
 			f := o.Formation
 			var waits, players, played [4]string
@@ -656,7 +698,7 @@ func (s *Store) Complete(ctx context.Context, queue string, outs []Outcome, now 
 					played[i] = encodePlayed(f.Entries, i, o.MatchID, now)
 				}
 			}
-			keys, args = completeGroup(keys, args, s.formationKey(queue, f.ID), f.ID, o.MatchID,
+			keys, args = completeGroup(keys, args, s.formationKey(queue, f.ID), s.matchKey(queue, o.MatchID), f.ID, o.MatchID,
 				s.ticketKeys(queue, f.TicketIDs), o.Seats, waits, players, played)
 		}
 		res, err := completeScript.Run(ctx, s.rdb, keys, args...).Int64Slice()

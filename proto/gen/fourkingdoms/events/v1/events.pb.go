@@ -228,6 +228,106 @@ func (x *PlayerLinked) GetLinkedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// MatchAbandoned is published once per match the server aborted because a
+// seat missed its first move before every seat had moved
+// (MatchAborted.first_move_missed, docs/rules.md section 10): the
+// matchmaking service puts the other players back in their queue with
+// their original enqueue time. Operator aborts are not published.
+//
+// Transport: as MatchFinished, on its own stream (the (stream) option
+// below), written by the aborting commit into the partition outbox and
+// relayed from there. Delivery is at least once: consumers must treat
+// match_id as an idempotency key.
+type MatchAbandoned struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The match id.
+	MatchId string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	// The rule set name.
+	RuleSet string `protobuf:"bytes,2,opt,name=rule_set,json=ruleSet,proto3" json:"rule_set,omitempty"`
+	// The match's time control.
+	TimeControl *v1.TimeControl `protobuf:"bytes,3,opt,name=time_control,json=timeControl,proto3" json:"time_control,omitempty"`
+	// The four players, one per seat (ids, names, bot flags).
+	Players []*v1.SeatPlayer `protobuf:"bytes,4,rep,name=players,proto3" json:"players,omitempty"`
+	// The seat that missed its first move.
+	MissedSeat v1.Seat `protobuf:"varint,5,opt,name=missed_seat,json=missedSeat,proto3,enum=fourkingdoms.game.v1.Seat" json:"missed_seat,omitempty"`
+	// When the match was aborted.
+	OccurredAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MatchAbandoned) Reset() {
+	*x = MatchAbandoned{}
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MatchAbandoned) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MatchAbandoned) ProtoMessage() {}
+
+func (x *MatchAbandoned) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MatchAbandoned.ProtoReflect.Descriptor instead.
+func (*MatchAbandoned) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *MatchAbandoned) GetMatchId() string {
+	if x != nil {
+		return x.MatchId
+	}
+	return ""
+}
+
+func (x *MatchAbandoned) GetRuleSet() string {
+	if x != nil {
+		return x.RuleSet
+	}
+	return ""
+}
+
+func (x *MatchAbandoned) GetTimeControl() *v1.TimeControl {
+	if x != nil {
+		return x.TimeControl
+	}
+	return nil
+}
+
+func (x *MatchAbandoned) GetPlayers() []*v1.SeatPlayer {
+	if x != nil {
+		return x.Players
+	}
+	return nil
+}
+
+func (x *MatchAbandoned) GetMissedSeat() v1.Seat {
+	if x != nil {
+		return x.MissedSeat
+	}
+	return v1.Seat(0)
+}
+
+func (x *MatchAbandoned) GetOccurredAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OccurredAt
+	}
+	return nil
+}
+
 // MatchEvent is one change of a match's state. Events of a match form a gap-
 // free sequence: version starts at 1 with MatchCreated and grows by exactly
 // one per event. Folding the events in version order over an empty state
@@ -272,7 +372,7 @@ type MatchEvent struct {
 
 func (x *MatchEvent) Reset() {
 	*x = MatchEvent{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[2]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -284,7 +384,7 @@ func (x *MatchEvent) String() string {
 func (*MatchEvent) ProtoMessage() {}
 
 func (x *MatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[2]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -297,7 +397,7 @@ func (x *MatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchEvent.ProtoReflect.Descriptor instead.
 func (*MatchEvent) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{2}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *MatchEvent) GetMatchId() string {
@@ -556,7 +656,7 @@ type MatchCreated struct {
 
 func (x *MatchCreated) Reset() {
 	*x = MatchCreated{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[3]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -568,7 +668,7 @@ func (x *MatchCreated) String() string {
 func (*MatchCreated) ProtoMessage() {}
 
 func (x *MatchCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[3]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -581,7 +681,7 @@ func (x *MatchCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchCreated.ProtoReflect.Descriptor instead.
 func (*MatchCreated) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{3}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *MatchCreated) GetRuleSet() string {
@@ -686,7 +786,7 @@ type MoveApplied struct {
 
 func (x *MoveApplied) Reset() {
 	*x = MoveApplied{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[4]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -698,7 +798,7 @@ func (x *MoveApplied) String() string {
 func (*MoveApplied) ProtoMessage() {}
 
 func (x *MoveApplied) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[4]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -711,7 +811,7 @@ func (x *MoveApplied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveApplied.ProtoReflect.Descriptor instead.
 func (*MoveApplied) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{4}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *MoveApplied) GetEffects() *v1.MoveEffects {
@@ -771,7 +871,7 @@ type PlayerResigned struct {
 
 func (x *PlayerResigned) Reset() {
 	*x = PlayerResigned{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[5]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -783,7 +883,7 @@ func (x *PlayerResigned) String() string {
 func (*PlayerResigned) ProtoMessage() {}
 
 func (x *PlayerResigned) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[5]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -796,7 +896,7 @@ func (x *PlayerResigned) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayerResigned.ProtoReflect.Descriptor instead.
 func (*PlayerResigned) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{5}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PlayerResigned) GetSeat() v1.Seat {
@@ -830,7 +930,7 @@ type WinClaimed struct {
 
 func (x *WinClaimed) Reset() {
 	*x = WinClaimed{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[6]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -842,7 +942,7 @@ func (x *WinClaimed) String() string {
 func (*WinClaimed) ProtoMessage() {}
 
 func (x *WinClaimed) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[6]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -855,7 +955,7 @@ func (x *WinClaimed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WinClaimed.ProtoReflect.Descriptor instead.
 func (*WinClaimed) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{6}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WinClaimed) GetSeat() v1.Seat {
@@ -892,7 +992,7 @@ type PlayerTimedOut struct {
 
 func (x *PlayerTimedOut) Reset() {
 	*x = PlayerTimedOut{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -904,7 +1004,7 @@ func (x *PlayerTimedOut) String() string {
 func (*PlayerTimedOut) ProtoMessage() {}
 
 func (x *PlayerTimedOut) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[7]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -917,7 +1017,7 @@ func (x *PlayerTimedOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayerTimedOut.ProtoReflect.Descriptor instead.
 func (*PlayerTimedOut) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{7}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PlayerTimedOut) GetSeat() v1.Seat {
@@ -965,7 +1065,7 @@ type PlayerDisconnected struct {
 
 func (x *PlayerDisconnected) Reset() {
 	*x = PlayerDisconnected{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1077,7 @@ func (x *PlayerDisconnected) String() string {
 func (*PlayerDisconnected) ProtoMessage() {}
 
 func (x *PlayerDisconnected) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[8]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1090,7 @@ func (x *PlayerDisconnected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayerDisconnected.ProtoReflect.Descriptor instead.
 func (*PlayerDisconnected) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{8}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PlayerDisconnected) GetSeat() v1.Seat {
@@ -1019,7 +1119,7 @@ type PlayerReconnected struct {
 
 func (x *PlayerReconnected) Reset() {
 	*x = PlayerReconnected{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1031,7 +1131,7 @@ func (x *PlayerReconnected) String() string {
 func (*PlayerReconnected) ProtoMessage() {}
 
 func (x *PlayerReconnected) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[9]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1044,7 +1144,7 @@ func (x *PlayerReconnected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayerReconnected.ProtoReflect.Descriptor instead.
 func (*PlayerReconnected) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{9}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PlayerReconnected) GetSeat() v1.Seat {
@@ -1071,7 +1171,7 @@ type ClockCredited struct {
 
 func (x *ClockCredited) Reset() {
 	*x = ClockCredited{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1183,7 @@ func (x *ClockCredited) String() string {
 func (*ClockCredited) ProtoMessage() {}
 
 func (x *ClockCredited) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[10]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1196,7 @@ func (x *ClockCredited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockCredited.ProtoReflect.Descriptor instead.
 func (*ClockCredited) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{10}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ClockCredited) GetSeat() v1.Seat {
@@ -1143,7 +1243,7 @@ type PlayerEliminated struct {
 
 func (x *PlayerEliminated) Reset() {
 	*x = PlayerEliminated{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[11]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1155,7 +1255,7 @@ func (x *PlayerEliminated) String() string {
 func (*PlayerEliminated) ProtoMessage() {}
 
 func (x *PlayerEliminated) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[11]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1168,7 +1268,7 @@ func (x *PlayerEliminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlayerEliminated.ProtoReflect.Descriptor instead.
 func (*PlayerEliminated) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{11}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PlayerEliminated) GetElimination() *v1.Elimination {
@@ -1210,7 +1310,7 @@ type GameOver struct {
 
 func (x *GameOver) Reset() {
 	*x = GameOver{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[12]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1322,7 @@ func (x *GameOver) String() string {
 func (*GameOver) ProtoMessage() {}
 
 func (x *GameOver) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[12]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1335,7 @@ func (x *GameOver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GameOver.ProtoReflect.Descriptor instead.
 func (*GameOver) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{12}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GameOver) GetResult() *v1.Result {
@@ -1263,7 +1363,7 @@ type MatchAborted struct {
 
 func (x *MatchAborted) Reset() {
 	*x = MatchAborted{}
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[13]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1375,7 @@ func (x *MatchAborted) String() string {
 func (*MatchAborted) ProtoMessage() {}
 
 func (x *MatchAborted) ProtoReflect() protoreflect.Message {
-	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[13]
+	mi := &file_fourkingdoms_events_v1_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1388,7 @@ func (x *MatchAborted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatchAborted.ProtoReflect.Descriptor instead.
 func (*MatchAborted) Descriptor() ([]byte, []int) {
-	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{13}
+	return file_fourkingdoms_events_v1_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MatchAborted) GetReason() string {
@@ -1334,7 +1434,17 @@ const file_fourkingdoms_events_v1_events_proto_rawDesc = "" +
 	"\x11account_player_id\x18\x02 \x01(\tR\x0faccountPlayerId\x120\n" +
 	"\x14account_display_name\x18\x03 \x01(\tR\x12accountDisplayName\x127\n" +
 	"\tlinked_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\blinkedAt:)\x82\xb5\x18%\n" +
-	"\x17fk:events:player-linked\x12\x04type\x1a\x04data\"\x90\b\n" +
+	"\x17fk:events:player-linked\x12\x04type\x1a\x04data\"\xef\x02\n" +
+	"\x0eMatchAbandoned\x12\x19\n" +
+	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x19\n" +
+	"\brule_set\x18\x02 \x01(\tR\aruleSet\x12D\n" +
+	"\ftime_control\x18\x03 \x01(\v2!.fourkingdoms.game.v1.TimeControlR\vtimeControl\x12:\n" +
+	"\aplayers\x18\x04 \x03(\v2 .fourkingdoms.game.v1.SeatPlayerR\aplayers\x12;\n" +
+	"\vmissed_seat\x18\x05 \x01(\x0e2\x1a.fourkingdoms.game.v1.SeatR\n" +
+	"missedSeat\x12;\n" +
+	"\voccurred_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"occurredAt:+\x82\xb5\x18'\n" +
+	"\x19fk:events:match-abandoned\x12\x04type\x1a\x04data\"\x90\b\n" +
 	"\n" +
 	"MatchEvent\x12\x19\n" +
 	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x18\n" +
@@ -1426,81 +1536,86 @@ func file_fourkingdoms_events_v1_events_proto_rawDescGZIP() []byte {
 	return file_fourkingdoms_events_v1_events_proto_rawDescData
 }
 
-var file_fourkingdoms_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_fourkingdoms_events_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_fourkingdoms_events_v1_events_proto_goTypes = []any{
 	(*MatchFinished)(nil),         // 0: fourkingdoms.events.v1.MatchFinished
 	(*PlayerLinked)(nil),          // 1: fourkingdoms.events.v1.PlayerLinked
-	(*MatchEvent)(nil),            // 2: fourkingdoms.events.v1.MatchEvent
-	(*MatchCreated)(nil),          // 3: fourkingdoms.events.v1.MatchCreated
-	(*MoveApplied)(nil),           // 4: fourkingdoms.events.v1.MoveApplied
-	(*PlayerResigned)(nil),        // 5: fourkingdoms.events.v1.PlayerResigned
-	(*WinClaimed)(nil),            // 6: fourkingdoms.events.v1.WinClaimed
-	(*PlayerTimedOut)(nil),        // 7: fourkingdoms.events.v1.PlayerTimedOut
-	(*PlayerDisconnected)(nil),    // 8: fourkingdoms.events.v1.PlayerDisconnected
-	(*PlayerReconnected)(nil),     // 9: fourkingdoms.events.v1.PlayerReconnected
-	(*ClockCredited)(nil),         // 10: fourkingdoms.events.v1.ClockCredited
-	(*PlayerEliminated)(nil),      // 11: fourkingdoms.events.v1.PlayerEliminated
-	(*GameOver)(nil),              // 12: fourkingdoms.events.v1.GameOver
-	(*MatchAborted)(nil),          // 13: fourkingdoms.events.v1.MatchAborted
-	(*v1.TimeControl)(nil),        // 14: fourkingdoms.game.v1.TimeControl
-	(*v1.SeatPlayer)(nil),         // 15: fourkingdoms.game.v1.SeatPlayer
-	(*v1.Result)(nil),             // 16: fourkingdoms.game.v1.Result
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
-	(v1.Seat)(0),                  // 18: fourkingdoms.game.v1.Seat
-	(*v1.Clock)(nil),              // 19: fourkingdoms.game.v1.Clock
-	(*v1.MoveEffects)(nil),        // 20: fourkingdoms.game.v1.MoveEffects
-	(*v1.SeatPoints)(nil),         // 21: fourkingdoms.game.v1.SeatPoints
-	(*durationpb.Duration)(nil),   // 22: google.protobuf.Duration
-	(*v1.Elimination)(nil),        // 23: fourkingdoms.game.v1.Elimination
+	(*MatchAbandoned)(nil),        // 2: fourkingdoms.events.v1.MatchAbandoned
+	(*MatchEvent)(nil),            // 3: fourkingdoms.events.v1.MatchEvent
+	(*MatchCreated)(nil),          // 4: fourkingdoms.events.v1.MatchCreated
+	(*MoveApplied)(nil),           // 5: fourkingdoms.events.v1.MoveApplied
+	(*PlayerResigned)(nil),        // 6: fourkingdoms.events.v1.PlayerResigned
+	(*WinClaimed)(nil),            // 7: fourkingdoms.events.v1.WinClaimed
+	(*PlayerTimedOut)(nil),        // 8: fourkingdoms.events.v1.PlayerTimedOut
+	(*PlayerDisconnected)(nil),    // 9: fourkingdoms.events.v1.PlayerDisconnected
+	(*PlayerReconnected)(nil),     // 10: fourkingdoms.events.v1.PlayerReconnected
+	(*ClockCredited)(nil),         // 11: fourkingdoms.events.v1.ClockCredited
+	(*PlayerEliminated)(nil),      // 12: fourkingdoms.events.v1.PlayerEliminated
+	(*GameOver)(nil),              // 13: fourkingdoms.events.v1.GameOver
+	(*MatchAborted)(nil),          // 14: fourkingdoms.events.v1.MatchAborted
+	(*v1.TimeControl)(nil),        // 15: fourkingdoms.game.v1.TimeControl
+	(*v1.SeatPlayer)(nil),         // 16: fourkingdoms.game.v1.SeatPlayer
+	(*v1.Result)(nil),             // 17: fourkingdoms.game.v1.Result
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(v1.Seat)(0),                  // 19: fourkingdoms.game.v1.Seat
+	(*v1.Clock)(nil),              // 20: fourkingdoms.game.v1.Clock
+	(*v1.MoveEffects)(nil),        // 21: fourkingdoms.game.v1.MoveEffects
+	(*v1.SeatPoints)(nil),         // 22: fourkingdoms.game.v1.SeatPoints
+	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
+	(*v1.Elimination)(nil),        // 24: fourkingdoms.game.v1.Elimination
 }
 var file_fourkingdoms_events_v1_events_proto_depIdxs = []int32{
-	14, // 0: fourkingdoms.events.v1.MatchFinished.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	15, // 1: fourkingdoms.events.v1.MatchFinished.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	16, // 2: fourkingdoms.events.v1.MatchFinished.result:type_name -> fourkingdoms.game.v1.Result
-	17, // 3: fourkingdoms.events.v1.MatchFinished.started_at:type_name -> google.protobuf.Timestamp
-	17, // 4: fourkingdoms.events.v1.MatchFinished.finished_at:type_name -> google.protobuf.Timestamp
-	17, // 5: fourkingdoms.events.v1.PlayerLinked.linked_at:type_name -> google.protobuf.Timestamp
-	17, // 6: fourkingdoms.events.v1.MatchEvent.occurred_at:type_name -> google.protobuf.Timestamp
-	3,  // 7: fourkingdoms.events.v1.MatchEvent.match_created:type_name -> fourkingdoms.events.v1.MatchCreated
-	4,  // 8: fourkingdoms.events.v1.MatchEvent.move_applied:type_name -> fourkingdoms.events.v1.MoveApplied
-	5,  // 9: fourkingdoms.events.v1.MatchEvent.player_resigned:type_name -> fourkingdoms.events.v1.PlayerResigned
-	7,  // 10: fourkingdoms.events.v1.MatchEvent.player_timed_out:type_name -> fourkingdoms.events.v1.PlayerTimedOut
-	11, // 11: fourkingdoms.events.v1.MatchEvent.player_eliminated:type_name -> fourkingdoms.events.v1.PlayerEliminated
-	12, // 12: fourkingdoms.events.v1.MatchEvent.game_over:type_name -> fourkingdoms.events.v1.GameOver
-	13, // 13: fourkingdoms.events.v1.MatchEvent.match_aborted:type_name -> fourkingdoms.events.v1.MatchAborted
-	6,  // 14: fourkingdoms.events.v1.MatchEvent.win_claimed:type_name -> fourkingdoms.events.v1.WinClaimed
-	8,  // 15: fourkingdoms.events.v1.MatchEvent.player_disconnected:type_name -> fourkingdoms.events.v1.PlayerDisconnected
-	9,  // 16: fourkingdoms.events.v1.MatchEvent.player_reconnected:type_name -> fourkingdoms.events.v1.PlayerReconnected
-	10, // 17: fourkingdoms.events.v1.MatchEvent.clock_credited:type_name -> fourkingdoms.events.v1.ClockCredited
-	14, // 18: fourkingdoms.events.v1.MatchCreated.time_control:type_name -> fourkingdoms.game.v1.TimeControl
-	15, // 19: fourkingdoms.events.v1.MatchCreated.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	18, // 20: fourkingdoms.events.v1.MatchCreated.to_move:type_name -> fourkingdoms.game.v1.Seat
-	19, // 21: fourkingdoms.events.v1.MatchCreated.clocks:type_name -> fourkingdoms.game.v1.Clock
-	20, // 22: fourkingdoms.events.v1.MoveApplied.effects:type_name -> fourkingdoms.game.v1.MoveEffects
-	18, // 23: fourkingdoms.events.v1.MoveApplied.to_move:type_name -> fourkingdoms.game.v1.Seat
-	19, // 24: fourkingdoms.events.v1.MoveApplied.clocks:type_name -> fourkingdoms.game.v1.Clock
-	21, // 25: fourkingdoms.events.v1.MoveApplied.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	22, // 26: fourkingdoms.events.v1.MoveApplied.time_charged:type_name -> google.protobuf.Duration
-	22, // 27: fourkingdoms.events.v1.MoveApplied.lag_compensation:type_name -> google.protobuf.Duration
-	18, // 28: fourkingdoms.events.v1.PlayerResigned.seat:type_name -> fourkingdoms.game.v1.Seat
-	18, // 29: fourkingdoms.events.v1.WinClaimed.seat:type_name -> fourkingdoms.game.v1.Seat
-	18, // 30: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
-	18, // 31: fourkingdoms.events.v1.PlayerDisconnected.seat:type_name -> fourkingdoms.game.v1.Seat
-	17, // 32: fourkingdoms.events.v1.PlayerDisconnected.grace_ends_at:type_name -> google.protobuf.Timestamp
-	18, // 33: fourkingdoms.events.v1.PlayerReconnected.seat:type_name -> fourkingdoms.game.v1.Seat
-	18, // 34: fourkingdoms.events.v1.ClockCredited.seat:type_name -> fourkingdoms.game.v1.Seat
-	22, // 35: fourkingdoms.events.v1.ClockCredited.credited:type_name -> google.protobuf.Duration
-	19, // 36: fourkingdoms.events.v1.ClockCredited.clocks:type_name -> fourkingdoms.game.v1.Clock
-	23, // 37: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
-	21, // 38: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
-	21, // 39: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
-	16, // 40: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
-	18, // 41: fourkingdoms.events.v1.MatchAborted.first_move_missed:type_name -> fourkingdoms.game.v1.Seat
-	42, // [42:42] is the sub-list for method output_type
-	42, // [42:42] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	15, // 0: fourkingdoms.events.v1.MatchFinished.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	16, // 1: fourkingdoms.events.v1.MatchFinished.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	17, // 2: fourkingdoms.events.v1.MatchFinished.result:type_name -> fourkingdoms.game.v1.Result
+	18, // 3: fourkingdoms.events.v1.MatchFinished.started_at:type_name -> google.protobuf.Timestamp
+	18, // 4: fourkingdoms.events.v1.MatchFinished.finished_at:type_name -> google.protobuf.Timestamp
+	18, // 5: fourkingdoms.events.v1.PlayerLinked.linked_at:type_name -> google.protobuf.Timestamp
+	15, // 6: fourkingdoms.events.v1.MatchAbandoned.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	16, // 7: fourkingdoms.events.v1.MatchAbandoned.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	19, // 8: fourkingdoms.events.v1.MatchAbandoned.missed_seat:type_name -> fourkingdoms.game.v1.Seat
+	18, // 9: fourkingdoms.events.v1.MatchAbandoned.occurred_at:type_name -> google.protobuf.Timestamp
+	18, // 10: fourkingdoms.events.v1.MatchEvent.occurred_at:type_name -> google.protobuf.Timestamp
+	4,  // 11: fourkingdoms.events.v1.MatchEvent.match_created:type_name -> fourkingdoms.events.v1.MatchCreated
+	5,  // 12: fourkingdoms.events.v1.MatchEvent.move_applied:type_name -> fourkingdoms.events.v1.MoveApplied
+	6,  // 13: fourkingdoms.events.v1.MatchEvent.player_resigned:type_name -> fourkingdoms.events.v1.PlayerResigned
+	8,  // 14: fourkingdoms.events.v1.MatchEvent.player_timed_out:type_name -> fourkingdoms.events.v1.PlayerTimedOut
+	12, // 15: fourkingdoms.events.v1.MatchEvent.player_eliminated:type_name -> fourkingdoms.events.v1.PlayerEliminated
+	13, // 16: fourkingdoms.events.v1.MatchEvent.game_over:type_name -> fourkingdoms.events.v1.GameOver
+	14, // 17: fourkingdoms.events.v1.MatchEvent.match_aborted:type_name -> fourkingdoms.events.v1.MatchAborted
+	7,  // 18: fourkingdoms.events.v1.MatchEvent.win_claimed:type_name -> fourkingdoms.events.v1.WinClaimed
+	9,  // 19: fourkingdoms.events.v1.MatchEvent.player_disconnected:type_name -> fourkingdoms.events.v1.PlayerDisconnected
+	10, // 20: fourkingdoms.events.v1.MatchEvent.player_reconnected:type_name -> fourkingdoms.events.v1.PlayerReconnected
+	11, // 21: fourkingdoms.events.v1.MatchEvent.clock_credited:type_name -> fourkingdoms.events.v1.ClockCredited
+	15, // 22: fourkingdoms.events.v1.MatchCreated.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	16, // 23: fourkingdoms.events.v1.MatchCreated.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	19, // 24: fourkingdoms.events.v1.MatchCreated.to_move:type_name -> fourkingdoms.game.v1.Seat
+	20, // 25: fourkingdoms.events.v1.MatchCreated.clocks:type_name -> fourkingdoms.game.v1.Clock
+	21, // 26: fourkingdoms.events.v1.MoveApplied.effects:type_name -> fourkingdoms.game.v1.MoveEffects
+	19, // 27: fourkingdoms.events.v1.MoveApplied.to_move:type_name -> fourkingdoms.game.v1.Seat
+	20, // 28: fourkingdoms.events.v1.MoveApplied.clocks:type_name -> fourkingdoms.game.v1.Clock
+	22, // 29: fourkingdoms.events.v1.MoveApplied.points:type_name -> fourkingdoms.game.v1.SeatPoints
+	23, // 30: fourkingdoms.events.v1.MoveApplied.time_charged:type_name -> google.protobuf.Duration
+	23, // 31: fourkingdoms.events.v1.MoveApplied.lag_compensation:type_name -> google.protobuf.Duration
+	19, // 32: fourkingdoms.events.v1.PlayerResigned.seat:type_name -> fourkingdoms.game.v1.Seat
+	19, // 33: fourkingdoms.events.v1.WinClaimed.seat:type_name -> fourkingdoms.game.v1.Seat
+	19, // 34: fourkingdoms.events.v1.PlayerTimedOut.seat:type_name -> fourkingdoms.game.v1.Seat
+	19, // 35: fourkingdoms.events.v1.PlayerDisconnected.seat:type_name -> fourkingdoms.game.v1.Seat
+	18, // 36: fourkingdoms.events.v1.PlayerDisconnected.grace_ends_at:type_name -> google.protobuf.Timestamp
+	19, // 37: fourkingdoms.events.v1.PlayerReconnected.seat:type_name -> fourkingdoms.game.v1.Seat
+	19, // 38: fourkingdoms.events.v1.ClockCredited.seat:type_name -> fourkingdoms.game.v1.Seat
+	23, // 39: fourkingdoms.events.v1.ClockCredited.credited:type_name -> google.protobuf.Duration
+	20, // 40: fourkingdoms.events.v1.ClockCredited.clocks:type_name -> fourkingdoms.game.v1.Clock
+	24, // 41: fourkingdoms.events.v1.PlayerEliminated.elimination:type_name -> fourkingdoms.game.v1.Elimination
+	22, // 42: fourkingdoms.events.v1.PlayerEliminated.points:type_name -> fourkingdoms.game.v1.SeatPoints
+	22, // 43: fourkingdoms.events.v1.PlayerEliminated.bonus_points:type_name -> fourkingdoms.game.v1.SeatPoints
+	17, // 44: fourkingdoms.events.v1.GameOver.result:type_name -> fourkingdoms.game.v1.Result
+	19, // 45: fourkingdoms.events.v1.MatchAborted.first_move_missed:type_name -> fourkingdoms.game.v1.Seat
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_events_v1_events_proto_init() }
@@ -1509,7 +1624,7 @@ func file_fourkingdoms_events_v1_events_proto_init() {
 		return
 	}
 	file_fourkingdoms_events_v1_stream_proto_init()
-	file_fourkingdoms_events_v1_events_proto_msgTypes[2].OneofWrappers = []any{
+	file_fourkingdoms_events_v1_events_proto_msgTypes[3].OneofWrappers = []any{
 		(*MatchEvent_MatchCreated)(nil),
 		(*MatchEvent_MoveApplied)(nil),
 		(*MatchEvent_PlayerResigned)(nil),
@@ -1522,14 +1637,14 @@ func file_fourkingdoms_events_v1_events_proto_init() {
 		(*MatchEvent_PlayerReconnected)(nil),
 		(*MatchEvent_ClockCredited)(nil),
 	}
-	file_fourkingdoms_events_v1_events_proto_msgTypes[3].OneofWrappers = []any{}
+	file_fourkingdoms_events_v1_events_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fourkingdoms_events_v1_events_proto_rawDesc), len(file_fourkingdoms_events_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file fourkingdoms/events/v1/events.proto.
  */
 export const file_fourkingdoms_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("CiNmb3Vya2luZ2RvbXMvZXZlbnRzL3YxL2V2ZW50cy5wcm90bxIWZm91cmtpbmdkb21zLmV2ZW50cy52MSLpAgoNTWF0Y2hGaW5pc2hlZBIQCghtYXRjaF9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRI3Cgx0aW1lX2NvbnRyb2wYAyABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5UaW1lQ29udHJvbBIxCgdwbGF5ZXJzGAQgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBsYXllchIsCgZyZXN1bHQYBSABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQSLgoKc3RhcnRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBXBsaWVzGAggASgNOiqCtRgmChhmazpldmVudHM6bWF0Y2gtZmluaXNoZWQSBHR5cGUaBGRhdGEiugEKDFBsYXllckxpbmtlZBIXCg9ndWVzdF9wbGF5ZXJfaWQYASABKAkSGQoRYWNjb3VudF9wbGF5ZXJfaWQYAiABKAkSHAoUYWNjb3VudF9kaXNwbGF5X25hbWUYAyABKAkSLQoJbGlua2VkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcDopgrUYJQoXZms6ZXZlbnRzOnBsYXllci1saW5rZWQSBHR5cGUaBGRhdGEixgYKCk1hdGNoRXZlbnQSEAoIbWF0Y2hfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoBBILCgNwbHkYAyABKA0SLwoLb2NjdXJyZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDW1hdGNoX2NyZWF0ZWQYCiABKAsyJC5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLk1hdGNoQ3JlYXRlZEgAEjsKDG1vdmVfYXBwbGllZBgLIAEoCzIjLmZvdXJraW5nZG9tcy5ldmVudHMudjEuTW92ZUFwcGxpZWRIABJBCg9wbGF5ZXJfcmVzaWduZWQYDCABKAsyJi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLlBsYXllclJlc2lnbmVkSAASQgoQcGxheWVyX3RpbWVkX291dBgNIAEoCzImLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyVGltZWRPdXRIABJFChFwbGF5ZXJfZWxpbWluYXRlZBgOIAEoCzIoLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyRWxpbWluYXRlZEgAEjUKCWdhbWVfb3ZlchgPIAEoCzIgLmZvdXJraW5nZG9tcy5ldmVudHMudjEuR2FtZU92ZXJIABI9Cg1tYXRjaF9hYm9ydGVkGBAgASgLMiQuZm91cmtpbmdkb21zLmV2ZW50cy52MS5NYXRjaEFib3J0ZWRIABI5Cgt3aW5fY2xhaW1lZBgRIAEoCzIiLmZvdXJraW5nZG9tcy5ldmVudHMudjEuV2luQ2xhaW1lZEgAEkkKE3BsYXllcl9kaXNjb25uZWN0ZWQYEiABKAsyKi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLlBsYXllckRpc2Nvbm5lY3RlZEgAEkcKEnBsYXllcl9yZWNvbm5lY3RlZBgTIAEoCzIpLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyUmVjb25uZWN0ZWRIABI/Cg5jbG9ja19jcmVkaXRlZBgUIAEoCzIlLmZvdXJraW5nZG9tcy5ldmVudHMudjEuQ2xvY2tDcmVkaXRlZEgAQgcKBWV2ZW50Io8DCgxNYXRjaENyZWF0ZWQSEAoIcnVsZV9zZXQYASABKAkSNwoMdGltZV9jb250cm9sGAIgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuVGltZUNvbnRyb2wSMQoHcGxheWVycxgDIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQbGF5ZXISDAoEZmVuNBgEIAEoCRIrCgd0b19tb3ZlGAUgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIrCgZjbG9ja3MYBiADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jaxIWCgljbGFpbV93aW4YByABKAhIAIgBARIbCg5hdXRvX2NsYWltX3dpbhgIIAEoCEgBiAEBEg8KB3VucmF0ZWQYCSABKAgSHQoQZmlyc3RfbW92ZV9hYm9ydBgKIAEoCEgCiAEBQgwKCl9jbGFpbV93aW5CEQoPX2F1dG9fY2xhaW1fd2luQhMKEV9maXJzdF9tb3ZlX2Fib3J0IrMCCgtNb3ZlQXBwbGllZBIyCgdlZmZlY3RzGAEgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuTW92ZUVmZmVjdHMSKwoHdG9fbW92ZRgCIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSKwoGY2xvY2tzGAMgAygLMhsuZm91cmtpbmdkb21zLmdhbWUudjEuQ2xvY2sSMAoGcG9pbnRzGAQgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBvaW50cxIvCgx0aW1lX2NoYXJnZWQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQbGFnX2NvbXBlbnNhdGlvbhgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJRCg5QbGF5ZXJSZXNpZ25lZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIVCg1mcm96ZW5fcG9pbnRzGAIgASgFIkkKCldpbkNsYWltZWQSKAoEc2VhdBgBIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSEQoJYXV0b21hdGljGAIgASgIIoEBCg5QbGF5ZXJUaW1lZE91dBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIVCg1mcm96ZW5fcG9pbnRzGAIgASgFEhgKEGZpcnN0X21vdmVfbGltaXQYAyABKAgSFAoMZGlzY29ubmVjdGVkGAQgASgIInEKElBsYXllckRpc2Nvbm5lY3RlZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIxCg1ncmFjZV9lbmRzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI9ChFQbGF5ZXJSZWNvbm5lY3RlZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdCKTAQoNQ2xvY2tDcmVkaXRlZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIrCghjcmVkaXRlZBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCgZjbG9ja3MYAyADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jayLLAQoQUGxheWVyRWxpbWluYXRlZBI2CgtlbGltaW5hdGlvbhgBIAEoCzIhLmZvdXJraW5nZG9tcy5nYW1lLnYxLkVsaW1pbmF0aW9uEhUKDXJlc3VsdF9wb2ludHMYAiABKAUSMAoGcG9pbnRzGAMgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBvaW50cxI2Cgxib251c19wb2ludHMYBCADKAsyIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0UG9pbnRzIjgKCEdhbWVPdmVyEiwKBnJlc3VsdBgBIAEoCzIcLmZvdXJraW5nZG9tcy5nYW1lLnYxLlJlc3VsdCJpCgxNYXRjaEFib3J0ZWQSDgoGcmVhc29uGAEgASgJEhIKCmFib3J0ZWRfYnkYAiABKAkSNQoRZmlyc3RfbW92ZV9taXNzZWQYAyABKA4yGi5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0YgZwcm90bzM", [file_fourkingdoms_events_v1_stream, file_fourkingdoms_game_v1_game, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("CiNmb3Vya2luZ2RvbXMvZXZlbnRzL3YxL2V2ZW50cy5wcm90bxIWZm91cmtpbmdkb21zLmV2ZW50cy52MSLpAgoNTWF0Y2hGaW5pc2hlZBIQCghtYXRjaF9pZBgBIAEoCRIQCghydWxlX3NldBgCIAEoCRI3Cgx0aW1lX2NvbnRyb2wYAyABKAsyIS5mb3Vya2luZ2RvbXMuZ2FtZS52MS5UaW1lQ29udHJvbBIxCgdwbGF5ZXJzGAQgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBsYXllchIsCgZyZXN1bHQYBSABKAsyHC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5SZXN1bHQSLgoKc3RhcnRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBXBsaWVzGAggASgNOiqCtRgmChhmazpldmVudHM6bWF0Y2gtZmluaXNoZWQSBHR5cGUaBGRhdGEiugEKDFBsYXllckxpbmtlZBIXCg9ndWVzdF9wbGF5ZXJfaWQYASABKAkSGQoRYWNjb3VudF9wbGF5ZXJfaWQYAiABKAkSHAoUYWNjb3VudF9kaXNwbGF5X25hbWUYAyABKAkSLQoJbGlua2VkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcDopgrUYJQoXZms6ZXZlbnRzOnBsYXllci1saW5rZWQSBHR5cGUaBGRhdGEirwIKDk1hdGNoQWJhbmRvbmVkEhAKCG1hdGNoX2lkGAEgASgJEhAKCHJ1bGVfc2V0GAIgASgJEjcKDHRpbWVfY29udHJvbBgDIAEoCzIhLmZvdXJraW5nZG9tcy5nYW1lLnYxLlRpbWVDb250cm9sEjEKB3BsYXllcnMYBCADKAsyIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0UGxheWVyEi8KC21pc3NlZF9zZWF0GAUgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIvCgtvY2N1cnJlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXA6K4K1GCcKGWZrOmV2ZW50czptYXRjaC1hYmFuZG9uZWQSBHR5cGUaBGRhdGEixgYKCk1hdGNoRXZlbnQSEAoIbWF0Y2hfaWQYASABKAkSDwoHdmVyc2lvbhgCIAEoBBILCgNwbHkYAyABKA0SLwoLb2NjdXJyZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj0KDW1hdGNoX2NyZWF0ZWQYCiABKAsyJC5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLk1hdGNoQ3JlYXRlZEgAEjsKDG1vdmVfYXBwbGllZBgLIAEoCzIjLmZvdXJraW5nZG9tcy5ldmVudHMudjEuTW92ZUFwcGxpZWRIABJBCg9wbGF5ZXJfcmVzaWduZWQYDCABKAsyJi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLlBsYXllclJlc2lnbmVkSAASQgoQcGxheWVyX3RpbWVkX291dBgNIAEoCzImLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyVGltZWRPdXRIABJFChFwbGF5ZXJfZWxpbWluYXRlZBgOIAEoCzIoLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyRWxpbWluYXRlZEgAEjUKCWdhbWVfb3ZlchgPIAEoCzIgLmZvdXJraW5nZG9tcy5ldmVudHMudjEuR2FtZU92ZXJIABI9Cg1tYXRjaF9hYm9ydGVkGBAgASgLMiQuZm91cmtpbmdkb21zLmV2ZW50cy52MS5NYXRjaEFib3J0ZWRIABI5Cgt3aW5fY2xhaW1lZBgRIAEoCzIiLmZvdXJraW5nZG9tcy5ldmVudHMudjEuV2luQ2xhaW1lZEgAEkkKE3BsYXllcl9kaXNjb25uZWN0ZWQYEiABKAsyKi5mb3Vya2luZ2RvbXMuZXZlbnRzLnYxLlBsYXllckRpc2Nvbm5lY3RlZEgAEkcKEnBsYXllcl9yZWNvbm5lY3RlZBgTIAEoCzIpLmZvdXJraW5nZG9tcy5ldmVudHMudjEuUGxheWVyUmVjb25uZWN0ZWRIABI/Cg5jbG9ja19jcmVkaXRlZBgUIAEoCzIlLmZvdXJraW5nZG9tcy5ldmVudHMudjEuQ2xvY2tDcmVkaXRlZEgAQgcKBWV2ZW50Io8DCgxNYXRjaENyZWF0ZWQSEAoIcnVsZV9zZXQYASABKAkSNwoMdGltZV9jb250cm9sGAIgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuVGltZUNvbnRyb2wSMQoHcGxheWVycxgDIAMoCzIgLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXRQbGF5ZXISDAoEZmVuNBgEIAEoCRIrCgd0b19tb3ZlGAUgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIrCgZjbG9ja3MYBiADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jaxIWCgljbGFpbV93aW4YByABKAhIAIgBARIbCg5hdXRvX2NsYWltX3dpbhgIIAEoCEgBiAEBEg8KB3VucmF0ZWQYCSABKAgSHQoQZmlyc3RfbW92ZV9hYm9ydBgKIAEoCEgCiAEBQgwKCl9jbGFpbV93aW5CEQoPX2F1dG9fY2xhaW1fd2luQhMKEV9maXJzdF9tb3ZlX2Fib3J0IrMCCgtNb3ZlQXBwbGllZBIyCgdlZmZlY3RzGAEgASgLMiEuZm91cmtpbmdkb21zLmdhbWUudjEuTW92ZUVmZmVjdHMSKwoHdG9fbW92ZRgCIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSKwoGY2xvY2tzGAMgAygLMhsuZm91cmtpbmdkb21zLmdhbWUudjEuQ2xvY2sSMAoGcG9pbnRzGAQgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBvaW50cxIvCgx0aW1lX2NoYXJnZWQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQbGFnX2NvbXBlbnNhdGlvbhgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJRCg5QbGF5ZXJSZXNpZ25lZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIVCg1mcm96ZW5fcG9pbnRzGAIgASgFIkkKCldpbkNsYWltZWQSKAoEc2VhdBgBIAEoDjIaLmZvdXJraW5nZG9tcy5nYW1lLnYxLlNlYXQSEQoJYXV0b21hdGljGAIgASgIIoEBCg5QbGF5ZXJUaW1lZE91dBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIVCg1mcm96ZW5fcG9pbnRzGAIgASgFEhgKEGZpcnN0X21vdmVfbGltaXQYAyABKAgSFAoMZGlzY29ubmVjdGVkGAQgASgIInEKElBsYXllckRpc2Nvbm5lY3RlZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIxCg1ncmFjZV9lbmRzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI9ChFQbGF5ZXJSZWNvbm5lY3RlZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdCKTAQoNQ2xvY2tDcmVkaXRlZBIoCgRzZWF0GAEgASgOMhouZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdBIrCghjcmVkaXRlZBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIrCgZjbG9ja3MYAyADKAsyGy5mb3Vya2luZ2RvbXMuZ2FtZS52MS5DbG9jayLLAQoQUGxheWVyRWxpbWluYXRlZBI2CgtlbGltaW5hdGlvbhgBIAEoCzIhLmZvdXJraW5nZG9tcy5nYW1lLnYxLkVsaW1pbmF0aW9uEhUKDXJlc3VsdF9wb2ludHMYAiABKAUSMAoGcG9pbnRzGAMgAygLMiAuZm91cmtpbmdkb21zLmdhbWUudjEuU2VhdFBvaW50cxI2Cgxib251c19wb2ludHMYBCADKAsyIC5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0UG9pbnRzIjgKCEdhbWVPdmVyEiwKBnJlc3VsdBgBIAEoCzIcLmZvdXJraW5nZG9tcy5nYW1lLnYxLlJlc3VsdCJpCgxNYXRjaEFib3J0ZWQSDgoGcmVhc29uGAEgASgJEhIKCmFib3J0ZWRfYnkYAiABKAkSNQoRZmlyc3RfbW92ZV9taXNzZWQYAyABKA4yGi5mb3Vya2luZ2RvbXMuZ2FtZS52MS5TZWF0YgZwcm90bzM", [file_fourkingdoms_events_v1_stream, file_fourkingdoms_game_v1_game, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * MatchFinished is published once per match that ended with a result.
@@ -150,6 +150,71 @@ export type PlayerLinked = Message<"fourkingdoms.events.v1.PlayerLinked"> & {
  */
 export const PlayerLinkedSchema: GenMessage<PlayerLinked> = /*@__PURE__*/
   messageDesc(file_fourkingdoms_events_v1_events, 1);
+
+/**
+ * MatchAbandoned is published once per match the server aborted because a
+ * seat missed its first move before every seat had moved
+ * (MatchAborted.first_move_missed, docs/rules.md section 10): the
+ * matchmaking service puts the other players back in their queue with
+ * their original enqueue time. Operator aborts are not published.
+ *
+ * Transport: as MatchFinished, on its own stream (the (stream) option
+ * below), written by the aborting commit into the partition outbox and
+ * relayed from there. Delivery is at least once: consumers must treat
+ * match_id as an idempotency key.
+ *
+ * @generated from message fourkingdoms.events.v1.MatchAbandoned
+ */
+export type MatchAbandoned = Message<"fourkingdoms.events.v1.MatchAbandoned"> & {
+  /**
+   * The match id.
+   *
+   * @generated from field: string match_id = 1;
+   */
+  matchId: string;
+
+  /**
+   * The rule set name.
+   *
+   * @generated from field: string rule_set = 2;
+   */
+  ruleSet: string;
+
+  /**
+   * The match's time control.
+   *
+   * @generated from field: fourkingdoms.game.v1.TimeControl time_control = 3;
+   */
+  timeControl?: TimeControl | undefined;
+
+  /**
+   * The four players, one per seat (ids, names, bot flags).
+   *
+   * @generated from field: repeated fourkingdoms.game.v1.SeatPlayer players = 4;
+   */
+  players: SeatPlayer[];
+
+  /**
+   * The seat that missed its first move.
+   *
+   * @generated from field: fourkingdoms.game.v1.Seat missed_seat = 5;
+   */
+  missedSeat: Seat;
+
+  /**
+   * When the match was aborted.
+   *
+   * @generated from field: google.protobuf.Timestamp occurred_at = 6;
+   */
+  occurredAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message fourkingdoms.events.v1.MatchAbandoned.
+ * Use `create(MatchAbandonedSchema)` to create a new message.
+ */
+export const MatchAbandonedSchema: GenMessage<MatchAbandoned> = /*@__PURE__*/
+  messageDesc(file_fourkingdoms_events_v1_events, 2);
 
 /**
  * MatchEvent is one change of a match's state. Events of a match form a gap-
@@ -302,7 +367,7 @@ export type MatchEvent = Message<"fourkingdoms.events.v1.MatchEvent"> & {
  * Use `create(MatchEventSchema)` to create a new message.
  */
 export const MatchEventSchema: GenMessage<MatchEvent> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 2);
+  messageDesc(file_fourkingdoms_events_v1_events, 3);
 
 /**
  * MatchCreated starts a match's history.
@@ -393,7 +458,7 @@ export type MatchCreated = Message<"fourkingdoms.events.v1.MatchCreated"> & {
  * Use `create(MatchCreatedSchema)` to create a new message.
  */
 export const MatchCreatedSchema: GenMessage<MatchCreated> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 3);
+  messageDesc(file_fourkingdoms_events_v1_events, 4);
 
 /**
  * MoveApplied is one move and its immediate effects.
@@ -460,7 +525,7 @@ export type MoveApplied = Message<"fourkingdoms.events.v1.MoveApplied"> & {
  * Use `create(MoveAppliedSchema)` to create a new message.
  */
 export const MoveAppliedSchema: GenMessage<MoveApplied> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 4);
+  messageDesc(file_fourkingdoms_events_v1_events, 5);
 
 /**
  * PlayerResigned records a resignation. Resigning is allowed at any time,
@@ -490,7 +555,7 @@ export type PlayerResigned = Message<"fourkingdoms.events.v1.PlayerResigned"> & 
  * Use `create(PlayerResignedSchema)` to create a new message.
  */
 export const PlayerResignedSchema: GenMessage<PlayerResigned> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 5);
+  messageDesc(file_fourkingdoms_events_v1_events, 6);
 
 /**
  * WinClaimed records a claimed win (docs/rules.md section 8.3): the seat,
@@ -522,7 +587,7 @@ export type WinClaimed = Message<"fourkingdoms.events.v1.WinClaimed"> & {
  * Use `create(WinClaimedSchema)` to create a new message.
  */
 export const WinClaimedSchema: GenMessage<WinClaimed> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 6);
+  messageDesc(file_fourkingdoms_events_v1_events, 7);
 
 /**
  * PlayerTimedOut records a clock running out (the player "flagged").
@@ -567,7 +632,7 @@ export type PlayerTimedOut = Message<"fourkingdoms.events.v1.PlayerTimedOut"> & 
  * Use `create(PlayerTimedOutSchema)` to create a new message.
  */
 export const PlayerTimedOutSchema: GenMessage<PlayerTimedOut> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 7);
+  messageDesc(file_fourkingdoms_events_v1_events, 8);
 
 /**
  * PlayerDisconnected records that no watch stream of a seat's player has
@@ -599,7 +664,7 @@ export type PlayerDisconnected = Message<"fourkingdoms.events.v1.PlayerDisconnec
  * Use `create(PlayerDisconnectedSchema)` to create a new message.
  */
 export const PlayerDisconnectedSchema: GenMessage<PlayerDisconnected> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 8);
+  messageDesc(file_fourkingdoms_events_v1_events, 9);
 
 /**
  * PlayerReconnected cancels a PlayerDisconnected: the seat's player opened
@@ -621,7 +686,7 @@ export type PlayerReconnected = Message<"fourkingdoms.events.v1.PlayerReconnecte
  * Use `create(PlayerReconnectedSchema)` to create a new message.
  */
 export const PlayerReconnectedSchema: GenMessage<PlayerReconnected> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 9);
+  messageDesc(file_fourkingdoms_events_v1_events, 10);
 
 /**
  * ClockCredited gives the seat to move back the time during which the
@@ -658,7 +723,7 @@ export type ClockCredited = Message<"fourkingdoms.events.v1.ClockCredited"> & {
  * Use `create(ClockCreditedSchema)` to create a new message.
  */
 export const ClockCreditedSchema: GenMessage<ClockCredited> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 10);
+  messageDesc(file_fourkingdoms_events_v1_events, 11);
 
 /**
  * PlayerEliminated records a seat leaving the game: it is out and its pieces
@@ -706,7 +771,7 @@ export type PlayerEliminated = Message<"fourkingdoms.events.v1.PlayerEliminated"
  * Use `create(PlayerEliminatedSchema)` to create a new message.
  */
 export const PlayerEliminatedSchema: GenMessage<PlayerEliminated> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 11);
+  messageDesc(file_fourkingdoms_events_v1_events, 12);
 
 /**
  * GameOver ends a match with a result. No event follows it.
@@ -727,7 +792,7 @@ export type GameOver = Message<"fourkingdoms.events.v1.GameOver"> & {
  * Use `create(GameOverSchema)` to create a new message.
  */
 export const GameOverSchema: GenMessage<GameOver> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 12);
+  messageDesc(file_fourkingdoms_events_v1_events, 13);
 
 /**
  * MatchAborted ends a match without a result. No event follows it.
@@ -765,5 +830,5 @@ export type MatchAborted = Message<"fourkingdoms.events.v1.MatchAborted"> & {
  * Use `create(MatchAbortedSchema)` to create a new message.
  */
 export const MatchAbortedSchema: GenMessage<MatchAborted> = /*@__PURE__*/
-  messageDesc(file_fourkingdoms_events_v1_events, 13);
+  messageDesc(file_fourkingdoms_events_v1_events, 14);
 

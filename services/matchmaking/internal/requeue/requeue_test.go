@@ -1,0 +1,143 @@
+package requeue_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/backoff"
+	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/requeue"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/store"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+const queue = "fourkingdoms/5+5"
+
+var settings = store.Settings{TicketTTL: 10 * time.Minute, Retention: 10 * time.Minute, FormationTimeout: 30 * time.Second,
+	PointerGrace: 5 * time.Second, WaitSamples: 100}
+
+// TestConsumer: the consumer requeues the three players of an abandoned
+// match who moved (or would have), acknowledges a malformed entry and a
+// table's (unknown) match without doing anything, and a redelivered event
+// requeues nobody twice. Standalone and cluster Redis.
+func TestConsumer(t *testing.T) {
+	t.Parallel()
+	for _, kind := range redistest.Kinds() {
+		t.Run(kind.Name, func(t *testing.T) {
+			t.Parallel()
+			rdb, prefix := kind.Client(t)
+			ctx := t.Context()
+			st := store.New(rdb, prefix, []string{queue}, settings)
+			start := time.Now().Truncate(time.Millisecond)
+			var es [4]store.Entry
+			var seats []*gamev1.SeatPlayer
+			for i := range es {
+				p := store.Player{ID: "p" + string(rune('0'+i)), DisplayName: "P", Bot: i == 2}
+				tk, _, err := st.Enqueue(ctx, queue, p, start.Add(time.Duration(i)*time.Second))
+				if err != nil {
+					t.Fatal(err)
+				}
+				es[i] = store.Entry{TicketID: tk.ID, Player: p, EnqueuedMs: tk.EnqueuedAt.UnixMilli()}
+				seats = append(seats, &gamev1.SeatPlayer{Seat: gamev1.Seat(i + 1), Player: &gamev1.Player{PlayerId: p.ID, IsBot: p.Bot}})
+			}
+			f := store.NewFormation(queue, es, 1, start)
+			if ok, err := st.Claim(ctx, queue, []*store.Formation{f}, start); err != nil || !ok[0] {
+				t.Fatalf("Claim = %v, %v", ok, err)
+			}
+			if _, err := st.Complete(ctx, queue, []store.Outcome{{Formation: f, MatchID: "m1", Seats: [4]int{1, 2, 3, 4}}}, start); err != nil {
+				t.Fatal(err)
+			}
+
+			cfg := requeue.DefaultConfig("test")
+			cfg.Stream = prefix + cfg.Stream
+			cfg.Block, cfg.ClaimInterval = 50*time.Millisecond, 50*time.Millisecond
+			cfg.Retry = backoff.Policy{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond}
+			c := requeue.New(rdb, st, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+			runCtx, stop := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			wg.Go(func() { _ = c.Run(runCtx) })
+			defer func() { stop(); wg.Wait() }()
+
+			ab := eventstream.MatchAbandoned()
+			event := func(match string) []any {
+				fields, err := ab.Encode(&eventsv1.MatchAbandoned{MatchId: match, Players: seats, MissedSeat: gamev1.Seat(2),
+					OccurredAt: timestamppb.Now()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fields
+			}
+			for _, values := range [][]any{event("m1"), {"type", "nonsense", "data", "x"}, event("table-match")} {
+				if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: cfg.Stream, Values: values}).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitHandled(t, rdb, cfg, 3)
+			tickets := requeued(t, st, es)
+			// The same event again, as a relay that lost its mark publishes it.
+			if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: cfg.Stream, Values: event("m1")}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			waitHandled(t, rdb, cfg, 4)
+			if again := requeued(t, st, es); again != tickets {
+				t.Errorf("after a redelivery the tickets are %v, want still %v", again, tickets)
+			}
+			if w, err := st.Waiting(ctx, queue); err != nil || len(w) != 3 {
+				t.Errorf("Waiting = %+v, %v; want the three requeued", w, err)
+			}
+		})
+	}
+}
+
+// requeued checks that the players of es but the second (who missed their
+// move) search again since their original enqueue time, and returns their
+// tickets.
+func requeued(t *testing.T, st *store.Store, es [4]store.Entry) [4]string {
+	t.Helper()
+	var ids [4]string
+	for i, e := range es {
+		tk, existing, err := st.Enqueue(t.Context(), queue, e.Player, time.Now())
+		if i == 1 {
+			if err != nil || existing {
+				t.Errorf("the missed player's Enqueue = %+v, %v, %v; want a new ticket", tk, existing, err)
+			}
+			if _, err := st.Cancel(t.Context(), tk.ID, e.Player.ID); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err != nil || !existing || !tk.EnqueuedAt.Equal(e.EnqueuedAt()) || tk.State != store.Searching {
+			t.Errorf("Enqueue of %s = %+v, %v, %v; want their requeued ticket since %v", e.Player.ID, tk, existing, err, e.EnqueuedAt())
+		}
+		ids[i] = tk.ID
+	}
+	return ids
+}
+
+// waitHandled waits until the group has read n entries and acknowledged
+// them all.
+func waitHandled(t *testing.T, rdb redis.UniversalClient, cfg requeue.Config, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		groups, err := rdb.XInfoGroups(t.Context(), cfg.Stream).Result()
+		if err == nil && len(groups) == 1 && groups[0].EntriesRead == n && groups[0].Pending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group state %+v, %v; want %d entries read, none pending", groups, err, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
