@@ -136,6 +136,8 @@ type Service struct {
 	cache *cache
 	// presence counts the player watch streams this instance holds.
 	presence *presence
+	// pingKeys caches the key of Ping tokens (ping.go).
+	pingKeys pingKeys
 }
 
 // New returns a Service on st; hub delivers live events to Watch (nil for
@@ -600,6 +602,13 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 	if req.GetClientMoveId() != "" {
 		moveKey = c.ID + "\x00" + req.GetClientMoveId()
 	}
+	// Without a think time the lag is the seat's measured round trip
+	// (ping.go), read before the entry is locked: one read, only for
+	// clients that do not measure.
+	var rtts map[rules.Seat]time.Duration
+	if _, perr := store.PartitionOf(req.GetMatchId()); !measured && perr == nil {
+		rtts = s.roundTrips(ctx, req.GetMatchId(), s.clockNow())
+	}
 	ch, stored, err := s.mutate(ctx, req.GetMatchId(), moveKey, func(e *entry, now time.Time) (*change, error) {
 		seats := e.seatsOf(c)
 		if len(seats) == 0 {
@@ -641,11 +650,17 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 			return nil, err
 		}
 		// Lag compensation (lag.go): the turn is charged as if it had
-		// started comp later, comp being at most the seat's quota.
+		// started comp later, comp being at most the seat's quota. The lag
+		// is the turn less the claimed think time, or else the seat's
+		// round trip (never more than the turn).
 		var elapsed, comp time.Duration
 		if rec.Clocks.Running == int(seat) {
 			elapsed = now.Sub(rec.Clocks.TurnStart)
-			comp = rec.Clocks.lagStep(e.tc, seat, elapsed-think, measured)
+			lag, known := elapsed-think, measured
+			if rtt, ok := rtts[seat]; ok && !measured {
+				lag, known = min(rtt, elapsed), true
+			}
+			comp = rec.Clocks.lagStep(e.tc, seat, lag, known)
 			rec.Clocks.TurnStart = rec.Clocks.TurnStart.Add(comp)
 		}
 		rec.Clocks.follow(e.tc, g, now, true, true)
