@@ -45,6 +45,10 @@ const (
 	// rttMaxAge is how long an estimate is used after its last update (and
 	// how long the match's estimates are kept): six missed measurements.
 	rttMaxAge = 30 * time.Second
+	// rttReadEvery is how often at most MakeMove reads a match's
+	// estimates again on one instance; a new one is measured once per
+	// PingInterval anyway.
+	rttReadEvery = PingInterval
 	// pingKeyRefresh is how often at most an instance reads the signing key
 	// again after a token failed to verify (another instance may have made
 	// a new one after the key was lost).
@@ -205,20 +209,24 @@ func (s *Service) seatOf(ctx context.Context, c Caller, id string) (rules.Seat, 
 	return seats[0], nil
 }
 
-// roundTrips reads a match's current round-trip estimates by seat, for
-// MakeMove; a failed read counts as none (the move is then charged in
-// full, as before round trips were measured).
-func (s *Service) roundTrips(ctx context.Context, id string, now time.Time) map[rules.Seat]time.Duration {
-	rts, err := s.store.RoundTrips(ctx, id)
-	if err != nil {
-		s.log.WarnContext(ctx, "round trips not read", "match", id, "err", err)
-		return nil
-	}
-	out := make(map[rules.Seat]time.Duration, len(rts))
-	for seat, rt := range rts {
-		if seat >= 0 && seat < rules.NumSeats && now.Sub(rt.At) <= rttMaxAge {
-			out[rules.Seat(seat)] = rt.Estimate
+// roundTrip returns the current round-trip estimate of a seat of a
+// locked entry, for MakeMove. The match's estimates are read at most once
+// per rttReadEvery per instance: a client that plays fast without think
+// times costs one read per few seconds, not one per move. A failed read
+// counts as none (the move is then charged in full, as before round trips
+// were measured).
+func (s *Service) roundTrip(ctx context.Context, e *entry, seat rules.Seat, now time.Time) (time.Duration, bool) {
+	if e.rttsRead.IsZero() || now.Sub(e.rttsRead) >= rttReadEvery || now.Before(e.rttsRead) {
+		rts, err := s.store.RoundTrips(ctx, e.id)
+		if err != nil {
+			s.log.WarnContext(ctx, "round trips not read", "match", e.id, "err", err)
+			return 0, false
 		}
+		e.rtts, e.rttsRead = rts, now
 	}
-	return out
+	rt, ok := e.rtts[int(seat)]
+	if !ok || now.Sub(rt.At) > rttMaxAge {
+		return 0, false
+	}
+	return rt.Estimate, true
 }

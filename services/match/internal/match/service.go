@@ -195,6 +195,11 @@ type entry struct {
 	// delayed is the match as delayed viewers last saw it (visibility.go),
 	// kept so that it advances instead of being replayed from the start.
 	delayed *delayedState
+	// rtts are the match's round-trip estimates as last read, at rttsRead
+	// (ping.go: moves without a think time read them at most once per
+	// rttReadEvery).
+	rtts     map[int]store.RoundTrip
+	rttsRead time.Time
 }
 
 // setState decodes a stored state into the entry (Meta only when present).
@@ -330,7 +335,8 @@ type change struct {
 
 // mutate computes a change with apply from the entry's state and commits
 // it, recomputing after lost races. apply must not change the entry except
-// its game (which it may advance); on any failure the entry is reloaded.
+// its game (which it may advance) and the round trips it caches
+// (roundTrip); on any failure the entry is reloaded.
 // It returns the committed change, or the stored reply of a repeated move.
 func (s *Service) mutate(ctx context.Context, id, moveKey string, apply func(e *entry, now time.Time) (*change, error)) (*change, []byte, error) {
 	if _, err := store.PartitionOf(id); err != nil {
@@ -602,13 +608,6 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 	if req.GetClientMoveId() != "" {
 		moveKey = c.ID + "\x00" + req.GetClientMoveId()
 	}
-	// Without a think time the lag is the seat's measured round trip
-	// (ping.go), read before the entry is locked: one read, only for
-	// clients that do not measure.
-	var rtts map[rules.Seat]time.Duration
-	if _, perr := store.PartitionOf(req.GetMatchId()); !measured && perr == nil {
-		rtts = s.roundTrips(ctx, req.GetMatchId(), s.clockNow())
-	}
 	ch, stored, err := s.mutate(ctx, req.GetMatchId(), moveKey, func(e *entry, now time.Time) (*change, error) {
 		seats := e.seatsOf(c)
 		if len(seats) == 0 {
@@ -657,8 +656,11 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 		if rec.Clocks.Running == int(seat) {
 			elapsed = now.Sub(rec.Clocks.TurnStart)
 			lag, known := elapsed-think, measured
-			if rtt, ok := rtts[seat]; ok && !measured {
-				lag, known = min(rtt, elapsed), true
+			if !measured {
+				// The seat's measured round trip (ping.go), if current.
+				if rtt, ok := s.roundTrip(ctx, e, seat, now); ok {
+					lag, known = min(rtt, elapsed), true
+				}
 			}
 			comp = rec.Clocks.lagStep(e.tc, seat, lag, known)
 			rec.Clocks.TurnStart = rec.Clocks.TurnStart.Add(comp)

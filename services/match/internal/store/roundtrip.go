@@ -151,7 +151,11 @@ func (s *Store) RoundTrips(ctx context.Context, id string) (map[int]RoundTrip, e
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.rdb.HGetAll(ctx, s.keys.roundTrips(p, id)).Result()
+	// Through the commit batcher: under load the read shares a pipeline
+	// with the commits, as the move that needs it will.
+	cmd := redis.NewMapStringStringCmd(ctx, "hgetall", s.keys.roundTrips(p, id))
+	_ = s.commits.Process(ctx, cmd)
+	h, err := cmd.Result()
 	if err != nil {
 		return nil, fmt.Errorf("read round trips of %s: %w", id, err)
 	}
