@@ -80,14 +80,15 @@ func (s *Service) pingKey(ctx context.Context, refresh bool) ([]byte, error) {
 	k := &s.pingKeys
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.key != nil && (!refresh || time.Since(k.fetched) < pingKeyRefresh) {
+	now := s.now()
+	if k.key != nil && (!refresh || now.Sub(k.fetched) < pingKeyRefresh) {
 		return k.key, nil
 	}
 	key, err := s.store.PingKey(ctx)
 	if err != nil {
 		return nil, err
 	}
-	k.key, k.fetched = key, time.Now()
+	k.key, k.fetched = key, now
 	return key, nil
 }
 

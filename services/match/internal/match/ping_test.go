@@ -275,3 +275,75 @@ func TestPingRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestPingAcrossInstances: a token issued by one instance is checked by
+// another (the key is shared in Redis); after the key is lost and a new
+// instance makes a new one, the older instances follow it at their next
+// failed check, and a client whose token was refused meanwhile starts
+// again.
+func TestPingAcrossInstances(t *testing.T) {
+	t.Parallel()
+	for _, k := range redistest.Kinds() {
+		t.Run(k.Name, func(t *testing.T) {
+			t.Parallel()
+			rdb, prefix := k.Client(t)
+			clock := &fakeClock{now: time.UnixMilli(1_800_000_000_000)}
+			instance := func() *match.Service {
+				cfg := store.DefaultConfig()
+				cfg.Prefix = prefix
+				st, err := store.New(rdb, cfg, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				svc, err := match.New(st, nil, match.DefaultConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)), clock.Now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return svc
+			}
+			a, b := instance(), instance()
+			f := &pingFixture{svc: a, clock: clock}
+			id := f.create(t, "5+0")
+			ctx, red := t.Context(), player(rules.Red)
+			// measure starts on one instance and ends on another.
+			measure := func(from, to *match.Service) error {
+				first, err := from.Ping(ctx, red, id, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				clock.Advance(80 * time.Millisecond)
+				r, err := to.Ping(ctx, red, id, first.Token)
+				if err == nil && r.RoundTrip != 80*time.Millisecond {
+					t.Fatalf("round trip %v, want 80ms", r.RoundTrip)
+				}
+				return err
+			}
+			if err := measure(a, b); err != nil {
+				t.Fatalf("a token of instance a checked by b: %v", err)
+			}
+			if err := rdb.Del(ctx, prefix+"{fk:keeper}:ping-key").Err(); err != nil {
+				t.Fatal(err)
+			}
+			c := instance() // makes a new key
+			clock.Advance(time.Second)
+			if err := measure(c, b); err != nil {
+				t.Fatalf("after the key was made again, b checked c's token: %v", err)
+			}
+			// a reads the new key at its first failed check; a token it
+			// issued with the old one is refused (the client starts again).
+			first, err := a.Ping(ctx, red, id, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Ping(ctx, red, id, first.Token); !errors.Is(err, match.ErrBadPingToken) {
+				t.Fatalf("a token signed with the lost key: %v, want ErrBadPingToken", err)
+			}
+			if err := measure(c, a); err != nil {
+				t.Fatalf("a checked c's token: %v", err)
+			}
+			if err := measure(a, c); err != nil {
+				t.Fatalf("c checked a's token after a followed the new key: %v", err)
+			}
+		})
+	}
+}
