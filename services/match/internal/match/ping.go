@@ -74,7 +74,7 @@ type pingKeys struct {
 	fetched time.Time
 }
 
-// key returns the token key; with refresh it reads it again from the
+// pingKey returns the token key; with refresh it reads it again from the
 // store unless it did so within pingKeyRefresh.
 func (s *Service) pingKey(ctx context.Context, refresh bool) ([]byte, error) {
 	k := &s.pingKeys
