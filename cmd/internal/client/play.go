@@ -43,8 +43,9 @@ func SeatLive(m *matchv1.Match, s gamev1.Seat) bool {
 // watching remains). observe, if not nil, sees every update. It returns the
 // final state.
 func (c *Client) PlayAuto(ctx context.Context, id string, seat gamev1.Seat, choose Chooser, observe func(Update)) (*matchv1.Match, error) {
-	// The round trip, measured while seated, covers moves whose think
-	// time the server does not get (a retry after a reconnect).
+	// The seat's round trip is measured while seated, as every client
+	// does (docs/match.md "Lag compensation"); these moves claim think
+	// times, which win over it.
 	pctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { c.PingLoop(pctx, id, nil) })
