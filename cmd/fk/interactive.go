@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fourkingdoms/fourkingdoms/cmd/internal/client"
@@ -131,7 +132,17 @@ func (a *app) draw(m *matchv1.Match, sc *screen) {
 // "quit" and the end of ctx (Ctrl-C) return errLeft.
 func (a *app) interactive(ctx context.Context, c *client.Client, found client.Found, fixed bool, lines <-chan string) (*matchv1.Match, int, error) {
 	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Moves typed here carry no think time: the server compensates their
+	// lag by the seat's round trip, measured while the player is seated
+	// (docs/match.md "Lag compensation").
+	var pinging sync.WaitGroup
+	if found.Seat != gamev1.Seat_SEAT_UNSPECIFIED {
+		pinging.Go(func() { c.PingLoop(fctx, found.MatchID, nil) })
+	}
+	defer func() {
+		cancel()
+		pinging.Wait()
+	}()
 	updates := make(chan client.Update, 64)
 	done := make(chan error, 1)
 	var final *matchv1.Match

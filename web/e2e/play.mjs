@@ -302,6 +302,8 @@ try {
       bundleBytes: files.reduce((n, b) => n + b.length, 0),
       bundleGzipBytes: files.reduce((n, b) => n + gzipSync(b, { level: 9 }).length, 0),
       moveRoundTripMs: { n: rtts.length, p50: pct(0.5), p95: pct(0.95) }, moveRetries: stats.moveRetries,
+      // The server's round-trip estimates of the player's seat (Ping, src/pinger.ts).
+      pingEstimatesMs: stats.pingEstimatesMs ?? [],
     },
     screenshots, pgn: pgnPath,
     errors,

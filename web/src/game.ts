@@ -19,12 +19,15 @@ import { checkedSeats, claimPossible, claimRule, clockState, noteText, rounds, s
 import { LegalMoves } from "./notation";
 import { Backoff } from "./backoff";
 import { sendMove } from "./mover";
+import { ms, Pinger } from "./pinger";
 import { RematchFollower, rematchView } from "./rematch";
 
 /** Browser-side measurements the tests read (window.__fk). */
 export interface Stats {
   moveRttMs: number[];
   moveRetries: number;
+  /** The server's round-trip estimates of this player's seat, as its Pings answered them. */
+  pingEstimatesMs?: number[];
 }
 
 /** debug logs to the console when localStorage "fk.debug" is set. */
@@ -130,9 +133,21 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
     h("div", { class: "game-main" }, h("div", { class: "game-head" }, turn, status), boardWrap),
     h("aside", { class: "game-side" }, noticeEl, players, notesEl, controls, summary, h("h3", {}, "Moves"), moveList)), dialog);
 
+  // The seat's round trip, measured while seated in the running match
+  // (pinger.ts); moves still claim their think time, which wins.
+  let pinger: Pinger | undefined;
   const follower = new Follower(api, matchId, (nv) => {
     v = nv;
     if (!mySeat && !spectator) mySeat = v.match.seats.find((x) => x.player?.playerId === me)?.seat ?? 0;
+    if (mySeat && !pinger && v.match.status === MatchStatus.ACTIVE) {
+      pinger = new Pinger(api.match, matchId, (r) => {
+        const est = ms(r.roundTripEstimate) ?? 0;
+        debug(`round trip ${ms(r.roundTrip)} ms, estimate ${est} ms`);
+        (stats().pingEstimatesMs ??= []).push(est);
+      });
+      pinger.start();
+    }
+    if (pinger && v.match.status !== MatchStatus.ACTIVE) pinger.stop();
     if (mySeat && v.match.toMove === mySeat && v.match.ply !== turnPly) {
       // The update that gave us the turn: the think time starts now.
       turnPly = v.match.ply;
@@ -532,6 +547,7 @@ export function mountGame(root: HTMLElement, api: Api, matchId: string, spectato
   }
 
   return () => {
+    pinger?.stop();
     clearInterval(tick);
     clearInterval(rematchTick);
     rematch?.stop();

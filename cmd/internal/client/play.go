@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -42,6 +43,16 @@ func SeatLive(m *matchv1.Match, s gamev1.Seat) bool {
 // watching remains). observe, if not nil, sees every update. It returns the
 // final state.
 func (c *Client) PlayAuto(ctx context.Context, id string, seat gamev1.Seat, choose Chooser, observe func(Update)) (*matchv1.Match, error) {
+	// The seat's round trip is measured while seated, as every client
+	// does (docs/match.md "Lag compensation"); these moves claim think
+	// times, which win over it.
+	pctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { c.PingLoop(pctx, id, nil) })
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
 	actedAt := int64(-1) // the ply of the last move we submitted
 	return c.Follow(ctx, id, FollowOptions{Check: true, Seat: seat}, func(u Update) error {
 		if observe != nil {

@@ -40,7 +40,8 @@ func (c *Checker) readClocks(clocks []*gamev1.Clock) {
 // is charged to no clock; a player's move has a time charged and a lag
 // compensation that are valid durations, not negative, the compensation
 // within an upper bound of the seat's quota (the server's quota starts at
-// LagQuotaStart gains at the seat's first measured move, which the bound,
+// LagQuotaStart gains at the seat's first measured move, by a think time
+// or by the seat's round-trip estimate, which the bound,
 // started at the seat's first move, is never below), and the mover's clock
 // after the move is its clock before less time_charged (less any delay)
 // plus the increment. A move without time_charged comes from a server

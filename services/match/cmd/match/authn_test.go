@@ -63,6 +63,10 @@ func TestHostileCredentials(t *testing.T) {
 			_, err := c.GetMatch(ctx, &matchv1.GetMatchRequest{MatchId: id})
 			return err
 		}},
+		{"Ping", func(ctx context.Context) error {
+			_, err := c.Ping(ctx, &matchv1.PingRequest{MatchId: id})
+			return err
+		}},
 		{"ExportGame", func(ctx context.Context) error {
 			_, err := c.ExportGame(ctx, &matchv1.ExportGameRequest{MatchId: id})
 			return err
@@ -146,6 +150,14 @@ func TestHostileCredentials(t *testing.T) {
 		}, notPlayer},
 		{"red premoves for Green", func(ctx context.Context) error {
 			_, err := redC.SetPremoves(ctx, &matchv1.SetPremovesRequest{MatchId: id, Moves: []string{"b7-c7"}, Seat: gamev1.Seat_SEAT_GREEN})
+			return err
+		}, notPlayer},
+		{"stranger pings", func(ctx context.Context) error {
+			_, err := stranger.Ping(ctx, &matchv1.PingRequest{MatchId: id})
+			return err
+		}, notPlayer},
+		{"service pings", func(ctx context.Context) error {
+			_, err := svc.Ping(ctx, &matchv1.PingRequest{MatchId: id})
 			return err
 		}, notPlayer},
 		{"player creates a match", func(ctx context.Context) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,24 @@ func TestBadInput(t *testing.T) {
 		}
 		premove := func(c matchv1.MatchServiceClient, r *matchv1.SetPremovesRequest) func(context.Context) error {
 			return func(ctx context.Context) error { _, err := c.SetPremoves(ctx, r); return err }
+		}
+		ping := func(c matchv1.MatchServiceClient, r *matchv1.PingRequest) func(context.Context) error {
+			return func(ctx context.Context) error { _, err := c.Ping(ctx, r); return err }
+		}
+		// A token of Red's, and the same with its time or signature
+		// altered (a forgery claiming a shorter round trip).
+		tok, err := red.Ping(t.Context(), &matchv1.PingRequest{MatchId: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		otherTok, err := red.Ping(t.Context(), &matchv1.PingRequest{MatchId: e.create(inst.addr, nil).GetMatchId()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		altered := func(i int) []byte {
+			b := slices.Clone(tok.GetToken())
+			b[i] ^= 0x40
+			return b
 		}
 		tests := []struct {
 			name string
@@ -117,6 +136,21 @@ func TestBadInput(t *testing.T) {
 				_, err := spec.ClearPremoves(ctx, &matchv1.ClearPremovesRequest{MatchId: id})
 				return err
 			}, codes.PermissionDenied, "fourkingdoms.match.v1/NOT_A_PLAYER", ""},
+			{"ping with a malformed token", ping(red, &matchv1.PingRequest{MatchId: id, Token: []byte("x")}),
+				codes.InvalidArgument, "fourkingdoms.match.v1/BAD_PING_TOKEN", "token"},
+			{"ping with a forged time", ping(red, &matchv1.PingRequest{MatchId: id, Token: altered(8)}),
+				codes.InvalidArgument, "fourkingdoms.match.v1/BAD_PING_TOKEN", "token"},
+			{"ping with a forged signature", ping(red, &matchv1.PingRequest{MatchId: id, Token: altered(len(tok.GetToken()) - 1)}),
+				codes.InvalidArgument, "fourkingdoms.match.v1/BAD_PING_TOKEN", "token"},
+			{"ping with another seat's token", ping(blue, &matchv1.PingRequest{MatchId: id, Token: tok.GetToken()}),
+				codes.InvalidArgument, "fourkingdoms.match.v1/BAD_PING_TOKEN", "token"},
+			{"ping with another match's token", ping(red, &matchv1.PingRequest{MatchId: id, Token: otherTok.GetToken()}),
+				codes.InvalidArgument, "fourkingdoms.match.v1/BAD_PING_TOKEN", "token"},
+			{"spectator pings", ping(spec, &matchv1.PingRequest{MatchId: id}), codes.PermissionDenied, "fourkingdoms.match.v1/NOT_A_PLAYER", ""},
+			{"ping in a finished match", ping(red, &matchv1.PingRequest{MatchId: over.GetMatchId()}), codes.FailedPrecondition, "fourkingdoms.match.v1/MATCH_OVER", ""},
+			{"ping in an unknown match", ping(red, &matchv1.PingRequest{MatchId: store.NewID(5)}), codes.NotFound, "fourkingdoms.match.v1/MATCH_NOT_FOUND", ""},
+			{"ping in a malformed match id", ping(red, &matchv1.PingRequest{MatchId: "../x"}), codes.NotFound, "fourkingdoms.match.v1/MATCH_NOT_FOUND", ""},
+			{"unauthenticated ping", ping(anon, &matchv1.PingRequest{MatchId: id}), codes.Unauthenticated, "fourkingdoms.auth.v1/MISSING_TOKEN", ""},
 			{"clear premoves in a finished match", func(ctx context.Context) error {
 				_, err := blue.ClearPremoves(ctx, &matchv1.ClearPremovesRequest{MatchId: over.GetMatchId()})
 				return err

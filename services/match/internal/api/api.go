@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
@@ -193,6 +194,23 @@ func (s *Server) ClearPremoves(ctx context.Context, req *matchv1.ClearPremovesRe
 	return &matchv1.ClearPremovesResponse{Queue: premoveQueue(&p)}, nil
 }
 
+// Ping implements MatchService.
+func (s *Server) Ping(ctx context.Context, req *matchv1.PingRequest) (*matchv1.PingResponse, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.svc.Ping(ctx, c, req.GetMatchId(), req.GetToken())
+	if err != nil {
+		return nil, s.Status(ctx, err)
+	}
+	resp := &matchv1.PingResponse{Token: r.Token, NextPingIn: durationpb.New(r.Next)}
+	if r.Measured {
+		resp.RoundTrip, resp.RoundTripEstimate = durationpb.New(r.RoundTrip), durationpb.New(r.Estimate)
+	}
+	return resp, nil
+}
+
 // WatchMatch implements MatchService.
 func (s *Server) WatchMatch(req *matchv1.WatchMatchRequest, stream grpc.ServerStreamingServer[matchv1.WatchMatchResponse]) error {
 	ctx := stream.Context()
@@ -352,6 +370,7 @@ var refusals = []struct {
 	{match.ErrInvalid, codes.InvalidArgument, "INVALID_ARGUMENT", ""},
 	{rules.ErrBadMoveText, codes.InvalidArgument, "BAD_MOVE_TEXT", "move"},
 	{match.ErrMoveIDReused, codes.InvalidArgument, "MOVE_ID_REUSED", "client_move_id"},
+	{match.ErrBadPingToken, codes.InvalidArgument, "BAD_PING_TOKEN", "token"},
 	{match.ErrNotFound, codes.NotFound, "MATCH_NOT_FOUND", ""},
 	{store.ErrNotFound, codes.NotFound, "MATCH_NOT_FOUND", ""},
 	{match.ErrNotPlayer, codes.PermissionDenied, "NOT_A_PLAYER", ""},

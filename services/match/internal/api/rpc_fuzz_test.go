@@ -110,6 +110,16 @@ func (h *matchFuzz) record(f *testing.F) {
 			h.moves = append(h.moves, req.GetMove())
 		}
 	}
+	// A round-trip measurement: both calls, the second with a real token.
+	ping, err := h.srv.Ping(players[0], &matchv1.PingRequest{MatchId: id})
+	if err != nil {
+		f.Fatal(err)
+	}
+	keep(&matchv1.PingRequest{MatchId: id})
+	keep(&matchv1.PingRequest{MatchId: id, Token: ping.GetToken()})
+	if _, err := h.srv.Ping(players[0], &matchv1.PingRequest{MatchId: id, Token: ping.GetToken()}); err != nil {
+		f.Fatal(err)
+	}
 	keep(&matchv1.WatchMatchRequest{MatchId: id, FromVersion: 3})
 	keep(&matchv1.ExportGameRequest{MatchId: id})
 	if _, err := h.srv.ExportGame(players[0], &matchv1.ExportGameRequest{MatchId: id}); err != nil {
@@ -316,6 +326,21 @@ func FuzzClearPremoves(f *testing.F) {
 		func(t *testing.T, in rpcfuzz.Input[*matchv1.ClearPremovesRequest]) {
 			call(t, h, in, "ClearPremoves", false, func(ctx context.Context, r *matchv1.ClearPremovesRequest) error {
 				_, err := h.srv.ClearPremoves(ctx, r)
+				return err
+			})
+		})
+}
+
+// FuzzPing: a Ping never changes a match (its round trips live beside
+// it), whatever the token.
+func FuzzPing(f *testing.F) {
+	h := newMatchFuzz(f)
+	rpcfuzz.Fuzz(f, func() *matchv1.PingRequest { return new(matchv1.PingRequest) },
+		seeds(h, &matchv1.PingRequest{}, &matchv1.PingRequest{Token: []byte{1}}, &matchv1.PingRequest{Token: make([]byte, 25)},
+			&matchv1.PingRequest{Token: append([]byte{1}, make([]byte, 24)...)}),
+		func(t *testing.T, in rpcfuzz.Input[*matchv1.PingRequest]) {
+			call(t, h, in, "Ping", true, func(ctx context.Context, r *matchv1.PingRequest) error {
+				_, err := h.srv.Ping(ctx, r)
 				return err
 			})
 		})

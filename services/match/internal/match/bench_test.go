@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisbatch"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
@@ -34,7 +36,15 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // legal-move generation and one play per move).
 //
 //	go test ./internal/match -run '^$' -bench MakeMove -count 6 | benchstat -
-func BenchmarkMakeMove(b *testing.B) { benchMakeMove(b, false) }
+func BenchmarkMakeMove(b *testing.B) { benchMakeMove(b, false, false) }
+
+// BenchmarkMakeMoveThinkTime is BenchmarkMakeMove with every move claiming
+// a think time, as the project's clients send: MakeMove then reads no
+// round-trip estimate (ping.go). Compare with BenchmarkMakeMove in one run
+// for the cost of that read.
+//
+//	go test ./internal/match -run '^$' -bench 'MakeMove(ThinkTime)?$' -count 6 | benchstat -
+func BenchmarkMakeMoveThinkTime(b *testing.B) { benchMakeMove(b, false, true) }
 
 // BenchmarkMakeMoveWatched is BenchmarkMakeMove with the load real players
 // make: every game watched by its four players (Service.Watch through the
@@ -43,9 +53,9 @@ func BenchmarkMakeMove(b *testing.B) { benchMakeMove(b, false) }
 // reach four watchers.
 //
 //	go test ./internal/match -run '^$' -bench MakeMoveWatched -count 6 | benchstat -
-func BenchmarkMakeMoveWatched(b *testing.B) { benchMakeMove(b, true) }
+func BenchmarkMakeMoveWatched(b *testing.B) { benchMakeMove(b, true, false) }
 
-func benchMakeMove(b *testing.B, watched bool) {
+func benchMakeMove(b *testing.B, watched, think bool) {
 	rdb, _ := redistest.Standalone(b)
 	commits := redisbatch.New(rdb, redisbatch.DefaultConfig())
 	defer commits.Close()
@@ -94,7 +104,7 @@ func benchMakeMove(b *testing.B, watched bool) {
 				}
 				b.StartTimer()
 			}
-			if err := g.move(ctx, svc, rng); err != nil {
+			if err := g.move(ctx, svc, rng, think); err != nil {
 				b.Error(err)
 				return
 			}
@@ -159,12 +169,16 @@ func (g *benchGame) start(ctx context.Context, svc *match.Service, name string) 
 	return err
 }
 
-func (g *benchGame) move(ctx context.Context, svc *match.Service, rng *rand.Rand) error {
+func (g *benchGame) move(ctx context.Context, svc *match.Service, rng *rand.Rand, think bool) error {
 	seat := g.game.ToMove()
 	moves := g.game.LegalMoves(seat)
 	mv := moves[rng.IntN(len(moves))]
 	ply := uint32(g.game.Ply())
-	out, err := svc.MakeMove(ctx, g.players[seat], &matchv1.MakeMoveRequest{MatchId: g.id, Move: g.game.MoveText(mv), ExpectedPly: &ply})
+	req := &matchv1.MakeMoveRequest{MatchId: g.id, Move: g.game.MoveText(mv), ExpectedPly: &ply}
+	if think {
+		req.ClientThinkTime = durationpb.New(0)
+	}
+	out, err := svc.MakeMove(ctx, g.players[seat], req)
 	if err != nil {
 		return fmt.Errorf("move %d of %s: %w", ply, g.id, err)
 	}

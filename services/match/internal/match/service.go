@@ -136,6 +136,8 @@ type Service struct {
 	cache *cache
 	// presence counts the player watch streams this instance holds.
 	presence *presence
+	// pingKeys caches the key of Ping tokens (ping.go).
+	pingKeys pingKeys
 }
 
 // New returns a Service on st; hub delivers live events to Watch (nil for
@@ -193,6 +195,11 @@ type entry struct {
 	// delayed is the match as delayed viewers last saw it (visibility.go),
 	// kept so that it advances instead of being replayed from the start.
 	delayed *delayedState
+	// rtts are the match's round-trip estimates as last read, at rttsRead
+	// (ping.go: moves without a think time read them at most once per
+	// rttReadEvery).
+	rtts     map[int]store.RoundTrip
+	rttsRead time.Time
 }
 
 // setState decodes a stored state into the entry (Meta only when present).
@@ -328,7 +335,8 @@ type change struct {
 
 // mutate computes a change with apply from the entry's state and commits
 // it, recomputing after lost races. apply must not change the entry except
-// its game (which it may advance); on any failure the entry is reloaded.
+// its game (which it may advance) and the round trips it caches
+// (roundTrip); on any failure the entry is reloaded.
 // It returns the committed change, or the stored reply of a repeated move.
 func (s *Service) mutate(ctx context.Context, id, moveKey string, apply func(e *entry, now time.Time) (*change, error)) (*change, []byte, error) {
 	if _, err := store.PartitionOf(id); err != nil {
@@ -668,11 +676,20 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 			return nil, err
 		}
 		// Lag compensation (lag.go): the turn is charged as if it had
-		// started comp later, comp being at most the seat's quota.
+		// started comp later, comp being at most the seat's quota. The lag
+		// is the turn less the claimed think time, or else the seat's
+		// round trip (never more than the turn).
 		var elapsed, comp time.Duration
 		if rec.Clocks.Running == int(seat) {
 			elapsed = now.Sub(rec.Clocks.TurnStart)
-			comp = rec.Clocks.lagStep(e.tc, seat, elapsed-think, measured)
+			lag, known := elapsed-think, measured
+			if !measured {
+				// The seat's measured round trip (ping.go), if current.
+				if rtt, ok := s.roundTrip(ctx, e, seat, now); ok {
+					lag, known = min(rtt, elapsed), true
+				}
+			}
+			comp = rec.Clocks.lagStep(e.tc, seat, lag, known)
 			rec.Clocks.TurnStart = rec.Clocks.TurnStart.Add(comp)
 		}
 		rec.Clocks.follow(e.tc, g, now, true, true)

@@ -86,6 +86,7 @@ func (k keys) deadlines(p int) string                 { return k.tag(p) + ":dead
 func (k keys) outbox(p int) string                    { return k.tag(p) + ":outbox" }
 func (k keys) presence(p int, id string) string       { return k.tag(p) + ":m:" + id + ":pr" }
 func (k keys) presenceDue(p int) string               { return k.tag(p) + ":presence" }
+func (k keys) roundTrips(p int, id string) string     { return k.tag(p) + ":m:" + id + ":rt" }
 
 // The keeper's keys share the hash tag "{fk:keeper}", so that one script
 // reads the membership and every range lease on a Redis Cluster node.
@@ -93,6 +94,7 @@ func (k keys) keeperTag() string     { return k.prefix + "{fk:keeper}" }
 func (k keys) keeperMembers() string { return k.keeperTag() + ":members" }
 func (k keys) keeperFence() string   { return k.keeperTag() + ":fence" }
 func (k keys) keeperServed() string  { return k.keeperTag() + ":served" }
+func (k keys) pingKey() string       { return k.keeperTag() + ":ping-key" }
 func (k keys) rangeLease(r int) string {
 	return k.keeperTag() + ":range:" + strconv.Itoa(r)
 }

@@ -1918,6 +1918,137 @@ func (x *PremoveQueue) GetMove() string {
 	return ""
 }
 
+// PingRequest is one call of a round-trip measurement.
+type PingRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The match id.
+	MatchId string `protobuf:"bytes,1,opt,name=match_id,json=matchId,proto3" json:"match_id,omitempty"`
+	// The token of the previous PingResponse, sent back at once; empty to
+	// start a measurement.
+	Token         []byte `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PingRequest) Reset() {
+	*x = PingRequest{}
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PingRequest) ProtoMessage() {}
+
+func (x *PingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PingRequest.ProtoReflect.Descriptor instead.
+func (*PingRequest) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *PingRequest) GetMatchId() string {
+	if x != nil {
+		return x.MatchId
+	}
+	return ""
+}
+
+func (x *PingRequest) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+// PingResponse answers a Ping.
+type PingResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token to send back in the next Ping, at once.
+	Token []byte `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// The round trip this Ping completed (set when the request carried a
+	// token): from the service sending the token to receiving it back.
+	RoundTrip *durationpb.Duration `protobuf:"bytes,2,opt,name=round_trip,json=roundTrip,proto3" json:"round_trip,omitempty"`
+	// The seat's round-trip estimate as MakeMove uses it now (unset while the
+	// seat has none).
+	RoundTripEstimate *durationpb.Duration `protobuf:"bytes,3,opt,name=round_trip_estimate,json=roundTripEstimate,proto3" json:"round_trip_estimate,omitempty"`
+	// When to start the next measurement (a Ping without a token), from now.
+	NextPingIn    *durationpb.Duration `protobuf:"bytes,4,opt,name=next_ping_in,json=nextPingIn,proto3" json:"next_ping_in,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PingResponse) Reset() {
+	*x = PingResponse{}
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PingResponse) ProtoMessage() {}
+
+func (x *PingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_fourkingdoms_match_v1_match_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PingResponse.ProtoReflect.Descriptor instead.
+func (*PingResponse) Descriptor() ([]byte, []int) {
+	return file_fourkingdoms_match_v1_match_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *PingResponse) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *PingResponse) GetRoundTrip() *durationpb.Duration {
+	if x != nil {
+		return x.RoundTrip
+	}
+	return nil
+}
+
+func (x *PingResponse) GetRoundTripEstimate() *durationpb.Duration {
+	if x != nil {
+		return x.RoundTripEstimate
+	}
+	return nil
+}
+
+func (x *PingResponse) GetNextPingIn() *durationpb.Duration {
+	if x != nil {
+		return x.NextPingIn
+	}
+	return nil
+}
+
 var File_fourkingdoms_match_v1_match_proto protoreflect.FileDescriptor
 
 const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
@@ -2051,7 +2182,17 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\x05moves\x18\x02 \x03(\tR\x05moves\x12<\n" +
 	"\x06change\x18\x03 \x01(\x0e2$.fourkingdoms.match.v1.PremoveChangeR\x06change\x12\x18\n" +
 	"\aversion\x18\x04 \x01(\x04R\aversion\x12\x12\n" +
-	"\x04move\x18\x05 \x01(\tR\x04move*y\n" +
+	"\x04move\x18\x05 \x01(\tR\x04move\">\n" +
+	"\vPingRequest\x12\x19\n" +
+	"\bmatch_id\x18\x01 \x01(\tR\amatchId\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\fR\x05token\"\xe6\x01\n" +
+	"\fPingResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\fR\x05token\x128\n" +
+	"\n" +
+	"round_trip\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\troundTrip\x12I\n" +
+	"\x13round_trip_estimate\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x11roundTripEstimate\x12;\n" +
+	"\fnext_ping_in\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"nextPingIn*y\n" +
 	"\vMatchStatus\x12\x1c\n" +
 	"\x18MATCH_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13MATCH_STATUS_ACTIVE\x10\x01\x12\x19\n" +
@@ -2065,7 +2206,7 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\x16PREMOVE_CHANGE_ILLEGAL\x10\x04\x12\x1c\n" +
 	"\x18PREMOVE_CHANGE_SEAT_LEFT\x10\x05\x12\x1d\n" +
 	"\x19PREMOVE_CHANGE_MATCH_OVER\x10\x06\x12\x1a\n" +
-	"\x16PREMOVE_CHANGE_NO_TIME\x10\a2\xdf\a\n" +
+	"\x16PREMOVE_CHANGE_NO_TIME\x10\a2\xb0\b\n" +
 	"\fMatchService\x12d\n" +
 	"\vCreateMatch\x12).fourkingdoms.match.v1.CreateMatchRequest\x1a*.fourkingdoms.match.v1.CreateMatchResponse\x12[\n" +
 	"\bGetMatch\x12&.fourkingdoms.match.v1.GetMatchRequest\x1a'.fourkingdoms.match.v1.GetMatchResponse\x12[\n" +
@@ -2079,7 +2220,8 @@ const file_fourkingdoms_match_v1_match_proto_rawDesc = "" +
 	"\n" +
 	"AbortMatch\x12(.fourkingdoms.match.v1.AbortMatchRequest\x1a).fourkingdoms.match.v1.AbortMatchResponse\x12d\n" +
 	"\vSetPremoves\x12).fourkingdoms.match.v1.SetPremovesRequest\x1a*.fourkingdoms.match.v1.SetPremovesResponse\x12j\n" +
-	"\rClearPremoves\x12+.fourkingdoms.match.v1.ClearPremovesRequest\x1a,.fourkingdoms.match.v1.ClearPremovesResponseB\xed\x01\n" +
+	"\rClearPremoves\x12+.fourkingdoms.match.v1.ClearPremovesRequest\x1a,.fourkingdoms.match.v1.ClearPremovesResponse\x12O\n" +
+	"\x04Ping\x12\".fourkingdoms.match.v1.PingRequest\x1a#.fourkingdoms.match.v1.PingResponseB\xed\x01\n" +
 	"\x19com.fourkingdoms.match.v1B\n" +
 	"MatchProtoP\x01ZLgithub.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1;matchv1\xa2\x02\x03FMX\xaa\x02\x15Fourkingdoms.Match.V1\xca\x02\x16Fourkingdoms\\Match_\\V1\xe2\x02\"Fourkingdoms\\Match_\\V1\\GPBMetadata\xea\x02\x17Fourkingdoms::Match::V1b\x06proto3"
 
@@ -2096,7 +2238,7 @@ func file_fourkingdoms_match_v1_match_proto_rawDescGZIP() []byte {
 }
 
 var file_fourkingdoms_match_v1_match_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_fourkingdoms_match_v1_match_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_fourkingdoms_match_v1_match_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_fourkingdoms_match_v1_match_proto_goTypes = []any{
 	(MatchStatus)(0),              // 0: fourkingdoms.match.v1.MatchStatus
 	(PremoveChange)(0),            // 1: fourkingdoms.match.v1.PremoveChange
@@ -2124,85 +2266,92 @@ var file_fourkingdoms_match_v1_match_proto_goTypes = []any{
 	(*ClearPremovesRequest)(nil),  // 23: fourkingdoms.match.v1.ClearPremovesRequest
 	(*ClearPremovesResponse)(nil), // 24: fourkingdoms.match.v1.ClearPremovesResponse
 	(*PremoveQueue)(nil),          // 25: fourkingdoms.match.v1.PremoveQueue
-	(*v1.TimeControl)(nil),        // 26: fourkingdoms.game.v1.TimeControl
-	(v1.Seat)(0),                  // 27: fourkingdoms.game.v1.Seat
-	(*v1.Clock)(nil),              // 28: fourkingdoms.game.v1.Clock
-	(*v1.Result)(nil),             // 29: fourkingdoms.game.v1.Result
-	(*v1.MoveEffects)(nil),        // 30: fourkingdoms.game.v1.MoveEffects
-	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
-	(*v1.Player)(nil),             // 32: fourkingdoms.game.v1.Player
-	(v1.SeatStatus)(0),            // 33: fourkingdoms.game.v1.SeatStatus
-	(v1.ExitReason)(0),            // 34: fourkingdoms.game.v1.ExitReason
-	(v1.PieceKind)(0),             // 35: fourkingdoms.game.v1.PieceKind
-	(*v1.SeatPlayer)(nil),         // 36: fourkingdoms.game.v1.SeatPlayer
-	(*durationpb.Duration)(nil),   // 37: google.protobuf.Duration
-	(*v11.MatchEvent)(nil),        // 38: fourkingdoms.events.v1.MatchEvent
+	(*PingRequest)(nil),           // 26: fourkingdoms.match.v1.PingRequest
+	(*PingResponse)(nil),          // 27: fourkingdoms.match.v1.PingResponse
+	(*v1.TimeControl)(nil),        // 28: fourkingdoms.game.v1.TimeControl
+	(v1.Seat)(0),                  // 29: fourkingdoms.game.v1.Seat
+	(*v1.Clock)(nil),              // 30: fourkingdoms.game.v1.Clock
+	(*v1.Result)(nil),             // 31: fourkingdoms.game.v1.Result
+	(*v1.MoveEffects)(nil),        // 32: fourkingdoms.game.v1.MoveEffects
+	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
+	(*v1.Player)(nil),             // 34: fourkingdoms.game.v1.Player
+	(v1.SeatStatus)(0),            // 35: fourkingdoms.game.v1.SeatStatus
+	(v1.ExitReason)(0),            // 36: fourkingdoms.game.v1.ExitReason
+	(v1.PieceKind)(0),             // 37: fourkingdoms.game.v1.PieceKind
+	(*v1.SeatPlayer)(nil),         // 38: fourkingdoms.game.v1.SeatPlayer
+	(*durationpb.Duration)(nil),   // 39: google.protobuf.Duration
+	(*v11.MatchEvent)(nil),        // 40: fourkingdoms.events.v1.MatchEvent
 }
 var file_fourkingdoms_match_v1_match_proto_depIdxs = []int32{
 	0,  // 0: fourkingdoms.match.v1.Match.status:type_name -> fourkingdoms.match.v1.MatchStatus
-	26, // 1: fourkingdoms.match.v1.Match.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	28, // 1: fourkingdoms.match.v1.Match.time_control:type_name -> fourkingdoms.game.v1.TimeControl
 	3,  // 2: fourkingdoms.match.v1.Match.seats:type_name -> fourkingdoms.match.v1.SeatState
 	4,  // 3: fourkingdoms.match.v1.Match.pieces:type_name -> fourkingdoms.match.v1.PlacedPiece
-	27, // 4: fourkingdoms.match.v1.Match.to_move:type_name -> fourkingdoms.game.v1.Seat
-	28, // 5: fourkingdoms.match.v1.Match.clocks:type_name -> fourkingdoms.game.v1.Clock
-	29, // 6: fourkingdoms.match.v1.Match.result:type_name -> fourkingdoms.game.v1.Result
-	30, // 7: fourkingdoms.match.v1.Match.last_move:type_name -> fourkingdoms.game.v1.MoveEffects
-	31, // 8: fourkingdoms.match.v1.Match.created_at:type_name -> google.protobuf.Timestamp
-	31, // 9: fourkingdoms.match.v1.Match.finished_at:type_name -> google.protobuf.Timestamp
+	29, // 4: fourkingdoms.match.v1.Match.to_move:type_name -> fourkingdoms.game.v1.Seat
+	30, // 5: fourkingdoms.match.v1.Match.clocks:type_name -> fourkingdoms.game.v1.Clock
+	31, // 6: fourkingdoms.match.v1.Match.result:type_name -> fourkingdoms.game.v1.Result
+	32, // 7: fourkingdoms.match.v1.Match.last_move:type_name -> fourkingdoms.game.v1.MoveEffects
+	33, // 8: fourkingdoms.match.v1.Match.created_at:type_name -> google.protobuf.Timestamp
+	33, // 9: fourkingdoms.match.v1.Match.finished_at:type_name -> google.protobuf.Timestamp
 	25, // 10: fourkingdoms.match.v1.Match.premoves:type_name -> fourkingdoms.match.v1.PremoveQueue
-	27, // 11: fourkingdoms.match.v1.SeatState.seat:type_name -> fourkingdoms.game.v1.Seat
-	32, // 12: fourkingdoms.match.v1.SeatState.player:type_name -> fourkingdoms.game.v1.Player
-	33, // 13: fourkingdoms.match.v1.SeatState.status:type_name -> fourkingdoms.game.v1.SeatStatus
-	34, // 14: fourkingdoms.match.v1.SeatState.exit_reason:type_name -> fourkingdoms.game.v1.ExitReason
-	31, // 15: fourkingdoms.match.v1.SeatState.disconnect_grace_ends_at:type_name -> google.protobuf.Timestamp
-	27, // 16: fourkingdoms.match.v1.PlacedPiece.seat:type_name -> fourkingdoms.game.v1.Seat
-	35, // 17: fourkingdoms.match.v1.PlacedPiece.kind:type_name -> fourkingdoms.game.v1.PieceKind
-	36, // 18: fourkingdoms.match.v1.CreateMatchRequest.players:type_name -> fourkingdoms.game.v1.SeatPlayer
-	26, // 19: fourkingdoms.match.v1.CreateMatchRequest.time_control:type_name -> fourkingdoms.game.v1.TimeControl
+	29, // 11: fourkingdoms.match.v1.SeatState.seat:type_name -> fourkingdoms.game.v1.Seat
+	34, // 12: fourkingdoms.match.v1.SeatState.player:type_name -> fourkingdoms.game.v1.Player
+	35, // 13: fourkingdoms.match.v1.SeatState.status:type_name -> fourkingdoms.game.v1.SeatStatus
+	36, // 14: fourkingdoms.match.v1.SeatState.exit_reason:type_name -> fourkingdoms.game.v1.ExitReason
+	33, // 15: fourkingdoms.match.v1.SeatState.disconnect_grace_ends_at:type_name -> google.protobuf.Timestamp
+	29, // 16: fourkingdoms.match.v1.PlacedPiece.seat:type_name -> fourkingdoms.game.v1.Seat
+	37, // 17: fourkingdoms.match.v1.PlacedPiece.kind:type_name -> fourkingdoms.game.v1.PieceKind
+	38, // 18: fourkingdoms.match.v1.CreateMatchRequest.players:type_name -> fourkingdoms.game.v1.SeatPlayer
+	28, // 19: fourkingdoms.match.v1.CreateMatchRequest.time_control:type_name -> fourkingdoms.game.v1.TimeControl
 	2,  // 20: fourkingdoms.match.v1.CreateMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
 	2,  // 21: fourkingdoms.match.v1.GetMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	37, // 22: fourkingdoms.match.v1.MakeMoveRequest.client_think_time:type_name -> google.protobuf.Duration
-	38, // 23: fourkingdoms.match.v1.MakeMoveResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	27, // 24: fourkingdoms.match.v1.MakeMoveResponse.to_move:type_name -> fourkingdoms.game.v1.Seat
-	29, // 25: fourkingdoms.match.v1.MakeMoveResponse.result:type_name -> fourkingdoms.game.v1.Result
-	38, // 26: fourkingdoms.match.v1.ResignResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	38, // 27: fourkingdoms.match.v1.ClaimWinResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
-	29, // 28: fourkingdoms.match.v1.ClaimWinResponse.result:type_name -> fourkingdoms.game.v1.Result
+	39, // 22: fourkingdoms.match.v1.MakeMoveRequest.client_think_time:type_name -> google.protobuf.Duration
+	40, // 23: fourkingdoms.match.v1.MakeMoveResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	29, // 24: fourkingdoms.match.v1.MakeMoveResponse.to_move:type_name -> fourkingdoms.game.v1.Seat
+	31, // 25: fourkingdoms.match.v1.MakeMoveResponse.result:type_name -> fourkingdoms.game.v1.Result
+	40, // 26: fourkingdoms.match.v1.ResignResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	40, // 27: fourkingdoms.match.v1.ClaimWinResponse.events:type_name -> fourkingdoms.events.v1.MatchEvent
+	31, // 28: fourkingdoms.match.v1.ClaimWinResponse.result:type_name -> fourkingdoms.game.v1.Result
 	2,  // 29: fourkingdoms.match.v1.WatchMatchResponse.snapshot:type_name -> fourkingdoms.match.v1.Match
-	38, // 30: fourkingdoms.match.v1.WatchMatchResponse.event:type_name -> fourkingdoms.events.v1.MatchEvent
+	40, // 30: fourkingdoms.match.v1.WatchMatchResponse.event:type_name -> fourkingdoms.events.v1.MatchEvent
 	25, // 31: fourkingdoms.match.v1.WatchMatchResponse.premoves:type_name -> fourkingdoms.match.v1.PremoveQueue
 	2,  // 32: fourkingdoms.match.v1.AbortMatchResponse.match:type_name -> fourkingdoms.match.v1.Match
-	27, // 33: fourkingdoms.match.v1.SetPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
+	29, // 33: fourkingdoms.match.v1.SetPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
 	25, // 34: fourkingdoms.match.v1.SetPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
-	27, // 35: fourkingdoms.match.v1.ClearPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
+	29, // 35: fourkingdoms.match.v1.ClearPremovesRequest.seat:type_name -> fourkingdoms.game.v1.Seat
 	25, // 36: fourkingdoms.match.v1.ClearPremovesResponse.queue:type_name -> fourkingdoms.match.v1.PremoveQueue
-	27, // 37: fourkingdoms.match.v1.PremoveQueue.seat:type_name -> fourkingdoms.game.v1.Seat
+	29, // 37: fourkingdoms.match.v1.PremoveQueue.seat:type_name -> fourkingdoms.game.v1.Seat
 	1,  // 38: fourkingdoms.match.v1.PremoveQueue.change:type_name -> fourkingdoms.match.v1.PremoveChange
-	5,  // 39: fourkingdoms.match.v1.MatchService.CreateMatch:input_type -> fourkingdoms.match.v1.CreateMatchRequest
-	7,  // 40: fourkingdoms.match.v1.MatchService.GetMatch:input_type -> fourkingdoms.match.v1.GetMatchRequest
-	9,  // 41: fourkingdoms.match.v1.MatchService.MakeMove:input_type -> fourkingdoms.match.v1.MakeMoveRequest
-	11, // 42: fourkingdoms.match.v1.MatchService.Resign:input_type -> fourkingdoms.match.v1.ResignRequest
-	13, // 43: fourkingdoms.match.v1.MatchService.ClaimWin:input_type -> fourkingdoms.match.v1.ClaimWinRequest
-	15, // 44: fourkingdoms.match.v1.MatchService.WatchMatch:input_type -> fourkingdoms.match.v1.WatchMatchRequest
-	17, // 45: fourkingdoms.match.v1.MatchService.ExportGame:input_type -> fourkingdoms.match.v1.ExportGameRequest
-	19, // 46: fourkingdoms.match.v1.MatchService.AbortMatch:input_type -> fourkingdoms.match.v1.AbortMatchRequest
-	21, // 47: fourkingdoms.match.v1.MatchService.SetPremoves:input_type -> fourkingdoms.match.v1.SetPremovesRequest
-	23, // 48: fourkingdoms.match.v1.MatchService.ClearPremoves:input_type -> fourkingdoms.match.v1.ClearPremovesRequest
-	6,  // 49: fourkingdoms.match.v1.MatchService.CreateMatch:output_type -> fourkingdoms.match.v1.CreateMatchResponse
-	8,  // 50: fourkingdoms.match.v1.MatchService.GetMatch:output_type -> fourkingdoms.match.v1.GetMatchResponse
-	10, // 51: fourkingdoms.match.v1.MatchService.MakeMove:output_type -> fourkingdoms.match.v1.MakeMoveResponse
-	12, // 52: fourkingdoms.match.v1.MatchService.Resign:output_type -> fourkingdoms.match.v1.ResignResponse
-	14, // 53: fourkingdoms.match.v1.MatchService.ClaimWin:output_type -> fourkingdoms.match.v1.ClaimWinResponse
-	16, // 54: fourkingdoms.match.v1.MatchService.WatchMatch:output_type -> fourkingdoms.match.v1.WatchMatchResponse
-	18, // 55: fourkingdoms.match.v1.MatchService.ExportGame:output_type -> fourkingdoms.match.v1.ExportGameResponse
-	20, // 56: fourkingdoms.match.v1.MatchService.AbortMatch:output_type -> fourkingdoms.match.v1.AbortMatchResponse
-	22, // 57: fourkingdoms.match.v1.MatchService.SetPremoves:output_type -> fourkingdoms.match.v1.SetPremovesResponse
-	24, // 58: fourkingdoms.match.v1.MatchService.ClearPremoves:output_type -> fourkingdoms.match.v1.ClearPremovesResponse
-	49, // [49:59] is the sub-list for method output_type
-	39, // [39:49] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	39, // 39: fourkingdoms.match.v1.PingResponse.round_trip:type_name -> google.protobuf.Duration
+	39, // 40: fourkingdoms.match.v1.PingResponse.round_trip_estimate:type_name -> google.protobuf.Duration
+	39, // 41: fourkingdoms.match.v1.PingResponse.next_ping_in:type_name -> google.protobuf.Duration
+	5,  // 42: fourkingdoms.match.v1.MatchService.CreateMatch:input_type -> fourkingdoms.match.v1.CreateMatchRequest
+	7,  // 43: fourkingdoms.match.v1.MatchService.GetMatch:input_type -> fourkingdoms.match.v1.GetMatchRequest
+	9,  // 44: fourkingdoms.match.v1.MatchService.MakeMove:input_type -> fourkingdoms.match.v1.MakeMoveRequest
+	11, // 45: fourkingdoms.match.v1.MatchService.Resign:input_type -> fourkingdoms.match.v1.ResignRequest
+	13, // 46: fourkingdoms.match.v1.MatchService.ClaimWin:input_type -> fourkingdoms.match.v1.ClaimWinRequest
+	15, // 47: fourkingdoms.match.v1.MatchService.WatchMatch:input_type -> fourkingdoms.match.v1.WatchMatchRequest
+	17, // 48: fourkingdoms.match.v1.MatchService.ExportGame:input_type -> fourkingdoms.match.v1.ExportGameRequest
+	19, // 49: fourkingdoms.match.v1.MatchService.AbortMatch:input_type -> fourkingdoms.match.v1.AbortMatchRequest
+	21, // 50: fourkingdoms.match.v1.MatchService.SetPremoves:input_type -> fourkingdoms.match.v1.SetPremovesRequest
+	23, // 51: fourkingdoms.match.v1.MatchService.ClearPremoves:input_type -> fourkingdoms.match.v1.ClearPremovesRequest
+	26, // 52: fourkingdoms.match.v1.MatchService.Ping:input_type -> fourkingdoms.match.v1.PingRequest
+	6,  // 53: fourkingdoms.match.v1.MatchService.CreateMatch:output_type -> fourkingdoms.match.v1.CreateMatchResponse
+	8,  // 54: fourkingdoms.match.v1.MatchService.GetMatch:output_type -> fourkingdoms.match.v1.GetMatchResponse
+	10, // 55: fourkingdoms.match.v1.MatchService.MakeMove:output_type -> fourkingdoms.match.v1.MakeMoveResponse
+	12, // 56: fourkingdoms.match.v1.MatchService.Resign:output_type -> fourkingdoms.match.v1.ResignResponse
+	14, // 57: fourkingdoms.match.v1.MatchService.ClaimWin:output_type -> fourkingdoms.match.v1.ClaimWinResponse
+	16, // 58: fourkingdoms.match.v1.MatchService.WatchMatch:output_type -> fourkingdoms.match.v1.WatchMatchResponse
+	18, // 59: fourkingdoms.match.v1.MatchService.ExportGame:output_type -> fourkingdoms.match.v1.ExportGameResponse
+	20, // 60: fourkingdoms.match.v1.MatchService.AbortMatch:output_type -> fourkingdoms.match.v1.AbortMatchResponse
+	22, // 61: fourkingdoms.match.v1.MatchService.SetPremoves:output_type -> fourkingdoms.match.v1.SetPremovesResponse
+	24, // 62: fourkingdoms.match.v1.MatchService.ClearPremoves:output_type -> fourkingdoms.match.v1.ClearPremovesResponse
+	27, // 63: fourkingdoms.match.v1.MatchService.Ping:output_type -> fourkingdoms.match.v1.PingResponse
+	53, // [53:64] is the sub-list for method output_type
+	42, // [42:53] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_fourkingdoms_match_v1_match_proto_init() }
@@ -2223,7 +2372,7 @@ func file_fourkingdoms_match_v1_match_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_fourkingdoms_match_v1_match_proto_rawDesc), len(file_fourkingdoms_match_v1_match_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

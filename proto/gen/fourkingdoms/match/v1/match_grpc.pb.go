@@ -34,6 +34,7 @@ const (
 	MatchService_AbortMatch_FullMethodName    = "/fourkingdoms.match.v1.MatchService/AbortMatch"
 	MatchService_SetPremoves_FullMethodName   = "/fourkingdoms.match.v1.MatchService/SetPremoves"
 	MatchService_ClearPremoves_FullMethodName = "/fourkingdoms.match.v1.MatchService/ClearPremoves"
+	MatchService_Ping_FullMethodName          = "/fourkingdoms.match.v1.MatchService/Ping"
 )
 
 // MatchServiceClient is the client API for MatchService service.
@@ -154,6 +155,22 @@ type MatchServiceClient interface {
 	// Errors: PERMISSION_DENIED (NOT_A_PLAYER), FAILED_PRECONDITION
 	// (MATCH_OVER), ABORTED (lost a race: retry).
 	ClearPremoves(ctx context.Context, in *ClearPremovesRequest, opts ...grpc.CallOption) (*ClearPremovesResponse, error)
+	// Ping measures the round trip between the service and a seated player,
+	// for the lag compensation of the player's moves that carry no
+	// client_think_time (docs/match.md "Lag compensation"). A measurement is
+	// two calls: a Ping without a token returns one; the client sends it back
+	// in its next Ping at once, and the service takes the time between the
+	// two as one round trip of the seat. The token is opaque and tamper-proof
+	// (it holds the service's own send time, signed), so the measure is the
+	// service's: a client that waits before sending it back only lengthens
+	// its round trip, and the lag quota bounds what that buys. Clients
+	// measure every next_ping_in while seated in a running match.
+	//
+	// Errors: PERMISSION_DENIED (NOT_A_PLAYER: the caller holds no seat in
+	// the match), INVALID_ARGUMENT (BAD_PING_TOKEN with the field token: the
+	// token is malformed, not issued for this match and seat, or older than
+	// 10 s; start again without one), FAILED_PRECONDITION (MATCH_OVER).
+	Ping(ctx context.Context, in *PingRequest, opts ...grpc.CallOption) (*PingResponse, error)
 }
 
 type matchServiceClient struct {
@@ -267,6 +284,16 @@ func (c *matchServiceClient) ClearPremoves(ctx context.Context, in *ClearPremove
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ClearPremovesResponse)
 	err := c.cc.Invoke(ctx, MatchService_ClearPremoves_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *matchServiceClient) Ping(ctx context.Context, in *PingRequest, opts ...grpc.CallOption) (*PingResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PingResponse)
+	err := c.cc.Invoke(ctx, MatchService_Ping_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -391,6 +418,22 @@ type MatchServiceServer interface {
 	// Errors: PERMISSION_DENIED (NOT_A_PLAYER), FAILED_PRECONDITION
 	// (MATCH_OVER), ABORTED (lost a race: retry).
 	ClearPremoves(context.Context, *ClearPremovesRequest) (*ClearPremovesResponse, error)
+	// Ping measures the round trip between the service and a seated player,
+	// for the lag compensation of the player's moves that carry no
+	// client_think_time (docs/match.md "Lag compensation"). A measurement is
+	// two calls: a Ping without a token returns one; the client sends it back
+	// in its next Ping at once, and the service takes the time between the
+	// two as one round trip of the seat. The token is opaque and tamper-proof
+	// (it holds the service's own send time, signed), so the measure is the
+	// service's: a client that waits before sending it back only lengthens
+	// its round trip, and the lag quota bounds what that buys. Clients
+	// measure every next_ping_in while seated in a running match.
+	//
+	// Errors: PERMISSION_DENIED (NOT_A_PLAYER: the caller holds no seat in
+	// the match), INVALID_ARGUMENT (BAD_PING_TOKEN with the field token: the
+	// token is malformed, not issued for this match and seat, or older than
+	// 10 s; start again without one), FAILED_PRECONDITION (MATCH_OVER).
+	Ping(context.Context, *PingRequest) (*PingResponse, error)
 	mustEmbedUnimplementedMatchServiceServer()
 }
 
@@ -430,6 +473,9 @@ func (UnimplementedMatchServiceServer) SetPremoves(context.Context, *SetPremoves
 }
 func (UnimplementedMatchServiceServer) ClearPremoves(context.Context, *ClearPremovesRequest) (*ClearPremovesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ClearPremoves not implemented")
+}
+func (UnimplementedMatchServiceServer) Ping(context.Context, *PingRequest) (*PingResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Ping not implemented")
 }
 func (UnimplementedMatchServiceServer) mustEmbedUnimplementedMatchServiceServer() {}
 func (UnimplementedMatchServiceServer) testEmbeddedByValue()                      {}
@@ -625,6 +671,24 @@ func _MatchService_ClearPremoves_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MatchService_Ping_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MatchServiceServer).Ping(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MatchService_Ping_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MatchServiceServer).Ping(ctx, req.(*PingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MatchService_ServiceDesc is the grpc.ServiceDesc for MatchService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -667,6 +731,10 @@ var MatchService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ClearPremoves",
 			Handler:    _MatchService_ClearPremoves_Handler,
+		},
+		{
+			MethodName: "Ping",
+			Handler:    _MatchService_Ping_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
