@@ -111,6 +111,10 @@ type Keeper struct {
 	validUntil time.Time
 	// turn is where in its partitions the next scan starts.
 	turn int
+	// parts is what the scans found of each partition of the ranges held
+	// (outage.go), dropped when a range is let go or lost: what happened
+	// to a partition while another instance held it is not known here.
+	parts map[int]*partState
 }
 
 // scanStride is how far on each scan starts from the last one: the
@@ -182,18 +186,27 @@ func (k *Keeper) Run(ctx context.Context) error {
 		// when the leases' validity ends anyway, so this waits at most a
 		// lease TTL.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.cfg.LeaseTTL)
-		err := k.scan(sctx)
+		renewed, err := k.scan(sctx)
 		cancel()
 		if ctx.Err() != nil {
 			continue // the select above releases the leases and returns
 		}
 		k.report("keeper", err)
-		// Scans start every interval, as with a ticker, unless one failed.
+		// Scans start every interval, as with a ticker, unless the
+		// heartbeat failed. Other failures (some partitions unreadable
+		// while their master fails over) do not slow the scans: backing
+		// off then let the leases lapse, and the scans that see the
+		// partitions back are the ones that credit their outage
+		// (outage.go).
 		next := max(k.cfg.Interval-time.Since(start), 0)
-		if err != nil {
+		switch {
+		case err != nil && !renewed:
 			next = bo.Next()
 			k.log.Warn("keeper scan failed", "err", err, "failures", bo.Failures(), "retry_in", next)
-		} else {
+		case err != nil:
+			bo.Reset()
+			k.log.Warn("keeper scan incomplete", "err", err)
+		default:
 			bo.Reset()
 		}
 		t.Reset(next)
@@ -211,6 +224,7 @@ func (k *Keeper) leave(ctx context.Context) {
 		}
 	}
 	k.held = [store.KeeperRanges]string{}
+	k.parts = nil
 	k.ranges.Record(ctx, 0)
 	if _, err := k.svc.store.ReleaseRanges(ctx, k.id, held, true); err != nil {
 		k.log.Warn("keeper ranges not released: they lapse after the lease TTL", "err", err)
@@ -221,8 +235,8 @@ func (k *Keeper) leave(ctx context.Context) {
 }
 
 // scan renews the leases (one heartbeat), rebalances, and works the
-// ranges held.
-func (k *Keeper) scan(ctx context.Context) error {
+// ranges held. It reports whether the heartbeat went through.
+func (k *Keeper) scan(ctx context.Context) (bool, error) {
 	st := k.svc.store
 	sent := time.Now()
 	m, err := st.Heartbeat(ctx, k.id, &k.held, k.cfg.LeaseTTL)
@@ -232,7 +246,7 @@ func (k *Keeper) scan(ctx context.Context) error {
 		if !time.Now().Before(k.validUntil) {
 			k.ranges.Record(ctx, 0)
 		}
-		return err
+		return false, err
 	}
 	// An outage of every instance is recorded by the first that is back
 	// (outage.go); the ranges' new holders give its time back.
@@ -250,9 +264,11 @@ func (k *Keeper) scan(ctx context.Context) error {
 		case v == "":
 		case m.Leases[r] == "":
 			k.held[r] = ""
+			k.forget(r)
 			lapsed++
 		case m.Leases[r] != v:
 			k.held[r] = ""
+			k.forget(r)
 			taken++
 		default:
 			mine = append(mine, r)
@@ -279,6 +295,7 @@ func (k *Keeper) scan(ctx context.Context) error {
 		for _, r := range mine[target:] {
 			give[r] = k.held[r]
 			k.held[r] = ""
+			k.forget(r)
 		}
 		mine = mine[:target]
 		if _, err := st.ReleaseRanges(ctx, k.id, give, false); err != nil {
@@ -338,7 +355,7 @@ func (k *Keeper) scan(ctx context.Context) error {
 		}
 		cancel()
 	}
-	return errors.Join(errs...)
+	return true, errors.Join(errs...)
 }
 
 // creditOutages gives back, in the matches of the ranges just taken, the
@@ -419,7 +436,11 @@ func freeRanges(m store.Membership, owner string) []int {
 // deadlines stay).
 func (k *Keeper) tick(ctx context.Context, partitions []int) error {
 	st := k.svc.store
-	due, scanErr := st.Scan(ctx, partitions, k.svc.clockNow(), k.cfg.Batch)
+	now := k.svc.clockNow()
+	due, scanErr := st.Scan(ctx, partitions, now, k.cfg.Batch)
+	// Before any flag: give back the time of the partitions' outages that
+	// this scan saw end (outage.go).
+	held := k.noteScan(ctx, partitions, now, scanErr)
 	if scanErr != nil {
 		scanErr = fmt.Errorf("keeper scan incomplete: %w", scanErr)
 	}
@@ -428,6 +449,9 @@ func (k *Keeper) tick(ctx context.Context, partitions []int) error {
 	var wg sync.WaitGroup
 	for _, d := range due {
 		for _, id := range d.Matches {
+			if held(d.Partition, id) {
+				continue
+			}
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
