@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
@@ -105,9 +106,13 @@ func seatDeadline(t *testing.T, e *env, addr, id string, seat gamev1.Seat) time.
 // on another master, sees the partition unreadable and then back, and
 // gives Red the time back (one ClockCredited): Red loses at most 1 s of
 // clock to the outage, measured as the time a probe of the partition's
-// slot could not write. A match on a master that stayed up gets nothing.
+// slot could not write. A match on a master that stayed up gets at most
+// as much (the cluster refuses every command for part of a failover).
 func TestClusterFailoverCredit(t *testing.T) {
 	t.Parallel()
+	// Runs last: a go-redis pool that dialled the dead master retries
+	// once a second and sees its client closed only then (goleak).
+	t.Cleanup(func() { time.Sleep(1100 * time.Millisecond) })
 	lc := redistest.NewCluster(t)
 	e := newEnv(t, backend{name: "private-cluster", env: map[string]string{"REDIS_CLUSTER_ADDRS": strings.Join(lc.Addrs(), ",")},
 		client: func(t testing.TB) redis.UniversalClient { return lc.Client(t) }})
@@ -165,9 +170,21 @@ func TestClusterFailoverCredit(t *testing.T) {
 	// is from its last write before the kill to its first after.
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
+	if err := cc.Set(ctx, hitKey, "x", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The replica has the match before its master dies (the service runs
+	// without WAIT here: the promoted master has no replica to wait for).
+	master, err := redisconn.Master(ctx, cc, hitKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := master.Wait(ctx, 1, 5*time.Second).Result(); err != nil || n < 1 {
+		t.Fatalf("WAIT 1 = %d, %v", n, err)
+	}
 	probed := make(chan time.Duration, 1)
 	go func() {
-		var lastOK, firstFail time.Time
+		lastOK, firstFail := time.Now(), time.Time{}
 		for ctx.Err() == nil {
 			err := cc.Set(ctx, hitKey, "x", time.Minute).Err()
 			switch {
@@ -176,19 +193,24 @@ func TestClusterFailoverCredit(t *testing.T) {
 				return
 			case err == nil:
 				lastOK = time.Now()
-			case firstFail.IsZero():
-				firstFail = time.Now()
+			default:
+				if firstFail.IsZero() {
+					firstFail = time.Now()
+				}
+				redisconn.ReloadCluster(ctx, cc) // else it may keep asking the dead master
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	lc.KillMasterOf(t, hitKey)
+	killed := lc.KillMasterOf(t, hitKey)
 	var outage time.Duration
 	select {
 	case outage = <-probed:
 	case <-ctx.Done():
 		t.Fatal("the partition's slot did not come back")
 	}
+	// Back as a replica: the clients' pools stop dialling it.
+	defer lc.Restart(t, killed)
 
 	stream, err := e.client(inst.addr, e.token("observer", auth.RoleService)).WatchMatch(ctx,
 		&matchv1.WatchMatchRequest{MatchId: id, FromVersion: version})
@@ -217,7 +239,13 @@ func TestClusterFailoverCredit(t *testing.T) {
 	if moved := seatDeadline(t, e, inst.addr, id, gamev1.Seat_SEAT_RED).Sub(before); moved != got {
 		t.Errorf("Red's deadline moved by %v, credited %v", moved, got)
 	}
-	if moved := seatDeadline(t, e, inst.addr, spared.GetMatchId(), gamev1.Seat_SEAT_RED).Sub(spareBefore); moved != 0 {
-		t.Errorf("the match on a master that stayed up had its deadline moved by %v", moved)
+	// While a master is failed and no replica promoted yet, the whole
+	// cluster refuses commands (CLUSTERDOWN: cluster-require-full-coverage),
+	// the keeper's heartbeat included: the match on a master that stayed up
+	// may be credited for that while, never for more than the outage.
+	if moved := seatDeadline(t, e, inst.addr, spared.GetMatchId(), gamev1.Seat_SEAT_RED).Sub(spareBefore); moved > got {
+		t.Errorf("the match on a master that stayed up had its deadline moved by %v, more than the failed one's %v", moved, got)
+	} else {
+		t.Logf("the match on a master that stayed up was credited %v", moved)
 	}
 }

@@ -115,6 +115,10 @@ type Keeper struct {
 	// (outage.go), dropped when a range is let go or lost: what happened
 	// to a partition while another instance held it is not known here.
 	parts map[int]*partState
+	// creditedTo is, per range, the end of the last outage of every
+	// instance credited in it by this keeper: the same outage is not
+	// given twice when the range lapses and is taken back twice in it.
+	creditedTo [store.KeeperRanges]time.Time
 }
 
 // scanStride is how far on each scan starts from the last one: the
@@ -263,8 +267,9 @@ func (k *Keeper) scan(ctx context.Context) (bool, error) {
 		switch {
 		case v == "":
 		case m.Leases[r] == "":
+			// Taken back at once below: what the scans knew of its
+			// partitions stays, unless it is not (forgotten there).
 			k.held[r] = ""
-			k.forget(r)
 			lapsed++
 		case m.Leases[r] != v:
 			k.held[r] = ""
@@ -323,6 +328,13 @@ func (k *Keeper) scan(ctx context.Context) (bool, error) {
 	if err := st.MarkServed(ctx, mine, k.svc.clockNow()); err != nil {
 		errs = append(errs, err)
 	}
+	for p := range k.parts {
+		// A range that lapsed is known here until another instance
+		// holds it: what happened to it then is not seen by this one.
+		if r := p * store.KeeperRanges / store.Partitions; k.held[r] == "" && m.Leases[r] != "" {
+			delete(k.parts, p)
+		}
+	}
 	k.ranges.Record(ctx, int64(len(mine)))
 	if len(mine) != before || lost > 0 {
 		k.log.Info("keeper ranges changed", "held", mine, "instances", len(m.Members))
@@ -362,7 +374,10 @@ func (k *Keeper) scan(ctx context.Context) (bool, error) {
 // time of the last outage of every instance (outage.go), from when each
 // range was last served: nobody could move in them then. A range whose
 // holder alone died (the others went on accepting moves) was served after
-// the last outage, or released, and gets nothing.
+// the last outage, or released, and gets nothing. A partition that this
+// keeper's scans saw fail before (its leases lapsed in a failover and it
+// takes them back) is left to the scan that reads it again, which credits
+// the whole of its outage once.
 func (k *Keeper) creditOutages(ctx context.Context, ranges []int) error {
 	st := k.svc.store
 	served, err := st.LastServed(ctx, ranges)
@@ -379,11 +394,15 @@ func (k *Keeper) creditOutages(ctx context.Context, ranges []int) error {
 		if outFrom.After(from) {
 			from = outFrom
 		}
-		if !outTo.After(from) {
-			continue
+		if !outTo.After(from) || !outTo.After(k.creditedTo[r]) {
+			continue // no outage, or this one was credited (a range that lapsed twice in it)
 		}
+		k.creditedTo[r] = outTo
 		k.log.Warn("keeper range was not served during an outage: crediting the clocks to move", "range", r, "outage", outTo.Sub(from))
 		for _, p := range store.RangePartitions(r) {
+			if ps := k.parts[p]; ps != nil && ps.failed {
+				continue
+			}
 			ids, err := st.Running(ctx, p, int64(k.cfg.Batch)*100)
 			if err != nil {
 				errs = append(errs, err)

@@ -3,6 +3,7 @@ package match
 import (
 	"context"
 	"errors"
+	"net"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -104,8 +105,8 @@ func (k *Keeper) forget(r int) {
 
 // noteScan records the outcome of a scan, started at now, of the given
 // partitions, and credits the outages it saw end. Failures that are not
-// Redis's (the scan cut short at its own deadline) count as neither
-// success nor failure. It returns whether a due match must not be flagged
+// Redis's (the scan cut short at its own deadline: a context error, or a
+// timeout once the deadline passed) count as neither success nor failure. It returns whether a due match must not be flagged
 // yet: its credit, or its partition's, is still to be committed.
 func (k *Keeper) noteScan(ctx context.Context, partitions []int, now time.Time, scanErr error) func(p int, id string) bool {
 	var failed map[int]error
@@ -115,15 +116,24 @@ func (k *Keeper) noteScan(ctx context.Context, partitions []int, now time.Time, 
 	if k.parts == nil {
 		k.parts = map[int]*partState{}
 	}
-	for _, p := range partitions {
+	for i, p := range partitions {
 		ps := k.parts[p]
 		if ps == nil {
 			ps = &partState{ok: now}
 			k.parts[p] = ps
 		}
 		if err, bad := failed[p]; bad {
-			// A timeout after the scan's deadline is the deadline's.
-			if redisconn.Transient(err) && ctx.Err() == nil {
+			// A refused connection, a reset, CLUSTERDOWN: Redis did not
+			// serve the partition, even if the client's retries then ran
+			// into the scan's deadline. A timeout or a context error once
+			// that deadline passed is the deadline's own (a slow, loaded
+			// scan that did not reach the partition) unless the partition
+			// was in the first round trip, sent at the start: its master
+			// did not answer in all the scan's time (a killed master: the
+			// client's dials and retries outlast it).
+			var ne net.Error
+			timeout := ctx.Err() != nil && (redisconn.Classify(err) == redisconn.KindCanceled || errors.As(err, &ne) && ne.Timeout())
+			if (redisconn.Transient(err) || timeout) && (!timeout || i < scanStride) {
 				ps.failed = true
 			}
 			continue
