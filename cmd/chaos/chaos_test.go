@@ -311,3 +311,47 @@ func TestRunAddrsStayInTheirBlock(t *testing.T) {
 		seen[guard] = true
 	}
 }
+
+// credit appends the ClockCredited of the seat to move: its deadline moves
+// by d (the match service gave back an outage).
+func (g *game) credit(d time.Duration) {
+	ply := g.ply()
+	seat := gamev1.Seat(ply%4 + 1)
+	cs := clocks(seat, g.t)
+	for _, c := range cs {
+		if c.GetRunning() {
+			c.TurnDeadline = timestamppb.New(c.GetTurnDeadline().AsTime().Add(d))
+		}
+	}
+	g.add(ply, &eventsv1.MatchEvent{Event: &eventsv1.MatchEvent_ClockCredited{ClockCredited: &eventsv1.ClockCredited{
+		Seat: seat, Credited: durationpb.New(d), Clocks: cs}}})
+}
+
+// TestFlagAfterACredit: a flag is checked against the deadline of the last
+// ClockCredited, not the one the outage moved: 3 s after the move's
+// deadline is on time after a 3 s credit, and late after none.
+func TestFlagAfterACredit(t *testing.T) {
+	for _, tt := range []struct {
+		credit time.Duration
+		late   int
+	}{{3 * time.Second, 0}, {0, 1}} {
+		t.Run(fmt.Sprint("credit ", tt.credit), func(t *testing.T) {
+			w := cleanWorld()
+			g := newGame("m3", "p9", "p10", "p11", "p12")
+			w.acks = append(w.acks, g.move("h2-h3"))
+			if tt.credit > 0 {
+				g.credit(tt.credit)
+			}
+			g.flag(3 * time.Second)
+			g.over()
+			w.games["m3"] = g.evs
+			for _, p := range g.players {
+				w.tickets["t-"+p] = &ticketRec{id: "t-" + p, player: p, matches: map[string]bool{"m3": true}, final: "matched"}
+				w.ratings[p] = playerRating{history: map[string]int{"m3": 1}, gamesPlayed: 1}
+			}
+			if v := verify(w); v.flagsLate != tt.late {
+				t.Errorf("%d late flags, want %d: %s", v.flagsLate, tt.late, strings.Join(v.problems, "\n"))
+			}
+		})
+	}
+}

@@ -200,7 +200,8 @@ func describe(ev *eventsv1.MatchEvent) string {
 
 // checkFlags compares every PlayerTimedOut with the deadline of the flagged
 // seat's running clock, as the last event that listed clocks set it
-// (turn_deadline includes delay and the first-move limit). A flag whose
+// (turn_deadline includes delay and the first-move limit; a ClockCredited,
+// the match service's outage compensation, lists them too). A flag whose
 // turn began without a clock list (after a resignation or another flag)
 // is counted as unchecked.
 func checkFlags(v *verdict, id string, evs []*eventsv1.MatchEvent, windows []window) {
@@ -211,6 +212,10 @@ func checkFlags(v *verdict, id string, evs []*eventsv1.MatchEvent, windows []win
 			clocks = ev.GetMatchCreated().GetClocks()
 		case ev.GetMoveApplied() != nil:
 			clocks = ev.GetMoveApplied().GetClocks()
+		case ev.GetClockCredited() != nil:
+			// An outage given back: the credited deadline is the one the
+			// flag answers to.
+			clocks = ev.GetClockCredited().GetClocks()
 		case ev.GetPlayerTimedOut() != nil:
 			v.flags++
 			seat := ev.GetPlayerTimedOut().GetSeat()

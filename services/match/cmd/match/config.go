@@ -75,7 +75,7 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Int(&c.Match.SpectatorDelay, "spectator-delay", "MATCH_SPECTATOR_DELAY", "plies behind the live game that spectators see a running match (0: live)")
 	b.Duration(&c.Match.DisconnectAfter, "disconnect-after", "MATCH_DISCONNECT_AFTER", "how long a seated player may have no watch stream open before being shown disconnected")
 	b.Duration(&c.Match.DisconnectGrace, "disconnect-grace", "MATCH_DISCONNECT_GRACE", "longest grace of a disconnected player before their time runs out, scaled by the time control (0: no presence tracking)")
-	b.Duration(&c.Match.OutageCreditMax, "outage-credit-max", "MATCH_OUTAGE_CREDIT_MAX", "most time given back to a seat to move after an outage of every instance serving its match (0: none)")
+	b.Duration(&c.Match.OutageCreditMax, "outage-credit-max", "MATCH_OUTAGE_CREDIT_MAX", "most time given back to a seat to move after an outage: every instance gone, or the match's partition unreachable in Redis (0: none)")
 	b.Duration(&c.Keeper.Interval, "keeper-interval", "MATCH_KEEPER_INTERVAL", "interval of deadline scans")
 	b.Duration(&c.Keeper.LeaseTTL, "keeper-lease-ttl", "MATCH_KEEPER_LEASE_TTL", "lifetime of a keeper range lease after its last renewal")
 	b.Duration(&c.Keeper.LeaseMargin, "keeper-lease-margin", "MATCH_KEEPER_LEASE_MARGIN", "how long before its lease expires a keeper stops working a range")

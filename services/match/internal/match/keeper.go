@@ -120,6 +120,14 @@ type Keeper struct {
 	turn int
 	// lag judges whether this instance is too slow to hold ranges.
 	lag lagWatch
+	// parts is what the scans found of each partition of the ranges held
+	// (outage.go), dropped when a range is let go or lost: what happened
+	// to a partition while another instance held it is not known here.
+	parts map[int]*partState
+	// creditedTo is, per range, the end of the last outage of every
+	// instance credited in it by this keeper: the same outage is not
+	// given twice when the range lapses and is taken back twice in it.
+	creditedTo [store.KeeperRanges]time.Time
 }
 
 // scanStride is how far on each scan starts from the last one: the
@@ -196,18 +204,27 @@ func (k *Keeper) Run(ctx context.Context) error {
 		// when the leases' validity ends anyway, so this waits at most a
 		// lease TTL.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.cfg.LeaseTTL)
-		err := k.pass(sctx, due)
+		renewed, err := k.pass(sctx, due)
 		cancel()
 		if ctx.Err() != nil {
 			continue // the select above releases the leases and returns
 		}
 		k.report("keeper", err)
-		// Scans start every interval, as with a ticker, unless one failed.
+		// Scans start every interval, as with a ticker, unless the
+		// heartbeat failed. Other failures (some partitions unreadable
+		// while their master fails over) do not slow the scans: backing
+		// off then let the leases lapse, and the scans that see the
+		// partitions back are the ones that credit their outage
+		// (outage.go).
 		next := max(k.cfg.Interval-time.Since(start), 0)
-		if err != nil {
+		switch {
+		case err != nil && !renewed:
 			next = bo.Next()
 			k.log.Warn("keeper scan failed", "err", err, "failures", bo.Failures(), "retry_in", next)
-		} else {
+		case err != nil:
+			bo.Reset()
+			k.log.Warn("keeper scan incomplete", "err", err)
+		default:
 			bo.Reset()
 		}
 		t.Reset(next)
@@ -226,6 +243,7 @@ func (k *Keeper) leave(ctx context.Context) {
 		}
 	}
 	k.held = [store.KeeperRanges]string{}
+	k.parts = nil
 	k.ranges.Record(ctx, 0)
 	if _, err := k.svc.store.ReleaseRanges(ctx, k.id, held, true); err != nil {
 		k.log.Warn("keeper ranges not released: they lapse after the lease TTL", "err", err)
@@ -236,8 +254,8 @@ func (k *Keeper) leave(ctx context.Context) {
 }
 
 // scan renews the leases (one heartbeat), rebalances, and works the
-// ranges held.
-func (k *Keeper) scan(ctx context.Context) error {
+// ranges held. It reports whether the heartbeat went through.
+func (k *Keeper) scan(ctx context.Context) (bool, error) {
 	st := k.svc.store
 	sent := time.Now()
 	m, err := st.Heartbeat(ctx, k.id, &k.held, k.cfg.LeaseTTL)
@@ -247,7 +265,7 @@ func (k *Keeper) scan(ctx context.Context) error {
 		if !time.Now().Before(k.validUntil) {
 			k.ranges.Record(ctx, 0)
 		}
-		return err
+		return false, err
 	}
 	// An outage of every instance is recorded by the first that is back
 	// (outage.go); the ranges' new holders give its time back.
@@ -265,10 +283,13 @@ func (k *Keeper) scan(ctx context.Context) error {
 		switch {
 		case v == "":
 		case m.Leases[r] == "":
+			// Taken back at once below: what the scans knew of its
+			// partitions stays, unless it is not (forgotten there).
 			k.held[r] = ""
 			lapsed++
 		case m.Leases[r] != v:
 			k.held[r] = ""
+			k.forget(r)
 			taken++
 		default:
 			mine = append(mine, r)
@@ -295,6 +316,7 @@ func (k *Keeper) scan(ctx context.Context) error {
 		for _, r := range mine[target:] {
 			give[r] = k.held[r]
 			k.held[r] = ""
+			k.forget(r)
 		}
 		mine = mine[:target]
 		if _, err := st.ReleaseRanges(ctx, k.id, give, false); err != nil {
@@ -321,6 +343,13 @@ func (k *Keeper) scan(ctx context.Context) error {
 	}
 	if err := st.MarkServed(ctx, mine, k.svc.clockNow()); err != nil {
 		errs = append(errs, err)
+	}
+	for p := range k.parts {
+		// A range that lapsed is known here until another instance
+		// holds it: what happened to it then is not seen by this one.
+		if r := p * store.KeeperRanges / store.Partitions; k.held[r] == "" && m.Leases[r] != "" {
+			delete(k.parts, p)
+		}
 	}
 	k.ranges.Record(ctx, int64(len(mine)))
 	if len(mine) != before || lost > 0 {
@@ -354,14 +383,17 @@ func (k *Keeper) scan(ctx context.Context) error {
 		}
 		cancel()
 	}
-	return errors.Join(errs...)
+	return true, errors.Join(errs...)
 }
 
 // creditOutages gives back, in the matches of the ranges just taken, the
 // time of the last outage of every instance (outage.go), from when each
 // range was last served: nobody could move in them then. A range whose
 // holder alone died (the others went on accepting moves) was served after
-// the last outage, or released, and gets nothing.
+// the last outage, or released, and gets nothing. A partition that this
+// keeper's scans saw fail before (its leases lapsed in a failover and it
+// takes them back) is left to the scan that reads it again, which credits
+// the whole of its outage once.
 func (k *Keeper) creditOutages(ctx context.Context, ranges []int) error {
 	st := k.svc.store
 	served, err := st.LastServed(ctx, ranges)
@@ -378,11 +410,15 @@ func (k *Keeper) creditOutages(ctx context.Context, ranges []int) error {
 		if outFrom.After(from) {
 			from = outFrom
 		}
-		if !outTo.After(from) {
-			continue
+		if !outTo.After(from) || !outTo.After(k.creditedTo[r]) {
+			continue // no outage, or this one was credited (a range that lapsed twice in it)
 		}
+		k.creditedTo[r] = outTo
 		k.log.Warn("keeper range was not served during an outage: crediting the clocks to move", "range", r, "outage", outTo.Sub(from))
 		for _, p := range store.RangePartitions(r) {
+			if ps := k.parts[p]; ps != nil && ps.failed {
+				continue
+			}
 			ids, err := st.Running(ctx, p, int64(k.cfg.Batch)*100)
 			if err != nil {
 				errs = append(errs, err)
@@ -435,7 +471,11 @@ func freeRanges(m store.Membership, owner string) []int {
 // deadlines stay).
 func (k *Keeper) tick(ctx context.Context, partitions []int) error {
 	st := k.svc.store
-	due, scanErr := st.Scan(ctx, partitions, k.svc.clockNow(), k.cfg.Batch)
+	now := k.svc.clockNow()
+	due, scanErr := st.Scan(ctx, partitions, now, k.cfg.Batch)
+	// Before any flag: give back the time of the partitions' outages that
+	// this scan saw end (outage.go).
+	held := k.noteScan(ctx, partitions, now, scanErr)
 	if scanErr != nil {
 		scanErr = fmt.Errorf("keeper scan incomplete: %w", scanErr)
 	}
@@ -444,6 +484,9 @@ func (k *Keeper) tick(ctx context.Context, partitions []int) error {
 	var wg sync.WaitGroup
 	for _, d := range due {
 		for _, id := range d.Matches {
+			if held(d.Partition, id) {
+				continue
+			}
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()

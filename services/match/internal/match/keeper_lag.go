@@ -78,32 +78,37 @@ func newLagWatch(m metric.Meter) (lagWatch, error) {
 }
 
 // pass does the keeper's work that was due at due: a scan, or a probe
-// while the keeper stepped down.
-func (k *Keeper) pass(ctx context.Context, due time.Time) error {
+// while the keeper stepped down. renewed reports whether the leases were
+// renewed (a failed heartbeat or probe backs off; see Run).
+func (k *Keeper) pass(ctx context.Context, due time.Time) (renewed bool, err error) {
 	if k.lag.down {
-		return k.probe(ctx, due)
+		// A failed probe backs off like a failed heartbeat.
+		err := k.probe(ctx, due)
+		return err == nil, err
 	}
-	if err := k.scan(ctx); err != nil || k.cfg.MaxLag <= 0 {
-		// A failed scan retries after a backoff: Redis is unreachable,
-		// which a step-down would not help.
-		return err
+	if renewed, err = k.scan(ctx); err != nil || k.cfg.MaxLag <= 0 {
+		// A failed scan retries (after a backoff when the heartbeat
+		// failed): Redis is unreachable, or some partitions are (an
+		// outage, credited in outage.go), which a step-down would not
+		// help.
+		return renewed, err
 	}
 	lag := time.Since(due)
 	k.lag.gauge.Record(ctx, lag.Seconds())
 	if lag <= k.cfg.MaxLag {
 		k.lag.strikes = 0
-		return nil
+		return true, nil
 	}
 	k.lag.strikes++
 	if k.lag.strikes < lagStrikes || k.lag.others == 0 {
-		return nil
+		return true, nil
 	}
 	k.log.Warn("keeper scans lag: giving the ranges back to the other instances",
 		"lag", lag, "max_lag", k.cfg.MaxLag, "scans", k.lag.strikes, "others", k.lag.others)
 	k.lag.steps.Add(ctx, 1)
 	k.lag.down, k.lag.strikes, k.lag.calm = true, 0, 0
 	k.leave(ctx)
-	return nil
+	return true, nil
 }
 
 // probe measures the lag of a keeper that stepped down, on the reads a

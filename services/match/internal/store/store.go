@@ -27,7 +27,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -561,7 +563,7 @@ type Due struct {
 // ranges), the matches whose deadline is at or before now, the pending
 // outbox entries and the matches whose presence has something due, at
 // most limit of each. When some partitions cannot be
-// read it returns the others and an error.
+// read it returns the others and a *ScanError naming the ones that failed.
 //
 // The three reads of a partition are plain commands, not a script: they need
 // no common snapshot (due clocks and outbox entries are handled apart), and
@@ -594,29 +596,54 @@ func (s *Store) Scan(ctx context.Context, partitions []int, now time.Time, limit
 	// Partitions on reachable nodes are processed even when others fail
 	// (a node down, a failover in progress); the error is still reported.
 	var out []Due
-	var failed error
+	var failed map[int]error
+	fail := func(p int, what string, err error) {
+		if failed == nil {
+			failed = map[int]error{}
+		}
+		failed[p] = fmt.Errorf("scan partition %d %s: %w", p, what, err)
+	}
 	for _, c := range cmds {
 		matches, err := c.due.Result()
 		if err != nil {
-			failed = fmt.Errorf("scan partition %d deadlines: %w", c.p, err)
+			fail(c.p, "deadlines", err)
 			continue
 		}
 		msgs, err := c.out.Result()
 		if err != nil {
-			failed = fmt.Errorf("scan partition %d outbox: %w", c.p, err)
+			fail(c.p, "outbox", err)
 			continue
 		}
 		presence, err := c.presence.Result()
 		if err != nil {
-			failed = fmt.Errorf("scan partition %d presence: %w", c.p, err)
+			fail(c.p, "presence", err)
 			continue
 		}
 		if len(matches) > 0 || len(msgs) > 0 || len(presence) > 0 {
 			out = append(out, Due{Partition: c.p, Matches: matches, Outbox: msgs, Presence: presence})
 		}
 	}
-	return out, failed
+	if failed != nil {
+		return out, &ScanError{Failed: failed}
+	}
+	return out, nil
 }
+
+// ScanError is Scan's error when some partitions could not be read: the
+// keeper tells from it which partitions Redis did not serve (an outage of
+// theirs, docs/match.md "Outages") and which it read.
+type ScanError struct {
+	// Failed maps each partition not read to why.
+	Failed map[int]error
+}
+
+func (e *ScanError) Error() string {
+	ps := slices.Sorted(maps.Keys(e.Failed))
+	return fmt.Sprintf("%d partitions not read, first %v", len(ps), e.Failed[ps[0]])
+}
+
+// Unwrap returns the partitions' errors, for errors.Is and errors.As.
+func (e *ScanError) Unwrap() []error { return slices.Collect(maps.Values(e.Failed)) }
 
 // Relay copies a partition's outbox entries to the global stream of their
 // type (MatchAbandoned entries to Config.AbandonedStream, every other one to

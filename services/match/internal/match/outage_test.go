@@ -1,0 +1,209 @@
+package match_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
+	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
+	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/match"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
+)
+
+// partitionOutage is a go-redis hook that, while down, fails every command
+// on the keys of one hash tag (a partition) as a dead master does
+// (connection refused), and lets the others through: a Redis outage of
+// one partition while the keeper's own keys stay reachable.
+type partitionOutage struct {
+	tag  string
+	down atomic.Bool
+}
+
+func (h *partitionOutage) hits(cmd redis.Cmder) bool {
+	for _, a := range cmd.Args() {
+		if s, ok := a.(string); ok && strings.Contains(s, h.tag) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *partitionOutage) refused() error {
+	return &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+}
+
+func (h *partitionOutage) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *partitionOutage) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.down.Load() && h.hits(cmd) {
+			cmd.SetErr(h.refused())
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *partitionOutage) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !h.down.Load() {
+			return next(ctx, cmds)
+		}
+		var pass []redis.Cmder
+		for _, c := range cmds {
+			if h.hits(c) {
+				c.SetErr(h.refused())
+			} else {
+				pass = append(pass, c)
+			}
+		}
+		if len(pass) == 0 {
+			return h.refused()
+		}
+		return next(ctx, pass)
+	}
+}
+
+// TestPartitionOutageCredit: the partition of a match is unreachable for
+// 2 s while Blue is to move (the keeper's own keys and the other
+// partitions stay reachable, as when the master of some slots fails
+// over). The keeper, at its first scan that reads the partition again,
+// gives Blue the time back: one ClockCredited, before anything else
+// happens to the match, and no second one on the scans after. Blue loses
+// at most 1 s of clock to the outage, and gets no more back than the
+// time since its turn began.
+func TestPartitionOutageCredit(t *testing.T) {
+	t.Parallel()
+	_, addr := redistest.Standalone(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { rdb.Close() })
+	cfg := store.DefaultConfig()
+	cfg.Prefix = redistest.Prefix(t)
+	st, err := store.New(rdb, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	hub := fanout.New(st, log, 8)
+	defer hub.Close()
+	svc, err := match.New(st, hub, match.DefaultConfig(), log, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	req := &matchv1.CreateMatchRequest{RequestId: cfg.Prefix, TimeControl: &gamev1.TimeControl{Name: "10+5"}}
+	for s := range rules.NumSeats {
+		req.Players = append(req.Players, &gamev1.SeatPlayer{Seat: gamev1.Seat(s + 1), Player: &gamev1.Player{PlayerId: fmt.Sprint("p", s)}})
+	}
+	m, err := svc.Create(ctx, match.Caller{ID: "matchmaker", Service: true}, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	red, err := svc.Get(ctx, match.Caller{ID: "p0"}, m.ID)
+	if err != nil || len(red.LegalMoves) == 0 {
+		t.Fatalf("Red's legal moves: %v, %v", red, err)
+	}
+	moved, err := svc.MakeMove(ctx, match.Caller{ID: "p0"}, &matchv1.MakeMoveRequest{MatchId: m.ID, Move: red.LegalMoves[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turnStart := time.Now() // Blue's turn began before this
+
+	p, err := store.PartitionOf(m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := &partitionOutage{tag: fmt.Sprintf("{fk:p%02x}", p)}
+	rdb.AddHook(hook)
+
+	var scans atomic.Int64
+	k, err := match.NewKeeper(svc, match.DefaultKeeperConfig("t"), log, func(string, error) { scans.Add(1) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = k.Run(kctx) })
+	defer wg.Wait()
+	defer stop()
+	waitScans := func(n int64) {
+		t.Helper()
+		for end := scans.Load() + n; scans.Load() < end; time.Sleep(10 * time.Millisecond) {
+			if ctx.Err() != nil {
+				t.Fatal(ctx.Err())
+			}
+		}
+	}
+	waitScans(2) // the keeper holds every range and has read the partition
+
+	down := time.Now()
+	hook.down.Store(true)
+	waitScans(3) // the outage is seen
+	time.Sleep(2 * time.Second)
+	hook.down.Store(false)
+	outage := time.Since(down)
+
+	var credits []*eventsv1.ClockCredited
+	for end := time.Now().Add(30 * time.Second); len(credits) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("no ClockCredited after the partition's outage")
+		}
+		credits = credited(t, st, m.ID, moved.Version)
+	}
+	seen := time.Now()
+	waitScans(5) // scans after the one that credited find nothing to credit
+	if got := credited(t, st, m.ID, moved.Version); len(got) != 1 {
+		t.Fatalf("%d ClockCredited events, want 1: %v", len(got), got)
+	}
+	cc := credits[0]
+	got := cc.GetCredited().AsDuration()
+	t.Logf("outage %v (test's measure), credited %v", outage, got)
+	if cc.GetSeat() != gamev1.Seat_SEAT_BLUE {
+		t.Errorf("credited %v, want Blue", cc.GetSeat())
+	}
+	if lost := outage - got; lost > time.Second {
+		t.Errorf("Blue lost %v of clock to the outage, want at most 1 s", lost)
+	}
+	if turn := seen.Sub(turnStart); got > turn {
+		t.Errorf("credited %v, more than Blue's turn so far (%v)", got, turn)
+	}
+}
+
+// credited returns the ClockCredited events of match id after version,
+// and fails t on any other event (nothing else may happen to it).
+func credited(t *testing.T, st *store.Store, id string, version uint64) []*eventsv1.ClockCredited {
+	t.Helper()
+	evs, err := st.Events(t.Context(), id, version, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*eventsv1.ClockCredited
+	for _, e := range evs {
+		ev := &eventsv1.MatchEvent{}
+		if err := proto.Unmarshal(e.Data, ev); err != nil {
+			t.Fatal(err)
+		}
+		cc := ev.GetClockCredited()
+		if cc == nil {
+			t.Fatalf("event %d after the first move: %v, want only ClockCredited", e.Version, ev)
+		}
+		out = append(out, cc)
+	}
+	return out
+}
