@@ -194,11 +194,14 @@ type Reader struct {
 	events metric.Int64Counter
 }
 
-// NewReader returns a reader; cfg must be valid. meter receives the
+// NewReader returns a reader, or an error if cfg is not valid. meter receives the
 // metrics named by cfg.Metrics (nil: none). report receives the result of
 // every step of every worker (nil after a successful one); nil ignores
 // them.
 func NewReader(rdb redis.UniversalClient, cfg ReaderConfig, handle Handler, log *slog.Logger, meter metric.Meter, report func(component string, err error)) (*Reader, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if report == nil {
 		report = func(string, error) {}
 	}

@@ -104,31 +104,24 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports a setting that cannot work.
+// Validate reports a setting that cannot work: the reader's settings of
+// both streams (see eventstream.ReaderConfig) and the rating ones.
 func (c Config) Validate() error {
-	var errs []error
-	check := func(ok bool, msg string) {
-		if !ok {
-			errs = append(errs, errors.New(msg))
-		}
+	errs := []error{readerConfig(c).Validate(), readerConfig(c.links()).Validate()}
+	if len(c.RuleSets) == 0 {
+		errs = append(errs, errors.New("consumer: rule sets must be set"))
 	}
-	check(c.Stream != "", "consumer: stream must be set")
-	check(c.Group != "", "consumer: group must be set")
-	check(c.Name != "", "consumer: name must be set")
-	check(c.DeadLetter != "" && c.DeadLetter != c.Stream, "consumer: dead-letter stream must be set and differ from the stream")
-	check(c.DeadLetterMaxLen > 0, "consumer: dead-letter max length must be positive")
-	check(c.Workers > 0, "consumer: workers must be positive")
-	check(c.Batch > 0 && c.Batch <= 10_000, "consumer: batch must be in 1..10000")
-	check(c.Block > 0, "consumer: block must be positive")
-	check(c.ClaimMinIdle > 0, "consumer: claim min idle must be positive")
-	check(c.ClaimInterval > 0, "consumer: claim interval must be positive")
-	check(c.MaxDeliveries > 1, "consumer: max deliveries must be at least 2")
-	check(c.Retry.Validate() == nil, "consumer: retry needs 0 < initial <= max")
-	check(len(c.RuleSets) > 0, "consumer: rule sets must be set")
-	check(c.LinkStream != "" && c.LinkStream != c.Stream, "consumer: link stream must be set and differ from the stream")
-	check(c.LinkDeadLetter != "" && c.LinkDeadLetter != c.LinkStream && c.LinkDeadLetter != c.DeadLetter,
-		"consumer: link dead-letter stream must be set and differ from the link stream and the dead-letter stream")
+	if c.LinkStream == c.Stream || c.LinkDeadLetter == c.DeadLetter {
+		errs = append(errs, errors.New("consumer: the link stream and its dead-letter stream must differ from the match stream and its dead-letter stream"))
+	}
 	return errors.Join(errs...)
+}
+
+// links returns the configuration of the link consumer (NewLinks).
+func (c Config) links() Config {
+	lc := c
+	lc.Stream, lc.DeadLetter, lc.Name, lc.Workers = c.LinkStream, c.LinkDeadLetter, c.Name+"-links", 1
+	return lc
 }
 
 // Consumer applies events from the stream to the store.

@@ -23,8 +23,7 @@ import (
 // to cfg.LinkDeadLetter. Its metrics are the service log's: links are too
 // few for a counter to tell anything.
 func NewLinks(rdb redis.UniversalClient, st *store.Store, cfg Config, log *slog.Logger, report func(component string, err error)) (*Consumer, error) {
-	lc := cfg
-	lc.Stream, lc.DeadLetter, lc.Name, lc.Workers = cfg.LinkStream, cfg.LinkDeadLetter, cfg.Name+"-links", 1
+	lc := cfg.links()
 	c := &Consumer{store: st, cfg: lc, log: log, forgetAfter: defaultForgetAfter}
 	r, err := eventstream.NewReader(rdb, readerConfig(lc), c.link, log, nil, report)
 	if err != nil {
