@@ -83,24 +83,26 @@ type Config struct {
 	LinkDeadLetter string
 }
 
-// DefaultConfig returns the defaults of every setting.
+// DefaultConfig returns the defaults of every setting: the reader's
+// (eventstream.DefaultReaderConfig) but for two workers and larger batches.
 func DefaultConfig() Config {
+	r := eventstream.DefaultReaderConfig(eventstream.MatchFinished().Key(), "rating", "rating")
 	return Config{
-		Stream:           eventstream.MatchFinished().Key(),
-		Group:            "rating",
-		Name:             "rating",
+		Stream:           r.Stream,
+		Group:            r.Group,
+		Name:             r.Consumer,
 		Workers:          2,
-		DeadLetter:       eventstream.MatchFinished().Key() + ":dead",
-		DeadLetterMaxLen: 100_000,
+		DeadLetter:       r.DeadLetter,
+		DeadLetterMaxLen: r.DeadLetterMaxLen,
 		Batch:            1024,
-		Block:            2 * time.Second,
-		ClaimMinIdle:     30 * time.Second,
-		ClaimInterval:    5 * time.Second,
-		MaxDeliveries:    10,
-		Retry:            backoff.DefaultPolicy(),
+		Block:            r.Block,
+		ClaimMinIdle:     r.ClaimMinIdle,
+		ClaimInterval:    r.ClaimInterval,
+		MaxDeliveries:    r.MaxDeliveries,
+		Retry:            r.Retry,
 		RuleSets:         rules.RuleSetNames(),
 		LinkStream:       eventstream.PlayerLinked().Key(),
-		LinkDeadLetter:   eventstream.PlayerLinked().Key() + ":dead",
+		LinkDeadLetter:   eventstream.DefaultReaderConfig(eventstream.PlayerLinked().Key(), "", "").DeadLetter,
 	}
 }
 
