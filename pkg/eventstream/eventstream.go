@@ -9,6 +9,12 @@
 // consumers parse them with Decode, so neither repeats the stream's key, the
 // entry's field names or the type string. An entry has two fields: the
 // message's full protobuf name and the message in binary encoding.
+//
+// Reader is the one consumer-group loop every service uses to consume a
+// stream: at-least-once delivery to an idempotent handler, acknowledgement
+// after the handler's work, takeover of a dead consumer's entries, a
+// dead-letter stream, removal of departed consumers, metrics and backoff
+// (see reader.go for its guarantees).
 package eventstream
 
 import (

@@ -144,9 +144,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		s.Go("matchmaker", func(ctx context.Context) error { return mm.Run(ctx, qs) })
 		// Players of matches aborted for someone else's missed first move
 		// go back to their queue (docs/matchmaking.md "Requeue").
-		rq := requeue.DefaultConfig(consumerName())
-		rq.Stream = cfg.KeyPrefix + cfg.AbandonedStream
-		abandoned := requeue.New(rdb, st, rq, log, s.Report)
+		rq := requeue.DefaultConfig(cfg.KeyPrefix+cfg.AbandonedStream, consumerName())
+		abandoned, err := requeue.New(rdb, st, rq, log,
+			s.MeterProvider().Meter("github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/requeue"), s.Report)
+		if err != nil {
+			return err
+		}
 		s.Go("requeue", abandoned.Run)
 		return nil
 	})

@@ -59,11 +59,13 @@ func TestConsumer(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			cfg := requeue.DefaultConfig("test")
-			cfg.Stream = prefix + cfg.Stream
+			cfg := requeue.DefaultConfig(prefix+eventstream.MatchAbandoned().Key(), "test")
 			cfg.Block, cfg.ClaimInterval = 50*time.Millisecond, 50*time.Millisecond
 			cfg.Retry = backoff.Policy{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond}
-			c := requeue.New(rdb, st, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+			c, err := requeue.New(rdb, st, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
 			runCtx, stop := context.WithCancel(ctx)
 			var wg sync.WaitGroup
 			wg.Go(func() { _ = c.Run(runCtx) })

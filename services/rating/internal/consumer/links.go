@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
@@ -24,55 +23,47 @@ import (
 // to cfg.LinkDeadLetter. Its metrics are the service log's: links are too
 // few for a counter to tell anything.
 func NewLinks(rdb redis.UniversalClient, st *store.Store, cfg Config, log *slog.Logger, report func(component string, err error)) (*Consumer, error) {
-	lc := cfg
-	lc.Stream, lc.DeadLetter, lc.Name, lc.Workers = cfg.LinkStream, cfg.LinkDeadLetter, cfg.Name+"-links", 1
-	events, err := noop.NewMeterProvider().Meter("").Int64Counter("rating.consumer.links")
+	lc := cfg.links()
+	c := &Consumer{store: st, cfg: lc, log: log, forgetAfter: defaultForgetAfter}
+	r, err := eventstream.NewReader(rdb, readerConfig(lc), c.link, log, nil, report)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("link consumer: %w", err)
 	}
-	if report == nil {
-		report = func(string, error) {}
-	}
-	c := &Consumer{rdb: rdb, store: st, cfg: lc, log: log, events: events, forgetAfter: defaultForgetAfter, report: report}
-	c.handle = c.handleLinks
+	c.r = r
 	return c, nil
 }
 
 // handleLinks applies a batch of PlayerLinked entries in order and
-// acknowledges those applied or dead-lettered. A link that fails (Redis
-// errors) stops the batch: it and the ones after it stay pending.
+// acknowledges those applied or dead-lettered.
 func (c *Consumer) handleLinks(ctx context.Context, msgs []redis.XMessage) error {
-	if len(msgs) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handleTimeout)
-	defer cancel()
-	var done []string
-	var failed error
-	for _, m := range msgs {
+	return c.r.Process(ctx, msgs)
+}
+
+// errEarlierLink leaves the links after a failed one pending.
+var errEarlierLink = errors.New("an earlier link of the batch failed")
+
+// link is the link reader's handler: it applies links in order. A link
+// that fails (Redis errors) stops the batch: it and the ones after it stay
+// pending, so links are applied in the order they were published.
+func (c *Consumer) link(ctx context.Context, msgs []redis.XMessage) []eventstream.Result {
+	out := make([]eventstream.Result, len(msgs))
+	for i, m := range msgs {
 		l, err := decodeLink(m.Values)
 		if err != nil {
-			if err := c.deadLetter(ctx, []redis.XMessage{m}, []string{err.Error()}); err != nil {
-				failed = err
-				break
-			}
-			done = append(done, m.ID)
+			out[i].Err = eventstream.Permanent(err)
 			continue
 		}
-		out, err := c.store.Link(ctx, c.cfg.RuleSets, l)
+		res, err := c.store.Link(ctx, c.cfg.RuleSets, l)
 		if err != nil {
-			failed = fmt.Errorf("link %s to %s: %w", l.Guest, l.Account, err)
+			out[i].Err = fmt.Errorf("link %s to %s: %w", l.Guest, l.Account, err)
+			for j := i + 1; j < len(msgs); j++ {
+				out[j].Err = errEarlierLink
+			}
 			break
 		}
-		c.log.InfoContext(ctx, "guest linked to account", "player", l.Guest, "account", l.Account, "pools", c.cfg.RuleSets, "outcomes", out)
-		done = append(done, m.ID)
+		c.log.InfoContext(ctx, "guest linked to account", "player", l.Guest, "account", l.Account, "pools", c.cfg.RuleSets, "outcomes", res)
 	}
-	if len(done) > 0 {
-		if err := c.rdb.XAck(ctx, c.cfg.Stream, c.cfg.Group, done...).Err(); err != nil {
-			return errors.Join(failed, fmt.Errorf("acknowledge %d link entries: %w", len(done), err))
-		}
-	}
-	return failed
+	return out
 }
 
 // decodeLink turns the fields of a PlayerLinked entry into a link. Errors
