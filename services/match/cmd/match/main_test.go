@@ -52,6 +52,13 @@ func newEnv(t testing.TB, b backend) *env {
 	return &env{t: t, backend: b, keys: ks, keyFile: file, prefix: prefix}
 }
 
+// The keeper's timing in test instances: short, so that flags and
+// take-overs come fast.
+const (
+	keeperInterval = 50 * time.Millisecond
+	keeperLeaseTTL = 500 * time.Millisecond
+)
+
 // baseEnv is the configuration of a test instance.
 func (e *env) baseEnv() map[string]string {
 	m := map[string]string{
@@ -62,8 +69,8 @@ func (e *env) baseEnv() map[string]string {
 		"RATE_LIMIT_RPS":         "0",
 		"MATCH_KEY_PREFIX":       e.prefix,
 		"LOG_LEVEL":              "warn",
-		"MATCH_KEEPER_INTERVAL":  "50ms",
-		"MATCH_KEEPER_LEASE_TTL": "500ms",
+		"MATCH_KEEPER_INTERVAL":  keeperInterval.String(),
+		"MATCH_KEEPER_LEASE_TTL": keeperLeaseTTL.String(),
 	}
 	for k, v := range e.backend.env {
 		m[k] = v

@@ -242,9 +242,15 @@ func TestClusterFailoverCredit(t *testing.T) {
 	// While a master is failed and no replica promoted yet, the whole
 	// cluster refuses commands (CLUSTERDOWN: cluster-require-full-coverage),
 	// the keeper's heartbeat included: the match on a master that stayed up
-	// may be credited for that while, never for more than the outage.
-	if moved := seatDeadline(t, e, inst.addr, spared.GetMatchId(), gamev1.Seat_SEAT_RED).Sub(spareBefore); moved > got {
-		t.Errorf("the match on a master that stayed up had its deadline moved by %v, more than the failed one's %v", moved, got)
+	// may be credited for that while, never for more than the outage. The
+	// two partitions' windows are measured by different scans: the keeper
+	// reads partitions in chunks, so the scan that sees one back may start
+	// up to an interval plus a scan's time limit (half the lease TTL) after
+	// the other's; that much is measurement granularity, not over-credit
+	// (seen: 10-80 ms).
+	slack := keeperInterval + keeperLeaseTTL/2
+	if moved := seatDeadline(t, e, inst.addr, spared.GetMatchId(), gamev1.Seat_SEAT_RED).Sub(spareBefore); moved > got+slack {
+		t.Errorf("the match on a master that stayed up had its deadline moved by %v, more than the failed one's %v (+%v for scan granularity)", moved, got, slack)
 	} else {
 		t.Logf("the match on a master that stayed up was credited %v", moved)
 	}

@@ -120,10 +120,6 @@ type Keeper struct {
 	turn int
 	// lag judges whether this instance is too slow to hold ranges.
 	lag lagWatch
-	// parts is what the scans found of each partition of the ranges held
-	// (outage.go), dropped when a range is let go or lost: what happened
-	// to a partition while another instance held it is not known here.
-	parts map[int]*partState
 	// creditedTo is, per range, the end of the last outage of every
 	// instance credited in it by this keeper: the same outage is not
 	// given twice when the range lapses and is taken back twice in it.
@@ -175,6 +171,7 @@ func NewKeeper(svc *Service, cfg KeeperConfig, log *slog.Logger, report func(com
 	lost.Add(context.Background(), 0, lostTaken)
 	lost.Add(context.Background(), 0, lostLapsed)
 	ranges.Record(context.Background(), 0)
+	svc.outages.setMin(outageMin * cfg.Interval)
 	return &Keeper{svc: svc, cfg: cfg, log: log, report: report, ranges: ranges, lost: lost, lag: lag,
 		id: cfg.Owner + "/" + hex.EncodeToString(suffix[:])}, nil
 }
@@ -243,7 +240,7 @@ func (k *Keeper) leave(ctx context.Context) {
 		}
 	}
 	k.held = [store.KeeperRanges]string{}
-	k.parts = nil
+	k.svc.outages.drop(func(_ int, ps *partState) bool { return ps.kept })
 	k.ranges.Record(ctx, 0)
 	if _, err := k.svc.store.ReleaseRanges(ctx, k.id, held, true); err != nil {
 		k.log.Warn("keeper ranges not released: they lapse after the lease TTL", "err", err)
@@ -344,13 +341,15 @@ func (k *Keeper) scan(ctx context.Context) (bool, error) {
 	if err := st.MarkServed(ctx, mine, k.svc.clockNow()); err != nil {
 		errs = append(errs, err)
 	}
-	for p := range k.parts {
-		// A range that lapsed is known here until another instance
-		// holds it: what happened to it then is not seen by this one.
-		if r := p * store.KeeperRanges / store.Partitions; k.held[r] == "" && m.Leases[r] != "" {
-			delete(k.parts, p)
-		}
-	}
+	// What the scans found of each partition of the ranges held
+	// (outage.go) is dropped when a range is let go or lost: a range that
+	// lapsed is known here until another instance holds it, what happened
+	// to it then is not seen by this one. What failed MakeMoves showed
+	// (not kept) stays.
+	k.svc.outages.drop(func(p int, ps *partState) bool {
+		r := p * store.KeeperRanges / store.Partitions
+		return ps.kept && k.held[r] == "" && m.Leases[r] != ""
+	})
 	k.ranges.Record(ctx, int64(len(mine)))
 	if len(mine) != before || lost > 0 {
 		k.log.Info("keeper ranges changed", "held", mine, "instances", len(m.Members))
@@ -416,7 +415,7 @@ func (k *Keeper) creditOutages(ctx context.Context, ranges []int) error {
 		k.creditedTo[r] = outTo
 		k.log.Warn("keeper range was not served during an outage: crediting the clocks to move", "range", r, "outage", outTo.Sub(from))
 		for _, p := range store.RangePartitions(r) {
-			if ps := k.parts[p]; ps != nil && ps.failed {
+			if k.svc.outages.failedNow(p) {
 				continue
 			}
 			ids, err := st.Running(ctx, p, int64(k.cfg.Batch)*100)
@@ -425,7 +424,7 @@ func (k *Keeper) creditOutages(ctx context.Context, ranges []int) error {
 				continue
 			}
 			for _, id := range ids {
-				if _, err := k.svc.CreditOutage(ctx, id, from, outTo); err != nil {
+				if _, err := k.svc.creditOutage(ctx, id, window{from: from, to: outTo}); err != nil {
 					errs = append(errs, err)
 				}
 			}

@@ -2,6 +2,7 @@ package match_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -204,6 +205,191 @@ func credited(t *testing.T, st *store.Store, id string, version uint64) []*event
 			t.Fatalf("event %d after the first move: %v, want only ClockCredited", e.Version, ev)
 		}
 		out = append(out, cc)
+	}
+	return out
+}
+
+// TestMoveAfterPartitionOutage: Blue's partition is unreachable for 2 s
+// right after Red moved, and Blue's player retries the move every 100 ms
+// until it goes through (what clients do). The move that commits after
+// recovery carries the outage's credit (a ClockCredited before the
+// MoveApplied), or finds it given by the keeper: Blue is charged about
+// only the time outside the outage, a deadline that passed in the outage
+// is no time loss, and nobody is credited twice (the keeper's later scans
+// give nothing to Blue again, nor to Yellow, whose turn began after). The
+// move goes to the instance whose keeper holds every range, or to another
+// one that only saw its own failed attempts.
+func TestMoveAfterPartitionOutage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// other: the move goes to an instance that keeps no range.
+		other bool
+		// late: Blue's first-move limit (1 s) passes in the outage.
+		late bool
+	}{
+		{name: "keeper's instance"},
+		{name: "keeper's instance, deadline in the outage", late: true},
+		{name: "another instance", other: true},
+		{name: "another instance, deadline in the outage", other: true, late: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testMoveAfterOutage(t, tc.other, tc.late)
+		})
+	}
+}
+
+func testMoveAfterOutage(t *testing.T, other, late bool) {
+	_, addr := redistest.Standalone(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { rdb.Close() })
+	cfg := store.DefaultConfig()
+	cfg.Prefix = redistest.Prefix(t)
+	st, err := store.New(rdb, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	hub := fanout.New(st, log, 8)
+	defer hub.Close()
+	mcfg := match.DefaultConfig()
+	if late {
+		mcfg.FirstMoveLimit = time.Second
+	}
+	svc, err := match.New(st, hub, mcfg, log, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mover := svc
+	if other {
+		if mover, err = match.New(st, hub, mcfg, log, time.Now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := t.Context()
+	req := &matchv1.CreateMatchRequest{RequestId: cfg.Prefix, TimeControl: &gamev1.TimeControl{Name: "10+5"}}
+	for s := range rules.NumSeats {
+		req.Players = append(req.Players, &gamev1.SeatPlayer{Seat: gamev1.Seat(s + 1), Player: &gamev1.Player{PlayerId: fmt.Sprint("p", s)}})
+	}
+	m, err := svc.Create(ctx, match.Caller{ID: "matchmaker", Service: true}, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := store.PartitionOf(m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := &partitionOutage{tag: fmt.Sprintf("{fk:p%02x}", p)}
+	rdb.AddHook(hook)
+
+	var scans atomic.Int64
+	k, err := match.NewKeeper(svc, match.DefaultKeeperConfig("t"), log, func(string, error) { scans.Add(1) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = k.Run(kctx) })
+	defer wg.Wait()
+	defer stop()
+	waitScans := func(n int64) {
+		t.Helper()
+		for end := scans.Load() + n; scans.Load() < end; time.Sleep(10 * time.Millisecond) {
+			if ctx.Err() != nil {
+				t.Fatal(ctx.Err())
+			}
+		}
+	}
+	waitScans(2) // the keeper holds every range and has read the partition
+
+	red, err := svc.Get(ctx, match.Caller{ID: "p0"}, m.ID)
+	if err != nil || len(red.LegalMoves) == 0 {
+		t.Fatalf("Red's legal moves: %v, %v", red, err)
+	}
+	redSent := time.Now() // Blue's turn began after this
+	moved, err := svc.MakeMove(ctx, match.Caller{ID: "p0"}, &matchv1.MakeMoveRequest{MatchId: m.ID, Move: red.LegalMoves[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blue, err := mover.Get(ctx, match.Caller{ID: "p1"}, m.ID)
+	if err != nil || len(blue.LegalMoves) == 0 {
+		t.Fatalf("Blue's legal moves: %v, %v", blue, err)
+	}
+
+	down := time.Now()
+	hook.down.Store(true)
+	var up time.Time
+	move := &matchv1.MakeMoveRequest{MatchId: m.ID, Move: blue.LegalMoves[0], ClientMoveId: "blue-1"}
+	var out match.Outcome
+	for tries := 0; ; tries++ {
+		if up.IsZero() && time.Since(down) >= 2*time.Second {
+			hook.down.Store(false)
+			up = time.Now()
+		}
+		out, err = mover.MakeMove(ctx, match.Caller{ID: "p1"}, move)
+		if err == nil {
+			break
+		}
+		if !up.IsZero() && time.Since(up) > 30*time.Second || errors.Is(err, match.ErrTimeRanOut) || ctx.Err() != nil {
+			t.Fatalf("Blue's move, try %d: %v", tries, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	done := time.Now()
+	outage := up.Sub(down)
+	if out.Over || out.Ply != 2 {
+		t.Fatalf("Blue's move: %+v, want it applied", out)
+	}
+
+	waitScans(5) // the keeper's scans after the move find nothing left to give
+	var charged, credit time.Duration
+	credits, moves := 0, 0
+	for _, ev := range events(t, st, m.ID, moved.Version) {
+		switch {
+		case ev.GetClockCredited() != nil:
+			cc := ev.GetClockCredited()
+			if cc.GetSeat() != gamev1.Seat_SEAT_BLUE {
+				t.Errorf("%v credited %v: only Blue's turn was in the outage", cc.GetSeat(), cc.GetCredited().AsDuration())
+			}
+			credits++
+			credit += cc.GetCredited().AsDuration()
+		case ev.GetMoveApplied() != nil:
+			if moves++; moves > 1 {
+				break
+			}
+			if credits == 0 {
+				t.Errorf("Blue's move at version %d before any ClockCredited", ev.GetVersion())
+			}
+			charged = ev.GetMoveApplied().GetTimeCharged().AsDuration()
+		case ev.GetMatchAborted() != nil || ev.GetPlayerEliminated() != nil:
+			t.Errorf("event %d: %v, want none (Blue moved in time)", ev.GetVersion(), ev)
+		}
+	}
+	turn := done.Sub(redSent)
+	t.Logf("outage %v (test's measure), Blue's turn at most %v, credited %v in %d events, charged %v", outage, turn, credit, credits, charged)
+	if credits != 1 {
+		t.Errorf("%d ClockCredited events, want 1", credits)
+	}
+	if outside := turn - outage; charged > outside+time.Second {
+		t.Errorf("Blue was charged %v for a turn with at most %v outside the outage: lost more than 1 s to it", charged, outside)
+	}
+}
+
+// events returns the events of match id after version.
+func events(t *testing.T, st *store.Store, id string, version uint64) []*eventsv1.MatchEvent {
+	t.Helper()
+	stored, err := st.Events(t.Context(), id, version, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*eventsv1.MatchEvent
+	for _, e := range stored {
+		ev := &eventsv1.MatchEvent{}
+		if err := proto.Unmarshal(e.Data, ev); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ev)
 	}
 	return out
 }

@@ -21,6 +21,7 @@
 package match
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -38,6 +39,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
@@ -138,6 +140,9 @@ type Service struct {
 	presence *presence
 	// pingKeys caches the key of Ping tokens (ping.go).
 	pingKeys pingKeys
+	// outages is what this instance knows of its partitions' Redis
+	// outages (outage.go), from the keeper's scans and failed moves.
+	outages *outageBook
 }
 
 // New returns a Service on st; hub delivers live events to Watch (nil for
@@ -148,7 +153,7 @@ func New(st *store.Store, hub *fanout.Hub, cfg Config, log *slog.Logger, now fun
 		return nil, fmt.Errorf("match config: %w", err)
 	}
 	return &Service{store: st, hub: hub, cfg: cfg, log: log, now: now, cache: newCache(cfg.CacheSize),
-		presence: newPresence()}, nil
+		presence: newPresence(), outages: newOutageBook()}, nil
 }
 
 // Outcome is what a move or a resignation did.
@@ -635,7 +640,11 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 	if req.GetClientMoveId() != "" {
 		moveKey = c.ID + "\x00" + req.GetClientMoveId()
 	}
+	p, perr := store.PartitionOf(req.GetMatchId())
+	tried := s.clockNow()
+	var at time.Time // when the change committed was computed
 	ch, stored, err := s.mutate(ctx, req.GetMatchId(), moveKey, func(e *entry, now time.Time) (*change, error) {
+		at = now
 		seats := e.seatsOf(c)
 		if len(seats) == 0 {
 			return nil, ErrNotPlayer
@@ -662,7 +671,21 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 			}
 			return nil, fmt.Errorf("%w: %s to move", rules.ErrNotYourTurn, g.ToMove())
 		}
-		if d, _ := e.rec.Clocks.Deadline(e.tc, s.cfg.FirstMoveLimit); !d.IsZero() && now.After(d) {
+		// A Redis outage of the partition in this turn is not the
+		// mover's time, and a deadline it pushed is not a loss: the
+		// credit goes in this commit, before the move (outage.go).
+		rec := e.rec
+		var pre []*eventsv1.MatchEvent
+		if rec.Clocks.Running == int(seat) {
+			credit, err := s.creditOnMove(ctx, e, p, now)
+			if err != nil {
+				return nil, err
+			}
+			if credit > 0 {
+				pre = append(pre, s.credit(e, &rec, credit, now))
+			}
+		}
+		if d, _ := rec.Clocks.Deadline(e.tc, s.cfg.FirstMoveLimit); !d.IsZero() && now.After(d) {
 			ch, err := s.outOfTime(e, now, seat)
 			if err != nil {
 				return nil, err
@@ -670,7 +693,7 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 			ch.err = ErrTimeRanOut
 			return ch, nil
 		}
-		before, rec := g.Points(), e.rec
+		before := g.Points()
 		_, eff, err := g.PlayText(seat, req.GetMove())
 		if err != nil {
 			return nil, err
@@ -694,15 +717,25 @@ func (s *Service) MakeMove(ctx context.Context, c Caller, req *matchv1.MakeMoveR
 		}
 		rec.Clocks.follow(e.tc, g, now, true, true)
 		s.finish(g, &rec, now)
-		events := eventsOf(e.id, g, &eff, before, e.version+1, now, clocksPB(&rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now), &rec)
+		events := eventsOf(e.id, g, &eff, before, e.version+1+uint64(len(pre)), now, clocksPB(&rec.Clocks, e.tc, s.cfg.FirstMoveLimit, now), &rec)
 		setCharge(events, elapsed-comp, comp)
-		events, notices := s.settlePremoves(e, &rec, now, events)
+		events, notices := s.settlePremoves(e, &rec, now, append(pre, events...))
 		out := Outcome{Events: events, Version: e.version + uint64(len(events)), Ply: g.Ply(), Over: g.Over(), ToMove: g.ToMove()}
 		if out.Over {
 			out.Result = wire.Result(g)
 		}
 		return &change{events: events, rec: rec, out: out, replyMove: req.GetMove(), notices: notices}, nil
 	})
+	// The outage book (outage.go): a commit (or a stored reply read) is
+	// the partition served, ending an outage; a Redis error is the
+	// partition failing, from this first failed attempt.
+	switch {
+	case perr != nil:
+	case ch != nil || stored != nil:
+		s.outages.served(p, req.GetMatchId(), cmp.Or(at, s.clockNow()))
+	case redisconn.Transient(err):
+		s.outages.failing(p, tried)
+	}
 	if stored != nil {
 		return decodeStoredReply(stored, req.GetMove())
 	}
