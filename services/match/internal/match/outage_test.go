@@ -130,28 +130,7 @@ func TestPartitionOutageCredit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hook := &partitionOutage{tag: fmt.Sprintf("{fk:p%02x}", p)}
-	rdb.AddHook(hook)
-
-	var scans atomic.Int64
-	k, err := match.NewKeeper(svc, match.DefaultKeeperConfig("t"), log, func(string, error) { scans.Add(1) }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = k.Run(kctx) })
-	defer wg.Wait()
-	defer stop()
-	waitScans := func(n int64) {
-		t.Helper()
-		for end := scans.Load() + n; scans.Load() < end; time.Sleep(10 * time.Millisecond) {
-			if ctx.Err() != nil {
-				t.Fatal(ctx.Err())
-			}
-		}
-	}
-	waitScans(2) // the keeper holds every range and has read the partition
+	hook, waitScans := keepWithOutage(t, rdb, svc, log, p)
 
 	down := time.Now()
 	hook.down.Store(true)
@@ -188,6 +167,39 @@ func TestPartitionOutageCredit(t *testing.T) {
 
 // credited returns the ClockCredited events of match id after version,
 // and fails t on any other event (nothing else may happen to it).
+// keepWithOutage adds a partitionOutage hook for partition p to rdb and
+// runs a keeper of svc until the test ends; it returns the hook and a
+// function that waits for n more scans. The keeper has read the partition
+// (two scans) when it returns.
+func keepWithOutage(t *testing.T, rdb redis.UniversalClient, svc *match.Service, log *slog.Logger, p int) (*partitionOutage, func(n int64)) {
+	t.Helper()
+	ctx := t.Context()
+	hook := &partitionOutage{tag: fmt.Sprintf("{fk:p%02x}", p)}
+	rdb.AddHook(hook)
+	var scans atomic.Int64
+	k, err := match.NewKeeper(svc, match.DefaultKeeperConfig("t"), log, func(string, error) { scans.Add(1) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = k.Run(kctx) })
+	t.Cleanup(func() {
+		stop()
+		wg.Wait()
+	})
+	waitScans := func(n int64) {
+		t.Helper()
+		for end := scans.Load() + n; scans.Load() < end; time.Sleep(10 * time.Millisecond) {
+			if ctx.Err() != nil {
+				t.Fatal(ctx.Err())
+			}
+		}
+	}
+	waitScans(2)
+	return hook, waitScans
+}
+
 func credited(t *testing.T, st *store.Store, id string, version uint64) []*eventsv1.ClockCredited {
 	t.Helper()
 	evs, err := st.Events(t.Context(), id, version, 100)
@@ -280,28 +292,7 @@ func testMoveAfterOutage(t *testing.T, other, late bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hook := &partitionOutage{tag: fmt.Sprintf("{fk:p%02x}", p)}
-	rdb.AddHook(hook)
-
-	var scans atomic.Int64
-	k, err := match.NewKeeper(svc, match.DefaultKeeperConfig("t"), log, func(string, error) { scans.Add(1) }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = k.Run(kctx) })
-	defer wg.Wait()
-	defer stop()
-	waitScans := func(n int64) {
-		t.Helper()
-		for end := scans.Load() + n; scans.Load() < end; time.Sleep(10 * time.Millisecond) {
-			if ctx.Err() != nil {
-				t.Fatal(ctx.Err())
-			}
-		}
-	}
-	waitScans(2) // the keeper holds every range and has read the partition
+	hook, waitScans := keepWithOutage(t, rdb, svc, log, p)
 
 	red, err := svc.Get(ctx, match.Caller{ID: "p0"}, m.ID)
 	if err != nil || len(red.LegalMoves) == 0 {
