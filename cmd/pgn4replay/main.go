@@ -21,6 +21,10 @@
 // only the first); or "ERROR" for a file it cannot read. With more than
 // one file a summary line follows. The exit status is 1 when any file
 // fails (MISMATCH or ERROR; with --strict also TAG-END), 2 for bad usage.
+// With -v each difference found at a token is followed by the FEN4 of the
+// position before that token, and a difference in check or mate marks
+// lists every other king with the pieces attacking it after the move,
+// dead ones included and named so, to study what the site counted.
 package main
 
 import (
@@ -145,8 +149,15 @@ func replayFile(out io.Writer, name string, rs *rules.RuleSet, verbose bool) out
 	}
 	fmt.Fprintf(out, "MISMATCH %s: %s\n", name, rep.Mismatches[0])
 	if verbose {
+		position := func(m rules.Mismatch) {
+			if m.Position != "" {
+				fmt.Fprintf(out, "      position before: %s\n", m.Position)
+			}
+		}
+		position(rep.Mismatches[0])
 		for _, m := range rep.Mismatches[1:] {
 			fmt.Fprintf(out, "    %s\n", m)
+			position(m)
 		}
 	} else if n := len(rep.Mismatches) - 1; n > 0 {
 		fmt.Fprintf(out, "    (%d more; -v lists them)\n", n)

@@ -48,7 +48,8 @@ func TestRun(t *testing.T) {
 		{"ok", []string{good}, false, []string{"OK " + good + ": Red 0, Blue 0, Yellow 0, Green 60; last player standing (record: (Green +60))"}},
 		{"points differ", []string{good, wrongPoints}, true, []string{"OK " + good, "MISMATCH " + wrongPoints + ": end of game (ply 0): points [0 0 0 60], record [0 0 0 50]"}},
 		{"illegal move", []string{illegal}, true, []string{"MISMATCH " + illegal + `: ply 0, token 1 "h2-h5" (Red to move): illegal move`}},
-		{"mark, all differences", []string{"-v", badMark}, true, []string{"MISMATCH " + badMark + `: ply 0, token 1 "h2-h3+" (Red to move): marks "+", engine ""`}},
+		{"mark, all differences", []string{"-v", badMark}, true, []string{"MISMATCH " + badMark + `: ply 0, token 1 "h2-h3+" (Red to move): marks "+", engine ""`,
+			"kings after the move: Blue a7 live by none;", "      position before: R-0,0,0,0-"}},
 		{"missing file", []string{missing}, true, []string{"ERROR " + missing}},
 		{"ending from the tag is not OK", []string{tagEnd, good}, false, []string{
 			"TAG-END " + tagEnd + ": Red 0, Blue 0, Yellow 0, Green 60; last player standing (record: (Green +60)); applied from the Termination tag: Yellow left (not in the moves)",

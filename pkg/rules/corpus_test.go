@@ -181,6 +181,43 @@ func TestReplayReportsMismatches(t *testing.T) {
 	}
 }
 
+// A check mark the engine cannot explain is reported with the position
+// before the move and, for every king but the mover's, the pieces that
+// attack it after the move, dead ones named so: what a reader of the
+// record needs to find the rule the site followed (issue 23). Here Red's
+// knight opens a dead rook's line onto Green's walking king; the engine
+// counts no check, the record marks one.
+func TestReplayExplainsMarks(t *testing.T) {
+	t.Parallel()
+	start := fen(t, "R", "0,1,0,0-0,0,0,0-0,0,0,0-0,0,0,0-0", "rK:h1 rN:n6 bK:a7 bR:n4 yK:g14 gK:n8", "zombie:0,0,0,1")
+	text := "[RuleVariants \"DeadKingWalking EnPassant PromoteTo=D\"]\n[StartFen4 \"" + start + "\"]\n" +
+		"[Result \"Red: 0 - Blue: 0 - Yellow: 0 - Green: 0\"]\n\n1. Nn6-l5+\n"
+	for _, rs := range []RuleSet{ChesscomFFA(), FourKingdoms()} {
+		t.Run(rs.Name, func(t *testing.T) {
+			t.Parallel()
+			rep, err := Replay(text, &rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Mismatches) == 0 {
+				t.Fatal("no mismatch")
+			}
+			m := rep.Mismatches[0]
+			want := `marks "+", engine "" (checks [], newly [], out []; kings after the move: Blue a7 out by none; Yellow g14 live by none; Green n8 zombie by bRn4(dead))`
+			if m.What != want {
+				t.Errorf("what %q\nwant %q", m.What, want)
+			}
+			g, err := NewGame(rs, 0, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Position != g.FEN4() {
+				t.Errorf("position %q, want the start %q", m.Position, g.FEN4())
+			}
+		})
+	}
+}
+
 func TestReplayUnreadableRecord(t *testing.T) {
 	t.Parallel()
 	_, err := Replay("[RuleSet \"chess960\"]\n\n1. h2-h3\n", nil)

@@ -812,3 +812,52 @@ func (p *Position) attackedBy(q int, by Seat) bool {
 	}
 	return false
 }
+
+// attackersOf returns the squares of the pieces that attack q on behalf of
+// no live piece of seat s: every piece of another seat, live or dead, and
+// s's own dead pieces, with every piece blocking a line. It serves record
+// replay diagnostics (which pieces could a site count for a check mark),
+// not play, where dead pieces never attack.
+func (p *Position) attackersOf(q Square, s Seat) []Square {
+	var out []Square
+	b := &p.board
+	counts := func(t int) bool {
+		pc := b[t]
+		if pc == empty || pc == offCell {
+			return false
+		}
+		o := pieceSeat(pc)
+		return o != s || !p.pieceActive(o, pieceKind(pc))
+	}
+	for _, o := range knightOffsets {
+		if t := int(q) + o; counts(t) && pieceKind(b[t]) == Knight {
+			out = append(out, Square(t))
+		}
+	}
+	for _, o := range kingOffsets {
+		if t := int(q) + o; counts(t) && pieceKind(b[t]) == King {
+			out = append(out, Square(t))
+		}
+	}
+	for o := Seat(0); o < NumSeats; o++ {
+		for _, c := range p.geo.pawnCap[o] {
+			if t := int(q) - c; counts(t) && b[t] == makePiece(o, Pawn) {
+				out = append(out, Square(t))
+			}
+		}
+	}
+	slide := func(dirs [4]int, k PieceKind) {
+		for _, d := range dirs {
+			t := int(q) + d
+			for b[t] == empty {
+				t += d
+			}
+			if kk := pieceKind(b[t]); counts(t) && (kk == k || kk == Queen) {
+				out = append(out, Square(t))
+			}
+		}
+	}
+	slide(diagDirs, Bishop)
+	slide(orthoDirs, Rook)
+	return out
+}

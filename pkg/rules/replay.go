@@ -21,6 +21,10 @@ type Mismatch struct {
 	Seat Seat
 	// What says what differs.
 	What string
+	// Position is the FEN4 of the position before the token (empty at the
+	// end of the game), so that a difference can be studied on the board
+	// without replaying the record.
+	Position string
 }
 
 func (m Mismatch) String() string {
@@ -88,9 +92,9 @@ func Replay(text string, rs *RuleSet) (*Report, error) {
 	var events []Event
 	stopped := false
 	for i, tok := range toks {
-		seat, ply := g.ToMove(), g.Ply()
+		seat, ply, before := g.ToMove(), g.Ply(), g.FEN4()
 		add := func(what string) {
-			rep.Mismatches = append(rep.Mismatches, Mismatch{Ply: ply, Token: tok, Index: i + 1, Seat: seat, What: what})
+			rep.Mismatches = append(rep.Mismatches, Mismatch{Ply: ply, Token: tok, Index: i + 1, Seat: seat, What: what, Position: before})
 		}
 		eff, err := replayToken(g, tok, lastEff)
 		events = append(events, eff.Events...)
@@ -392,6 +396,9 @@ func replayToken(g *Game, tok string, prev Effects) (tokenEffects, error) {
 	}
 	te.marksRecord, te.marksEngine = marksOf(core), marksOf(am.Text)
 	te.marksWhy = fmt.Sprintf("checks %v, newly %v, out %v", am.Checks, am.MarkedChecks, am.Eliminated)
+	if te.marksRecord != te.marksEngine {
+		te.marksWhy += "; " + kingsAttacked(g.pos, s)
+	}
 	// The move is looked up by its squares; the piece letter must then
 	// name the piece the engine moves, or the boards have parted.
 	if k := movedInText(core); k != NoPiece && am.Move.Castle() == 0 && k != am.Move.Piece() {
@@ -407,6 +414,37 @@ func replayToken(g *Game, tok string, prev Effects) (tokenEffects, error) {
 		diff("the record captures a %s, the engine a %s %s", kind, am.CapturedSeat, am.Captured)
 	}
 	return te, nil
+}
+
+// kingsAttacked describes, for a marks difference, every king on the board
+// but the mover's after the move: its square, its seat's status and the
+// pieces attacking it, dead ones included and named so (which the engine
+// does not count, and a site might): "kings after the move: Red g3 zombie
+// by yBk7 gRd3(dead); Green n8 live by none".
+func kingsAttacked(p *Position, mover Seat) string {
+	var b strings.Builder
+	b.WriteString("kings after the move:")
+	sep := " "
+	for o := Seat(0); o < NumSeats; o++ {
+		k := p.king[o]
+		if o == mover || k == NoSquare {
+			continue
+		}
+		fmt.Fprintf(&b, "%s%s %s %s by", sep, o, k, p.status[o])
+		sep = "; "
+		as := p.attackersOf(k, o)
+		if len(as) == 0 {
+			b.WriteString(" none")
+		}
+		for _, a := range as {
+			pc := p.board[a]
+			fmt.Fprintf(&b, " %c%c%s", pieceSeat(pc).Letter(), pieceKind(pc).Letter(), a)
+			if !p.pieceActive(pieceSeat(pc), pieceKind(pc)) {
+				b.WriteString("(dead)")
+			}
+		}
+	}
+	return b.String()
 }
 
 func hasEventFor(eff Effects, k EventKind, s Seat) bool {
