@@ -304,6 +304,15 @@ func (k *Keeper) scan(ctx context.Context) (bool, error) {
 	}
 
 	var errs []error
+	// The partitions' outage notes (outage.go), before any range taken
+	// below is credited or scanned: an outage that the range's last
+	// holder saw begin is credited by this one, and moves on this
+	// instance do not pay one its keeper saw.
+	if notes, err := st.OutageNotes(ctx); err != nil {
+		errs = append(errs, err)
+	} else {
+		k.svc.outages.learn(notes, func(p int) bool { return k.held[p*store.KeeperRanges/store.Partitions] != "" })
+	}
 	before := len(mine)
 	switch target := share(store.KeeperRanges, m.Members, k.id); {
 	case len(mine) > target:

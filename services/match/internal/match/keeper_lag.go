@@ -124,6 +124,13 @@ func (k *Keeper) probe(ctx context.Context, due time.Time) error {
 			return err
 		}
 	}
+	// Moves on this instance still learn of the partitions' outages
+	// (outage.go), and forget them when their notes are dropped.
+	notes, err := st.OutageNotes(ctx)
+	if err != nil {
+		return err
+	}
+	k.svc.outages.learn(notes, func(int) bool { return false })
 	lag := time.Since(due)
 	k.lag.gauge.Record(ctx, lag.Seconds())
 	switch {

@@ -134,10 +134,12 @@ func (s *Service) creditOnMove(ctx context.Context, e *entry, p int, now time.Ti
 
 // A Redis outage of some partitions (their master killed and its replica
 // not yet promoted, the cluster down) stops moves in their matches while
-// the instances live. An instance learns of it two ways, kept in one
+// the instances live. An instance learns of it three ways, kept in one
 // bookkeeping per partition (outageBook): the keeper's scans of the
-// partitions of its ranges fail with a Redis error, and MakeMove commits
-// fail with one (redisconn.Transient), on any instance. The outage ends at
+// partitions of its ranges fail with a Redis error, MakeMove commits
+// fail with one (redisconn.Transient), on any instance, and the outage
+// notes that the keepers leave in Redis (learn): the keeper that sees an
+// outage begin may not be the one holding the range when it ends. The outage ends at
 // the first scan that reads the partition again, or at the first commit
 // that goes through. The seat to move then gets back the part of its turn
 // in the outage, once: in the commit of its move if that comes first
@@ -165,6 +167,11 @@ type partState struct {
 	// last outage is not committed yet (a Redis error): retried on the
 	// next scans, and not flagged until then.
 	pending map[string]window
+	// note is the partition's outage note in Redis as this instance last
+	// wrote or read it (nil: none known): what a keeper that saw the
+	// outage left for the next holder of the range, and for MakeMove on
+	// the other instances.
+	note *store.OutageNote
 }
 
 // window is an outage, [from, to) in service time; failed is the last
@@ -262,6 +269,60 @@ func (b *outageBook) served(p int, id string, at time.Time) {
 	delete(ps.pending, id)
 }
 
+// learn takes in the partitions' outage notes (every note in Redis),
+// read by this instance's keeper at each scan; mine reports whether a
+// partition is in a range it holds. A note not seen before makes its
+// partition failing since the note's start, or, when the note says the
+// outage ended, leaves that outage to be listed (the holder of the range)
+// or credited on a move (any instance): the outage a keeper saw begin is
+// credited whoever holds the range when it ends, and a move on an
+// instance that saw no failure does not pay it. A partition known only
+// from a note (not kept here) is forgotten once the note is gone: its
+// keeper committed every credit.
+func (b *outageBook) learn(notes map[int]store.OutageNote, mine func(p int) bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for p, n := range notes {
+		ps := b.parts[p]
+		if ps == nil {
+			ps = &partState{ok: n.From}
+			b.parts[p] = ps
+		}
+		ps.kept = ps.kept || mine(p)
+		if ps.note != nil && ps.note.Equal(n) {
+			continue // known: written by this keeper, or learnt before
+		}
+		ps.note = &n
+		switch {
+		case n.To.IsZero():
+			if !ps.failed || n.From.Before(ps.ok) {
+				ps.ok = n.From
+			}
+			ps.failed = true
+			if n.Last.After(ps.lastFail) {
+				ps.lastFail = n.Last
+			}
+		case ps.kept && ps.failed:
+			// The keeper's scans fail again since the noted outage ended:
+			// a new outage, credited on its own (joining the two would
+			// credit the time between, when the partition served).
+		default:
+			ps.failed, ps.ok = false, n.To
+			ps.resolved = &window{n.From, n.To, n.Last}
+		}
+	}
+	for p, ps := range b.parts {
+		if _, ok := notes[p]; ok || ps.note == nil {
+			continue
+		}
+		if ps.kept {
+			ps.note = nil
+		} else {
+			delete(b.parts, p)
+		}
+	}
+}
+
 // drop forgets the partitions for which drop is true.
 func (b *outageBook) drop(drop func(p int, ps *partState) bool) {
 	b.mu.Lock()
@@ -295,6 +356,7 @@ func (k *Keeper) forget(r int) {
 // yet: its credit, or its partition's, is still to be committed.
 func (k *Keeper) noteScan(ctx context.Context, partitions []int, now time.Time, scanErr error) func(p int, id string) bool {
 	var failed map[int]error
+	var notes map[int]store.OutageNote // to write: partitions failing
 	if se, ok := errors.AsType[*store.ScanError](scanErr); ok {
 		failed = se.Failed
 	}
@@ -321,6 +383,14 @@ func (k *Keeper) noteScan(ctx context.Context, partitions []int, now time.Time, 
 			if (redisconn.Transient(err) || timeout) && (!timeout || i < scanStride) {
 				ps.failed, ps.lastFail = true, now
 			}
+			// Noted in Redis, for whoever holds the range when the
+			// partition is back (learn), and for moves on the others.
+			if n := store.NewOutageNote(ps.ok, ps.lastFail, time.Time{}); ps.failed && (ps.note == nil || !ps.note.Equal(n)) {
+				if notes == nil {
+					notes = map[int]store.OutageNote{}
+				}
+				notes[p] = n
+			}
 			b.mu.Unlock()
 			continue
 		}
@@ -339,8 +409,16 @@ func (k *Keeper) noteScan(ctx context.Context, partitions []int, now time.Time, 
 			if err != nil {
 				continue // still to list: the next scan does (a longer gap if still failed)
 			}
+			// The outage's end is noted before any credit: a keeper that
+			// takes the range before every credit is committed gives the
+			// rest for this window, not up to its own first scan.
+			ended := store.NewOutageNote(w.from, w.failed, w.to)
+			if err := k.svc.store.NoteOutages(ctx, map[int]store.OutageNote{p: ended}); err != nil {
+				continue // the next scan retries
+			}
 			k.log.Warn("keeper partition was not served: crediting the clocks to move", "partition", p, "outage", gap, "matches", len(ids))
 			b.mu.Lock()
+			ps.note = &ended
 			if ps.pending == nil {
 				ps.pending = map[string]window{}
 			}
@@ -365,6 +443,31 @@ func (k *Keeper) noteScan(ctx context.Context, partitions []int, now time.Time, 
 			delete(ps.pending, id)
 			b.mu.Unlock()
 		}
+		// Every credit committed: the outage's note has served.
+		b.mu.Lock()
+		note := ps.note
+		done := note != nil && !ps.failed && len(ps.pending) == 0
+		b.mu.Unlock()
+		if done {
+			if err := k.svc.store.DropOutageNote(ctx, p, *note); err == nil {
+				b.mu.Lock()
+				if ps.note == note {
+					ps.note = nil
+				}
+				b.mu.Unlock()
+			}
+		}
+	}
+	if err := k.svc.store.NoteOutages(ctx, notes); err != nil {
+		k.log.Warn("keeper could not note partition outages: a next holder of their ranges would not credit the time before it", "partitions", len(notes), "err", err)
+	} else {
+		b.mu.Lock()
+		for p, n := range notes {
+			if ps := b.parts[p]; ps != nil {
+				ps.note = &n
+			}
+		}
+		b.mu.Unlock()
 	}
 	return func(p int, id string) bool {
 		b.mu.Lock()

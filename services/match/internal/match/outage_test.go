@@ -173,29 +173,9 @@ func TestPartitionOutageCredit(t *testing.T) {
 // (two scans) when it returns.
 func keepWithOutage(t *testing.T, rdb redis.UniversalClient, svc *match.Service, log *slog.Logger, p int) (*partitionOutage, func(n int64)) {
 	t.Helper()
-	ctx := t.Context()
 	hook := &partitionOutage{tag: fmt.Sprintf("{fk:p%02x}", p)}
 	rdb.AddHook(hook)
-	var scans atomic.Int64
-	k, err := match.NewKeeper(svc, match.DefaultKeeperConfig("t"), log, func(string, error) { scans.Add(1) }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = k.Run(kctx) })
-	t.Cleanup(func() {
-		stop()
-		wg.Wait()
-	})
-	waitScans := func(n int64) {
-		t.Helper()
-		for end := scans.Load() + n; scans.Load() < end; time.Sleep(10 * time.Millisecond) {
-			if ctx.Err() != nil {
-				t.Fatal(ctx.Err())
-			}
-		}
-	}
+	_, waitScans := runKeeper(t, svc, log)
 	waitScans(2)
 	return hook, waitScans
 }
@@ -353,7 +333,9 @@ func testMoveAfterOutage(t *testing.T, other, late bool) {
 				t.Errorf("Blue's move at version %d before any ClockCredited", ev.GetVersion())
 			}
 			charged = ev.GetMoveApplied().GetTimeCharged().AsDuration()
-		case ev.GetMatchAborted() != nil || ev.GetPlayerEliminated() != nil:
+		case ev.GetMatchAborted().GetFirstMoveMissed() == gamev1.Seat_SEAT_BLUE || ev.GetPlayerEliminated().GetElimination().GetSeat() == gamev1.Seat_SEAT_BLUE:
+			// Yellow, to move after Blue, may run out of its first-move
+			// limit (1 s) while the test waits for the keeper's scans.
 			t.Errorf("event %d: %v, want none (Blue moved in time)", ev.GetVersion(), ev)
 		}
 	}
@@ -383,4 +365,160 @@ func events(t *testing.T, st *store.Store, id string, version uint64) []*eventsv
 		out = append(out, ev)
 	}
 	return out
+}
+
+// TestOutageHandoverCredit: the keeper of every range (instance A) sees
+// Blue's partition go down, then stops (it releases its ranges, and what
+// it knew in memory goes with it) while the partition is still down;
+// instance B takes the ranges, and the partition comes back. Blue's
+// first-move limit (1 s) passes in the outage. B gives Blue the whole
+// outage back, once (a ClockCredited before anything else happens to the
+// match; a later flag only after the credited deadline), not just the
+// part since it took the ranges. With no outage, the handover alone (the
+// ranges unscanned for a while, the partition serving) credits nothing.
+func TestOutageHandoverCredit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		outage bool
+	}{
+		{name: "partition down across the handover", outage: true},
+		{name: "handover only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testOutageHandover(t, tc.outage)
+		})
+	}
+}
+
+func testOutageHandover(t *testing.T, outage bool) {
+	_, addr := redistest.Standalone(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { rdb.Close() })
+	cfg := store.DefaultConfig()
+	cfg.Prefix = redistest.Prefix(t)
+	st, err := store.New(rdb, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	hub := fanout.New(st, log, 8)
+	defer hub.Close()
+	mcfg := match.DefaultConfig()
+	mcfg.FirstMoveLimit = time.Second
+	a, err := match.New(st, hub, mcfg, log, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := match.New(st, hub, mcfg, log, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	req := &matchv1.CreateMatchRequest{RequestId: cfg.Prefix, TimeControl: &gamev1.TimeControl{Name: "10+5"}}
+	for s := range rules.NumSeats {
+		req.Players = append(req.Players, &gamev1.SeatPlayer{Seat: gamev1.Seat(s + 1), Player: &gamev1.Player{PlayerId: fmt.Sprint("p", s)}})
+	}
+	m, err := a.Create(ctx, match.Caller{ID: "matchmaker", Service: true}, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := store.PartitionOf(m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := &partitionOutage{tag: fmt.Sprintf("{fk:p%02x}", p)}
+	rdb.AddHook(hook)
+	stopA, waitA := runKeeper(t, a, log)
+	waitA(2)
+
+	red, err := a.Get(ctx, match.Caller{ID: "p0"}, m.ID)
+	if err != nil || len(red.LegalMoves) == 0 {
+		t.Fatalf("Red's legal moves: %v, %v", red, err)
+	}
+	redSent := time.Now() // Blue's turn began after this
+	moved, err := a.MakeMove(ctx, match.Caller{ID: "p0"}, &matchv1.MakeMoveRequest{MatchId: m.ID, Move: red.LegalMoves[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	down := time.Now()
+	hook.down.Store(outage)
+	waitA(8) // A sees the outage for a while
+	stopA()
+	_, waitB := runKeeper(t, b, log)
+	waitB(5) // B holds the ranges, and (outage) sees the partition down
+	hook.down.Store(false)
+	gap := time.Since(down)
+
+	if outage {
+		for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatal("no ClockCredited after the partition's outage")
+			}
+			if evs := events(t, st, m.ID, moved.Version); len(evs) > 0 {
+				break
+			}
+		}
+	}
+	waitB(5) // later scans give nothing again
+	var credit time.Duration
+	credits := 0
+	for i, ev := range events(t, st, m.ID, moved.Version) {
+		cc := ev.GetClockCredited()
+		switch {
+		case cc != nil:
+			if cc.GetSeat() != gamev1.Seat_SEAT_BLUE {
+				t.Errorf("%v credited %v: only Blue's turn was in the outage", cc.GetSeat(), cc.GetCredited().AsDuration())
+			}
+			credits++
+			credit += cc.GetCredited().AsDuration()
+		case i == 0 && outage:
+			t.Errorf("event %d before any ClockCredited: %v", ev.GetVersion(), ev)
+		default:
+			// Blue's clock ran out: not before its credited deadline.
+			if deadline := redSent.Add(mcfg.FirstMoveLimit + credit); ev.GetOccurredAt().AsTime().Before(deadline) {
+				t.Errorf("event %d at %v, before Blue's credited deadline %v: %v", ev.GetVersion(), ev.GetOccurredAt().AsTime(), deadline, ev)
+			}
+		}
+	}
+	t.Logf("gap %v (outage: %v), credited %v in %d events", gap, outage, credit, credits)
+	switch {
+	case !outage && credits > 0:
+		t.Errorf("credited %v in %d events for a handover alone", credit, credits)
+	case outage && credits != 1:
+		t.Errorf("%d ClockCredited events, want 1", credits)
+	case outage && gap-credit > time.Second:
+		t.Errorf("Blue lost %v of clock to an outage of %v: more than 1 s", gap-credit, gap)
+	}
+}
+
+// runKeeper runs a keeper of svc until stop is called (or the test ends);
+// wait waits for n more scans.
+func runKeeper(t *testing.T, svc *match.Service, log *slog.Logger) (stop func(), wait func(n int64)) {
+	t.Helper()
+	ctx := t.Context()
+	var scans atomic.Int64
+	k, err := match.NewKeeper(svc, match.DefaultKeeperConfig("t"), log, func(string, error) { scans.Add(1) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = k.Run(kctx) })
+	stop = func() {
+		cancel()
+		wg.Wait()
+	}
+	t.Cleanup(stop)
+	wait = func(n int64) {
+		t.Helper()
+		for end := scans.Load() + n; scans.Load() < end; time.Sleep(10 * time.Millisecond) {
+			if ctx.Err() != nil {
+				t.Fatal(ctx.Err())
+			}
+		}
+	}
+	return stop, wait
 }

@@ -94,6 +94,7 @@ func (k keys) keeperTag() string     { return k.prefix + "{fk:keeper}" }
 func (k keys) keeperMembers() string { return k.keeperTag() + ":members" }
 func (k keys) keeperFence() string   { return k.keeperTag() + ":fence" }
 func (k keys) keeperServed() string  { return k.keeperTag() + ":served" }
+func (k keys) keeperDown() string    { return k.keeperTag() + ":down" }
 func (k keys) pingKey() string       { return k.keeperTag() + ":ping-key" }
 func (k keys) rangeLease(r int) string {
 	return k.keeperTag() + ":range:" + strconv.Itoa(r)

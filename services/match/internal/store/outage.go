@@ -128,3 +128,128 @@ func (s *Store) Running(ctx context.Context, partition int, limit int64) ([]stri
 	}
 	return ids, nil
 }
+
+// A partition's outage outlives the keeper that saw it begin (docs/match.md
+// "Outages"): the keeper whose scans find a partition unreachable notes it
+// in {fk:keeper}:down, a field per partition, and the keeper that credits
+// the outage drops the note once every credit is committed. The note lives
+// in the keeper's slot, not the partition's: it must be written while the
+// partition's master is down.
+
+// OutageNote is the noted outage of one partition: From is when the
+// partition was last read before it, Last the last failure seen, To when
+// it was seen served again (zero while not). The times are whole
+// milliseconds, as stored.
+type OutageNote struct {
+	From, Last, To time.Time
+}
+
+// Equal reports whether n and o are the same note.
+func (n OutageNote) Equal(o OutageNote) bool {
+	return n.From.Equal(o.From) && n.Last.Equal(o.Last) && n.To.Equal(o.To)
+}
+
+// String is the note as stored: "<from>:<last>:<to>", unix ms (to 0
+// while the outage goes on).
+func (n OutageNote) String() string {
+	to := int64(0)
+	if !n.To.IsZero() {
+		to = n.To.UnixMilli()
+	}
+	return fmt.Sprintf("%d:%d:%d", n.From.UnixMilli(), n.Last.UnixMilli(), to)
+}
+
+// NewOutageNote returns the note of an outage, its times cut to whole
+// milliseconds as stored.
+func NewOutageNote(from, last, to time.Time) OutageNote {
+	ms := func(t time.Time) time.Time {
+		if t.IsZero() {
+			return t
+		}
+		return time.UnixMilli(t.UnixMilli())
+	}
+	return OutageNote{From: ms(from), Last: ms(last), To: ms(to)}
+}
+
+func parseOutageNote(v string) (OutageNote, error) {
+	parts := strings.Split(v, ":")
+	var ms [3]int64
+	if len(parts) != len(ms) {
+		return OutageNote{}, fmt.Errorf("bad outage note %q", v)
+	}
+	for i, s := range parts {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return OutageNote{}, fmt.Errorf("bad outage note %q", v)
+		}
+		ms[i] = n
+	}
+	n := OutageNote{From: time.UnixMilli(ms[0]), Last: time.UnixMilli(ms[1])}
+	if ms[2] != 0 {
+		n.To = time.UnixMilli(ms[2])
+	}
+	return n, nil
+}
+
+// NoteOutages writes the notes of the given partitions.
+func (s *Store) NoteOutages(ctx context.Context, notes map[int]OutageNote) error {
+	if len(notes) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 2*len(notes))
+	for p, n := range notes {
+		args = append(args, strconv.Itoa(p), n.String())
+	}
+	if err := s.rdb.HSet(ctx, s.keys.keeperDown(), args...).Err(); err != nil {
+		return fmt.Errorf("note partition outages: %w", err)
+	}
+	return nil
+}
+
+// OutageNotes returns every partition's outage note. A note that does not
+// parse is left out (and dropped by no one: it cannot be told from one a
+// newer version wrote).
+func (s *Store) OutageNotes(ctx context.Context) (map[int]OutageNote, error) {
+	vals, err := s.rdb.HGetAll(ctx, s.keys.keeperDown()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read partition outage notes: %w", err)
+	}
+	out := make(map[int]OutageNote, len(vals))
+	for f, v := range vals {
+		p, err := strconv.Atoi(f)
+		if err != nil || p < 0 || p >= Partitions {
+			continue
+		}
+		if n, err := parseOutageNote(v); err == nil {
+			out[p] = n
+		}
+	}
+	return out, nil
+}
+
+// DropOutageNote deletes the note of partition p if it is still n: a new
+// outage noted meanwhile stays.
+func (s *Store) DropOutageNote(ctx context.Context, p int, n OutageNote) error {
+	key, field := s.keys.keeperDown(), strconv.Itoa(p)
+	err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+		v, err := tx.HGet(ctx, key, field).Result()
+		if errors.Is(err, redis.Nil) || err == nil && v != n.String() {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.HDel(ctx, key, field)
+			return nil
+		})
+		return err
+	}, key)
+	if errors.Is(err, redis.TxFailedErr) {
+		return nil // changed meanwhile: a newer note, which stays
+	}
+	if err != nil {
+		return fmt.Errorf("drop outage note of partition %d: %w", p, err)
+	}
+	return nil
+}

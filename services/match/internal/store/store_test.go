@@ -95,6 +95,7 @@ func TestStore(t *testing.T) {
 			t.Run("LiveNotification", func(t *testing.T) { testLive(t, rdb) })
 			t.Run("KeeperRanges", func(t *testing.T) { testKeeperRanges(t, rdb) })
 			t.Run("CommitAfterScriptFlush", func(t *testing.T) { testCommitAfterScriptFlush(t, rdb) })
+			t.Run("OutageNotes", func(t *testing.T) { testOutageNotes(t, rdb) })
 		})
 	}
 }
@@ -575,5 +576,41 @@ func TestDecodeBatchRejectsTruncation(t *testing.T) {
 		if _, err := store.DecodeBatch(in); err == nil {
 			t.Errorf("DecodeBatch(%v) succeeded", in)
 		}
+	}
+}
+
+// testOutageNotes: notes written are read back as written, and a note is
+// dropped only while it is the one the dropper knows.
+func testOutageNotes(t *testing.T, rdb redis.UniversalClient) {
+	s := newStore(t, rdb, nil)
+	ctx := t.Context()
+	t0 := time.UnixMilli(1_700_000_000_000)
+	failing := store.NewOutageNote(t0, t0.Add(time.Second), time.Time{})
+	ended := store.NewOutageNote(t0, t0.Add(time.Second), t0.Add(1500*time.Millisecond))
+	if err := s.NoteOutages(ctx, map[int]store.OutageNote{3: failing, 200: ended}); err != nil {
+		t.Fatal(err)
+	}
+	read := func() map[int]store.OutageNote {
+		t.Helper()
+		notes, err := s.OutageNotes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return notes
+	}
+	if got := read(); len(got) != 2 || !got[3].Equal(failing) || !got[200].Equal(ended) || !got[3].To.IsZero() {
+		t.Fatalf("notes %v, want 3: %v, 200: %v", got, failing, ended)
+	}
+	// Partition 3's note changed since the dropper read it: it stays.
+	if err := s.NoteOutages(ctx, map[int]store.OutageNote{3: ended}); err != nil {
+		t.Fatal(err)
+	}
+	for p, n := range map[int]store.OutageNote{3: failing, 200: ended} {
+		if err := s.DropOutageNote(ctx, p, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := read(); len(got) != 1 || !got[3].Equal(ended) {
+		t.Fatalf("notes %v after the drops, want only 3: %v", got, ended)
 	}
 }
