@@ -105,7 +105,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts Options) (*Serv
 		hs:        health.NewServer(),
 		watchStop: make(chan struct{}),
 		calls:     newInflight(),
-		warm:      newWarmPool(16 * runtime.GOMAXPROCS(0)),
+		warm:      newWarmPool(warmWorkersPerCore * runtime.GOMAXPROCS(0)),
 		statuses:  make(map[string]bool),
 		failing:   make(map[string]error),
 		reported:  make(map[string]bool),

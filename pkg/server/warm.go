@@ -11,8 +11,8 @@ import (
 // from call to call. gRPC starts a goroutine per call (or hands it to one
 // of its stream workers), and a handler that goes deep (a match move:
 // rules, protobuf, the Redis client and its hooks) grows that goroutine's
-// stack from its starting size by copying, on every call: about 5% of the
-// match service's CPU under the watched load.
+// stack from its starting size by copying, on every call: 5-9% of the
+// match service's CPU under the watched load (runtime.copystack).
 //
 // grpc.NumStreamWorkers does not help there: a gRPC worker keeps a stream
 // until the stream ends, so the first long-lived streams (WatchMatch, a
@@ -23,6 +23,14 @@ import (
 // FIFO pool much larger than the calls in flight would hand out cold,
 // shrunken stacks). When every worker is busy a call runs on its own
 // goroutine, as without the pool.
+//
+// The pool is large (warmWorkersPerCore) because last in, first out keeps
+// the workers a burst started idle afterwards, and idle they cost only
+// their stacks, which each GC halves. A small pool spills exactly when it
+// matters: under the watched load on an overloaded machine (MakeMove p50
+// about 100 ms, so about a hundred calls in flight) a pool of 32 was used
+// up and the calls beyond it grew their stacks again (copystack 6.8% of
+// the service's CPU against 9.2% without the pool; docs/match.md).
 type warmPool struct {
 	max int
 
@@ -45,6 +53,9 @@ type warmCall struct {
 	resp    any
 	err     error
 }
+
+// warmWorkersPerCore bounds the pool per GOMAXPROCS.
+const warmWorkersPerCore = 128
 
 func newWarmPool(max int) *warmPool { return &warmPool{max: max} }
 
