@@ -82,9 +82,9 @@ func (g *Game) PGN4(tags []Tag) string {
 	writeTag(&b, "RuleSet", g.rules.Name)
 	if std, _ := storable(g.rules); optionBits(g.rules) != std {
 		var on []string
-		for i, o := range ruleOptions {
+		for i, name := range ruleOptions {
 			if optionBits(g.rules)&(1<<i) != 0 {
-				on = append(on, o.name)
+				on = append(on, name)
 			}
 		}
 		writeTag(&b, "RuleOptions", strings.Join(on, " "))

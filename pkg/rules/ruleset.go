@@ -224,26 +224,33 @@ var ruleSetNames = [...]string{"fourkingdoms", "chesscom-ffa"}
 // record (tag RuleOptions); any other change to a named rule set is not
 // stored.
 func OptionNames() []string {
-	names := make([]string, len(ruleOptions))
-	for i, o := range ruleOptions {
-		names[i] = o.name
-	}
-	return names
+	return slices.Clone(ruleOptions[:])
 }
 
-var ruleOptions = [...]struct {
-	name  string
-	field func(*RuleSet) *bool
-}{
-	{"ClaimWin", func(rs *RuleSet) *bool { return &rs.ClaimWin }},
-	{"AutoClaimWin", func(rs *RuleSet) *bool { return &rs.AutoClaimWin }},
+// ruleOptions are the options in bit order; RuleSet.option maps each to
+// its field.
+var ruleOptions = [...]string{"ClaimWin", "AutoClaimWin"}
+
+// option returns the field of ruleOptions[i] (nil for no option). A switch
+// rather than a table of accessor functions: an argument of a call through
+// a function value escapes, and the copies of RuleSet that optionBits,
+// withOptionBits and storable make went to the heap, three to four per
+// encoding of a game, that is per move in the match service.
+func (rs *RuleSet) option(i int) *bool {
+	switch ruleOptions[i] {
+	case "ClaimWin":
+		return &rs.ClaimWin
+	case "AutoClaimWin":
+		return &rs.AutoClaimWin
+	}
+	return nil
 }
 
 // optionBits returns rs's options, bit i for ruleOptions[i].
 func optionBits(rs RuleSet) byte {
 	var bits byte
-	for i, o := range ruleOptions {
-		if *o.field(&rs) {
+	for i := range ruleOptions {
+		if *rs.option(i) {
 			bits |= 1 << i
 		}
 	}
@@ -252,8 +259,8 @@ func optionBits(rs RuleSet) byte {
 
 // withOptionBits returns rs with its options set from bits.
 func withOptionBits(rs RuleSet, bits byte) RuleSet {
-	for i, o := range ruleOptions {
-		*o.field(&rs) = bits&(1<<i) != 0
+	for i := range ruleOptions {
+		*rs.option(i) = bits&(1<<i) != 0
 	}
 	return rs
 }

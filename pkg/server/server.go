@@ -153,6 +153,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts Options) (*Serv
 		// flight) spent 8% less CPU copying stacks, but at 1,000 moves/s
 		// MakeMove's p99 rose from 3.3-4.2 ms to 5.0-9.2 ms (idle workers
 		// are woken oldest first, each with a cold, shrunken stack).
+		// Long-lived streams (WatchMatch) keep their workers, so under the
+		// watched load unary calls get fresh goroutines; a last-in-first-out
+		// pool of warm goroutines for unary handlers was tried and used no
+		// less CPU per move (docs/match.md, "Warm goroutines for unary
+		// calls: tried, reverted").
 		grpc.NumStreamWorkers(uint32(16*runtime.GOMAXPROCS(0))),
 	)
 	healthpb.RegisterHealthServer(s.grpc, s.hs)
