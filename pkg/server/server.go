@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/stall"
 )
 
 // Options are the code-level (not operator-level) settings of a server.
@@ -415,7 +416,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	split := newSplitListener(s.grpcLis)
 	httpSrv := &http.Server{
-		Handler:           withCORS(s.cfg.CORSAllowedOrigins, transcoder),
+		Handler:           stall.Handler(withCORS(s.cfg.CORSAllowedOrigins, transcoder)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		Protocols:         new(http.Protocols),
