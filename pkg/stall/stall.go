@@ -57,6 +57,7 @@ type Guard struct {
 	timeout time.Duration
 	w       statusWriter
 	abort   func() // from Handler; nil on native gRPC
+	onStall func() // from OnStall; nil without
 	st      *status.Status
 	timer   *time.Timer
 	fired   atomic.Bool
@@ -73,6 +74,7 @@ func New(ctx context.Context, timeout time.Duration, st *status.Status) *Guard {
 		return nil
 	}
 	g := &Guard{timeout: timeout, w: w, st: st}
+	g.onStall, _ = ctx.Value(onStallKey{}).(func())
 	if rw, ok := ctx.Value(responseKey{}).(http.ResponseWriter); ok {
 		g.abort = func() { _ = http.NewResponseController(rw).SetWriteDeadline(time.Now()) }
 	}
@@ -115,6 +117,19 @@ func (g *Guard) fire() {
 		g.abort() // unblocks the write WriteStatus would wait behind
 	}
 	_ = g.w.WriteStatus(g.st) // fails only if the stream already ended
+	if g.onStall != nil {
+		g.onStall()
+	}
+}
+
+type onStallKey struct{}
+
+// OnStall returns ctx with f called, from a timer's goroutine, each time a
+// [Guard] of a stream under ctx ends its stream. pkg/server sets it on each
+// native gRPC connection's context, to bound what the ended streams leave
+// queued in the connection.
+func OnStall(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, onStallKey{}, f)
 }
 
 // Stream returns s with every Send made through g.
