@@ -20,7 +20,8 @@
 //     the blocked Send return. The status reaches the client after the
 //     messages already queued, as soon as it reads again; the server keeps
 //     only those (at most the write quota) until then or until the
-//     connection closes (docs/operations.md, "Slow readers").
+//     connection closes; [OnStall] lets pkg/server close a connection
+//     after several (docs/operations.md, "Slow readers").
 //   - HTTP served through [Handler] (pkg/server wraps the transcoder with
 //     it): grpc-go's ServeHTTP transport writes from one goroutine per
 //     request, which the blocked write holds, so writing a status would
