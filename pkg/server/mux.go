@@ -32,6 +32,9 @@ type splitListener struct {
 	root  net.Listener
 	grpcL *chanListener
 	httpL *chanListener
+	// track, if set, wraps each connection handed to grpcL
+	// (stalledConns.track).
+	track func(net.Conn) net.Conn
 }
 
 func newSplitListener(root net.Listener) *splitListener {
@@ -86,11 +89,14 @@ func (s *splitListener) route(c net.Conn) {
 	if bytes.Equal(buf, http2Preface) {
 		target = s.grpcL
 	}
-	pc := &peekedConn{Conn: c, peeked: buf}
+	var pc net.Conn = &peekedConn{Conn: c, peeked: buf}
+	if target == s.grpcL && s.track != nil {
+		pc = s.track(pc)
+	}
 	select {
 	case target.conns <- pc:
 	case <-target.done:
-		c.Close()
+		pc.Close()
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
+	"github.com/fourkingdoms/fourkingdoms/pkg/stall"
 )
 
 // Options are the code-level (not operator-level) settings of a server.
@@ -56,6 +57,9 @@ type Server struct {
 
 	watchStop chan struct{}
 	calls     *inflight
+	// stalledConns closes a gRPC connection whose client stalled too many
+	// streams (stalledconns.go).
+	stalledConns *stalledConns
 
 	mu        sync.Mutex
 	statuses  map[string]bool  // per gRPC service; "" is derived
@@ -96,17 +100,18 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts Options) (*Serv
 		return nil, err
 	}
 	s := &Server{
-		cfg:       cfg,
-		log:       log,
-		keys:      keys,
-		tls:       tlsCfg,
-		tel:       tel,
-		hs:        health.NewServer(),
-		watchStop: make(chan struct{}),
-		calls:     newInflight(),
-		statuses:  make(map[string]bool),
-		failing:   make(map[string]error),
-		reported:  make(map[string]bool),
+		cfg:          cfg,
+		log:          log,
+		keys:         keys,
+		tls:          tlsCfg,
+		tel:          tel,
+		hs:           health.NewServer(),
+		watchStop:    make(chan struct{}),
+		calls:        newInflight(),
+		stalledConns: newStalledConns(),
+		statuses:     make(map[string]bool),
+		failing:      make(map[string]error),
+		reported:     make(map[string]bool),
 	}
 	if err := s.registerHealthMetrics(tel.meter.Meter("github.com/fourkingdoms/fourkingdoms/pkg/server")); err != nil {
 		return nil, errors.Join(err, tel.shutdown(ctx))
@@ -142,6 +147,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts Options) (*Serv
 	}
 	s.grpc = grpc.NewServer(
 		grpc.StatsHandler(tel.statsHandler()),
+		grpc.StatsHandler(s.stalledConns), // stalledconns.go
 		grpc.ChainUnaryInterceptor(ic.unary),
 		grpc.ChainStreamInterceptor(ic.stream),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
@@ -419,8 +425,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		return fmt.Errorf("vanguard transcoder: %w", err)
 	}
 	split := newSplitListener(s.grpcLis)
+	split.track = s.stalledConns.track
 	httpSrv := &http.Server{
-		Handler:           withCORS(s.cfg.CORSAllowedOrigins, transcoder),
+		Handler:           stall.Handler(withCORS(s.cfg.CORSAllowedOrigins, transcoder)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		Protocols:         new(http.Protocols),

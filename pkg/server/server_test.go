@@ -45,6 +45,7 @@ type testService struct {
 	testpb.UnimplementedTestServiceServer
 	started chan struct{} // receives when a stream has sent its first message
 	release chan struct{} // closed to let streams finish
+	flooded chan error    // receives how a flooding stream ended (floodStream)
 }
 
 func (s *testService) EmptyCall(context.Context, *testpb.Empty) (*testpb.Empty, error) {
@@ -63,7 +64,10 @@ func (s *testService) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) 
 	return resp, nil
 }
 
-func (s *testService) StreamingOutputCall(_ *testpb.StreamingOutputCallRequest, stream grpc.ServerStreamingServer[testpb.StreamingOutputCallResponse]) error {
+func (s *testService) StreamingOutputCall(req *testpb.StreamingOutputCallRequest, stream grpc.ServerStreamingServer[testpb.StreamingOutputCallResponse]) error {
+	if p := req.GetResponseParameters(); len(p) > 0 {
+		return s.floodStream(p[0], stream)
+	}
 	if err := stream.Send(&testpb.StreamingOutputCallResponse{Payload: &testpb.Payload{Body: []byte("first")}}); err != nil {
 		return err
 	}
@@ -121,7 +125,7 @@ func start(t testing.TB, mod func(*Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &testService{started: make(chan struct{}, 10), release: make(chan struct{})}
+	svc := &testService{started: make(chan struct{}, 10), release: make(chan struct{}), flooded: make(chan error, 10)}
 	testpb.RegisterTestServiceServer(srv.GRPC(), svc)
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)

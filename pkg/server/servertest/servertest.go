@@ -1,6 +1,7 @@
 // Package servertest checks a running service's health from outside, as a
-// load balancer and Kubernetes do: gRPC health, /readyz and /healthz.
-// Import it only from tests.
+// load balancer and Kubernetes do: gRPC health, /readyz and /healthz; it
+// scrapes its metrics and plays a client that stops reading a stream
+// (Stalled). Import it only from tests.
 package servertest
 
 import (

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"runtime"
 	"slices"
 	"strconv"
@@ -16,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
-	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -302,132 +295,27 @@ func heapInUse() uint64 {
 	return ms.HeapInuse
 }
 
-// stalledStream is a WatchMatch call over a raw HTTP/2 connection whose
-// client announced a flow-control window of 0 and reads nothing until
-// resume: the server can send it nothing.
+// stalledStream is a WatchMatch call by a client that reads nothing until
+// resume (servertest.Stalled).
 type stalledStream struct {
-	t         *testing.T
-	conn      net.Conn
-	fr        *http2.Framer
+	*servertest.Stalled
 	stopFlood func()
 }
 
-const watchPath = "/fourkingdoms.match.v1.MatchService/WatchMatch"
-
 func openStalled(t *testing.T, addr, token, id string) *stalledStream {
 	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	if _, err := conn.Write([]byte(http2.ClientPreface)); err != nil {
-		t.Fatal(err)
-	}
-	fr := http2.NewFramer(conn, conn)
-	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}); err != nil {
-		t.Fatal(err)
-	}
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", watchPath}, {":authority", addr},
-		{"content-type", "application/grpc"}, {"te", "trailers"}, {"authorization", "Bearer " + token}} {
-		if err := enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndHeaders: true}); err != nil {
-		t.Fatal(err)
-	}
-	msg, err := proto.Marshal(&matchv1.WatchMatchRequest{MatchId: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A gRPC message: not compressed, its length (big-endian), the bytes.
-	n := len(msg)
-	body := append([]byte{0, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}, msg...)
-	if err := fr.WriteData(1, true, body); err != nil {
-		t.Fatal(err)
-	}
-	return &stalledStream{t: t, conn: conn, fr: fr}
+	s := servertest.OpenStalled(t, addr, "/fourkingdoms.match.v1.MatchService/WatchMatch", token, &matchv1.WatchMatchRequest{MatchId: id})
+	return &stalledStream{Stalled: s}
 }
 
-// resume opens the windows, reads the stream to its end and returns the
-// number of messages received and the status it ended with.
+// resume reads the stream to its end and returns the number of messages
+// received and the status it ended with.
 func (s *stalledStream) resume() (int, error) {
-	if err := s.fr.WriteWindowUpdate(0, 1<<30); err != nil {
-		return 0, err
-	}
-	if err := s.fr.WriteWindowUpdate(1, 1<<30); err != nil {
-		return 0, err
-	}
-	if err := s.conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		return 0, err
-	}
-	var data []byte
-	headers := 0
-	for {
-		f, err := s.fr.ReadFrame()
-		if err != nil {
+	msgs, err := s.Resume()
+	for _, m := range msgs {
+		if err := proto.Unmarshal(m, new(matchv1.WatchMatchResponse)); err != nil {
 			return 0, err
 		}
-		switch f := f.(type) {
-		case *http2.SettingsFrame:
-			if !f.IsAck() {
-				if err := s.fr.WriteSettingsAck(); err != nil {
-					return 0, err
-				}
-			}
-		case *http2.DataFrame:
-			data = append(data, f.Data()...)
-		case *http2.RSTStreamFrame:
-			return 0, fmt.Errorf("stream reset: %v", f.ErrCode)
-		case *http2.GoAwayFrame:
-			return 0, fmt.Errorf("connection closed: %v", f.ErrCode)
-		case *http2.MetaHeadersFrame:
-			headers++
-			if !f.StreamEnded() {
-				continue
-			}
-			n := 0
-			for len(data) >= 5 {
-				l := int(data[1])<<24 | int(data[2])<<16 | int(data[3])<<8 | int(data[4])
-				if len(data) < 5+l {
-					return n, errors.New("truncated message")
-				}
-				var r matchv1.WatchMatchResponse
-				if err := proto.Unmarshal(data[5:5+l], &r); err != nil {
-					return n, err
-				}
-				data = data[5+l:]
-				n++
-			}
-			return n, trailerStatus(f)
-		}
 	}
-}
-
-// trailerStatus reads the gRPC status of a stream's trailers.
-func trailerStatus(f *http2.MetaHeadersFrame) error {
-	var st spb.Status
-	for _, h := range f.RegularFields() {
-		switch h.Name {
-		case "grpc-status":
-			c, err := strconv.Atoi(h.Value)
-			if err != nil {
-				return fmt.Errorf("grpc-status %q", h.Value)
-			}
-			st.Code = int32(c)
-		case "grpc-status-details-bin":
-			b, err := base64.RawStdEncoding.DecodeString(h.Value)
-			if err != nil {
-				return err
-			}
-			if err := proto.Unmarshal(b, &st); err != nil {
-				return err
-			}
-		}
-	}
-	return status.FromProto(&st).Err()
+	return len(msgs), err
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
+	"github.com/fourkingdoms/fourkingdoms/pkg/stall"
 	matchv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/match/v1"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/match"
@@ -43,7 +44,7 @@ type Server struct {
 	streams metric.Int64UpDownCounter
 	dropped metric.Int64Counter
 	// sendTimeout is how long a WatchMatch send may wait for a client
-	// that does not read before the stream ends (stall.go); 0: for ever.
+	// that does not read before the stream ends (pkg/stall); 0: for ever.
 	sendTimeout time.Duration
 	// stalled is the status of a stream ended that way, built once: it
 	// is the same for every stream and a guard keeps it while its stream
@@ -220,17 +221,15 @@ func (s *Server) WatchMatch(req *matchv1.WatchMatchRequest, stream grpc.ServerSt
 	}
 	s.streams.Add(ctx, 1)
 	defer s.streams.Add(ctx, -1)
-	stall := newStallGuard(ctx, s.sendTimeout, s.stalled)
-	defer stall.disarm()
+	guard := stall.New(ctx, s.sendTimeout, s.stalled)
+	defer guard.Stop()
 	sendFailed := false
 	err = s.svc.Watch(ctx, c, req.GetMatchId(), req.GetFromVersion(), func(it match.WatchItem) error {
-		stall.arm()
-		err := stream.Send(watchResponse(it))
-		stall.disarm()
+		err := guard.Send(func() error { return stream.Send(watchResponse(it)) })
 		sendFailed = err != nil
 		return err
 	})
-	if stall.stalled() {
+	if guard.Stalled() {
 		// The guard wrote the status; this one goes nowhere.
 		s.dropped.Add(ctx, 1, dropSlow)
 		return s.stalled.Err()

@@ -80,6 +80,11 @@ type config struct {
 	RematchWindow time.Duration
 	// RematchPoll is how often a WatchRematch stream reads its offer.
 	RematchPoll time.Duration
+	// WatchSendTimeout bounds how long a send of a stream (WatchTicket,
+	// WatchTable, WatchRematch) may wait for a client that does not read;
+	// the stream then ends with RESOURCE_EXHAUSTED SLOW_CONSUMER (0: it
+	// waits until the client reads or leaves).
+	WatchSendTimeout time.Duration
 	// GuestTokenTTL is the lifetime of guest tokens.
 	GuestTokenTTL time.Duration
 	// GuestSessionTTL is how long a guest's refresh token stays usable
@@ -140,6 +145,7 @@ func defaultConfig() config {
 		StatsWindow:             5 * time.Minute,
 		RematchWindow:           time.Minute,
 		RematchPoll:             500 * time.Millisecond,
+		WatchSendTimeout:        15 * time.Second,
 		GuestTokenTTL:           24 * time.Hour,
 		GuestSessionTTL:         sessions.DefaultSettings().TTL,
 		ServiceTokenTTL:         time.Hour,
@@ -182,6 +188,7 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.StatsWindow, "stats-window", "MM_STATS_WINDOW", "GetQueueStats window (at most 15m)")
 	b.Duration(&c.RematchWindow, "rematch-window", "MM_REMATCH_WINDOW", "how long a rematch offer waits for every human to accept")
 	b.Duration(&c.RematchPoll, "rematch-poll", "MM_REMATCH_POLL", "how often WatchRematch reads its offer")
+	b.Duration(&c.WatchSendTimeout, "watch-send-timeout", "MM_WATCH_SEND_TIMEOUT", "how long a stream's send may wait for a client that does not read before the stream ends (0: until the client reads or leaves)")
 	b.Duration(&c.GuestTokenTTL, "guest-token-ttl", "GUEST_TOKEN_TTL", "lifetime of guest tokens")
 	b.Duration(&c.GuestSessionTTL, "guest-session-ttl", "GUEST_SESSION_TTL", "how long a guest's refresh token works after its last use")
 	b.Duration(&c.ServiceTokenTTL, "service-token-ttl", "SERVICE_TOKEN_TTL", "lifetime of the service token for internal calls")
@@ -226,6 +233,7 @@ func (c config) Validate() error {
 	check(c.SearchingEvery > 0, "searching interval must be positive, got %v", c.SearchingEvery)
 	check(c.RematchWindow >= time.Second && c.RematchWindow <= time.Hour, "rematch window must be between 1s and 1h, got %v", c.RematchWindow)
 	check(c.RematchPoll > 0, "rematch poll must be positive, got %v", c.RematchPoll)
+	check(c.WatchSendTimeout >= 0, "watch send timeout must not be negative, got %v", c.WatchSendTimeout)
 	check(c.StatsWindow >= store.StatsSlot && c.StatsWindow <= 15*time.Minute, "stats window must be between %v and 15m, got %v", store.StatsSlot, c.StatsWindow)
 	check(c.GuestTokenTTL > 0, "guest token TTL must be positive, got %v", c.GuestTokenTTL)
 	check(c.LinkStream != "", "link stream must be set")
@@ -301,7 +309,8 @@ func (c config) apiSettings(ratings matchmaker.Ratings, matches matchmaker.Match
 	return api.Settings{Ratings: ratings,
 		TicketTTL: c.TicketTTL, Window: c.window(), WatchPoll: c.WatchPoll,
 		SearchingEvery: c.SearchingEvery, StatsWindow: c.StatsWindow, DefaultRating: c.DefaultRating,
-		BotLevels: c.botLevels(),
+		SendTimeout: c.WatchSendTimeout,
+		BotLevels:   c.botLevels(),
 		Tables: api.TableSettings{
 			Store:         store.TableSettings{IdleTTL: c.TableIdleTTL, ClosedRetention: time.Minute},
 			Guesses:       store.GuessLimit{Max: c.TableGuesses, Window: c.TableGuessWindow},

@@ -32,7 +32,7 @@ func TestRefusalsDocumented(t *testing.T) {
 	if rows.Len() == 0 {
 		t.Fatal("docs/api.md has no table rows for the fourkingdoms.matchmaking.v1 domain")
 	}
-	reasons := []string{reasonInvalid, reasonNoQueue, reasonGuesses, reasonNoBots, reasonNoMatches,
+	reasons := []string{reasonInvalid, reasonNoQueue, reasonSlow, reasonGuesses, reasonNoBots, reasonNoMatches,
 		reasonMatchNotFound, reasonNotAPlayer, reasonNotFinished, reasonDeclined, reasonExpired, reasonStarted,
 		reasonAlreadySeated, reasonRematchNotFound, reasonUnimplemented}
 	for _, r := range refusals {

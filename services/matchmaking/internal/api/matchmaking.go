@@ -15,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -23,6 +24,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/pkg/rpcerr"
+	"github.com/fourkingdoms/fourkingdoms/pkg/stall"
 	"github.com/fourkingdoms/fourkingdoms/pkg/timecontrol"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
@@ -67,6 +69,11 @@ type Settings struct {
 	Rematches *rematch.Store
 	// RematchPoll is how often a WatchRematch stream reads its offer.
 	RematchPoll time.Duration
+	// SendTimeout is how long a send of a stream (WatchTicket, WatchTable,
+	// WatchRematch) may wait for a client that does not read before the
+	// stream ends with RESOURCE_EXHAUSTED SLOW_CONSUMER (pkg/stall); 0:
+	// until the client reads or leaves.
+	SendTimeout time.Duration
 }
 
 // Matchmaking implements matchmakingv1.MatchmakingServiceServer.
@@ -79,13 +86,25 @@ type Matchmaking struct {
 	events *Events
 	log    *slog.Logger
 	now    func() time.Time
+	// stalled is the status of a stream ended by its send timeout, built
+	// once: every stream's guard shares it.
+	stalled *status.Status
 }
 
 // NewMatchmaking returns the matchmaking API over st for the configured
 // queues. events wakes WatchTicket streams (its Run must be running); with
 // nil they only poll.
 func NewMatchmaking(set Settings, st *store.Store, qs []queues.Queue, events *Events, log *slog.Logger) *Matchmaking {
-	return &Matchmaking{set: set, store: st, queues: qs, events: events, log: log, now: time.Now}
+	return &Matchmaking{set: set, store: st, queues: qs, events: events, log: log, now: time.Now,
+		stalled: status.Convert(rpcerr.Matchmaking.Error(codes.ResourceExhausted, reasonSlow,
+			"the stream ended: the client read nothing for too long; watch again", nil))}
+}
+
+// guard returns stream with its sends bounded by Settings.SendTimeout.
+// The handler must defer the returned stop.
+func guard[T any](s *Matchmaking, stream grpc.ServerStreamingServer[T]) (grpc.ServerStreamingServer[T], func()) {
+	g := stall.New(stream.Context(), s.set.SendTimeout, s.stalled)
+	return stall.Stream(stream, g), g.Stop
 }
 
 func (s *Matchmaking) queue(name string) (queues.Queue, bool) {
@@ -166,6 +185,8 @@ func (s *Matchmaking) CancelTicket(ctx context.Context, req *matchmakingv1.Cance
 // at once and every SearchingEvery, then the final update, then the stream
 // ends. It reads the ticket when Events wakes it and every WatchPoll.
 func (s *Matchmaking) WatchTicket(req *matchmakingv1.WatchTicketRequest, stream matchmakingv1.MatchmakingService_WatchTicketServer) error {
+	stream, stop := guard(s, stream)
+	defer stop()
 	ctx := stream.Context()
 	id, err := player(ctx)
 	if err != nil {
@@ -390,6 +411,9 @@ func noQueue(name string) error {
 const (
 	reasonInvalid = "INVALID_ARGUMENT"
 	reasonNoQueue = "QUEUE_NOT_FOUND"
+	// reasonSlow ends a stream whose client read nothing for the send
+	// timeout (RESOURCE_EXHAUSTED).
+	reasonSlow = "SLOW_CONSUMER"
 )
 
 // refusals is the table of toStatus: the store errors a client is told

@@ -377,6 +377,8 @@ func (s *Matchmaking) completeStart(ctx context.Context, t *store.Table) (*store
 // then after every change, until it started or closed. It reads the table
 // when Events wakes it and every WatchPoll.
 func (s *Matchmaking) WatchTable(req *matchmakingv1.WatchTableRequest, stream matchmakingv1.MatchmakingService_WatchTableServer) error {
+	stream, stop := guard(s, stream)
+	defer stop()
 	ctx := stream.Context()
 	id, err := player(ctx)
 	if err != nil {

@@ -21,7 +21,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/eventstream"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
@@ -35,7 +37,8 @@ type Config = eventstream.ReaderConfig
 // deployment's key prefix) and an instance named name: group
 // "matchmaking", dead letters to "<stream>:dead", metrics
 // matchmaking.requeue.events (by outcome: handled, dead_letter, failed),
-// .lag and .pending.
+// .lag and .pending (the reader's), besides the consumer's own
+// matchmaking.requeue.players and .delay (New).
 func DefaultConfig(stream, name string) Config {
 	c := eventstream.DefaultReaderConfig(stream, "matchmaking", name)
 	c.Component = "requeue-consumer"
@@ -49,14 +52,44 @@ type Consumer struct {
 	log   *slog.Logger
 	r     *eventstream.Reader
 	now   func() time.Time
+	// players counts the players handled, by store.RequeueOutcome;
+	// delay records, per player requeued or adopted, the time from the
+	// abort to the requeue stored: how long the player waited outside
+	// every queue (unless its client enqueued first).
+	players metric.Int64Counter
+	delay   metric.Float64Histogram
 }
 
+// delayBuckets cover an abort handled at once (milliseconds) up to one
+// waiting for a claim after a consumer died (ClaimMinIdle, 30 s) and
+// several failed tries.
+var delayBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
 // New returns a consumer; cfg must be valid. meter receives its metrics
-// (nil: none); report receives the result of every step (nil after a
+// (nil: none): the reader's (DefaultConfig) and matchmaking.requeue.players
+// (by outcome: requeued, adopted, kept, done) and matchmaking.requeue.delay
+// (seconds from the abort to the requeue, for requeued and adopted
+// players). report receives the result of every step (nil after a
 // successful one) as component "requeue-consumer <name>-0"; nil ignores
 // them.
 func New(rdb redis.UniversalClient, st *store.Store, cfg Config, log *slog.Logger, meter metric.Meter, report func(string, error)) (*Consumer, error) {
 	c := &Consumer{store: st, log: log, now: time.Now}
+	if meter == nil {
+		meter = noop.NewMeterProvider().Meter("")
+	}
+	var err error
+	if c.players, err = meter.Int64Counter("matchmaking.requeue.players", metric.WithUnit("{player}"),
+		metric.WithDescription("Players of matches aborted for a missed first move, by what the requeue did: requeued (a ticket with the original enqueue time), adopted (the player had enqueued again in the same queue: that ticket got the original time), kept (the player had moved on: another queue, a formation or a table), done (an earlier delivery handled the player).")); err != nil {
+		return nil, fmt.Errorf("requeue metrics: %w", err)
+	}
+	for _, o := range []store.RequeueOutcome{store.Requeued, store.Adopted, store.Kept, store.Done} {
+		c.players.Add(context.Background(), 0, outcome(o))
+	}
+	if c.delay, err = meter.Float64Histogram("matchmaking.requeue.delay", metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(delayBuckets...),
+		metric.WithDescription("Time from a first-move abort (the event's occurred_at) to its player's requeue stored, for requeued and adopted players.")); err != nil {
+		return nil, fmt.Errorf("requeue metrics: %w", err)
+	}
 	r, err := eventstream.NewReader(rdb, cfg, c.requeue, log, meter, report)
 	if err != nil {
 		return nil, fmt.Errorf("requeue consumer: %w", err)
@@ -96,12 +129,22 @@ func (c *Consumer) requeue(ctx context.Context, msgs []redis.XMessage) []eventst
 			out[i].Err = fmt.Errorf("requeue match %s: %w", ab.GetMatchId(), err)
 			continue
 		}
+		now := c.now()
 		for _, r := range res {
+			c.players.Add(ctx, 1, outcome(r.Outcome))
+			if at := ab.GetOccurredAt(); at != nil && (r.Outcome == store.Requeued || r.Outcome == store.Adopted) {
+				c.delay.Record(ctx, max(now.Sub(at.AsTime()), 0).Seconds())
+			}
 			c.log.InfoContext(ctx, "player of an abandoned match handled", "match", ab.GetMatchId(), "player", r.Player.ID,
 				"outcome", r.Outcome.String(), "ticket", r.TicketID, "enqueued_at", r.EnqueuedAt)
 		}
 	}
 	return out
+}
+
+// outcome is the metric attribute of a requeue outcome.
+func outcome(o store.RequeueOutcome) metric.MeasurementOption {
+	return metric.WithAttributes(attribute.String("outcome", o.String()))
 }
 
 // Missed returns the id of the player in the seat that missed its first

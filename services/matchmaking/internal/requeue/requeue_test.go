@@ -2,13 +2,18 @@ package requeue_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/backoff"
@@ -62,7 +67,9 @@ func TestConsumer(t *testing.T) {
 			cfg := requeue.DefaultConfig(prefix+eventstream.MatchAbandoned().Key(), "test")
 			cfg.Block, cfg.ClaimInterval = 50*time.Millisecond, 50*time.Millisecond
 			cfg.Retry = backoff.Policy{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond}
-			c, err := requeue.New(rdb, st, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
+			metrics := sdkmetric.NewManualReader()
+			meter := sdkmetric.NewMeterProvider(sdkmetric.WithReader(metrics)).Meter("test")
+			c, err := requeue.New(rdb, st, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), meter, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,6 +94,9 @@ func TestConsumer(t *testing.T) {
 			}
 			waitHandled(t, rdb, cfg, 3)
 			tickets := requeued(t, st, es)
+			if got, delays := outcomes(t, metrics); got != "adopted=0 done=0 kept=0 requeued=3" || delays != 3 {
+				t.Errorf("players by outcome %s, %d delays recorded; want 3 requeued, 3 delays", got, delays)
+			}
 			// The same event again, as a relay that lost its mark publishes it.
 			if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: cfg.Stream, Values: event("m1")}).Err(); err != nil {
 				t.Fatal(err)
@@ -95,11 +105,48 @@ func TestConsumer(t *testing.T) {
 			if again := requeued(t, st, es); again != tickets {
 				t.Errorf("after a redelivery the tickets are %v, want still %v", again, tickets)
 			}
+			if got, delays := outcomes(t, metrics); got != "adopted=0 done=3 kept=0 requeued=3" || delays != 3 {
+				t.Errorf("after a redelivery, players by outcome %s, %d delays recorded; want 3 requeued and 3 done, 3 delays", got, delays)
+			}
 			if w, err := st.Waiting(ctx, queue); err != nil || len(w) != 3 {
 				t.Errorf("Waiting = %+v, %v; want the three requeued", w, err)
 			}
 		})
 	}
+}
+
+// outcomes returns the consumer's matchmaking.requeue.players by outcome
+// ("adopted=0 done=0 ...") and the number of delays recorded.
+func outcomes(t *testing.T, r *sdkmetric.ManualReader) (string, uint64) {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	var delays uint64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				if m.Name != "matchmaking.requeue.players" {
+					continue
+				}
+				for _, p := range d.DataPoints {
+					o, _ := p.Attributes.Value("outcome")
+					parts = append(parts, fmt.Sprintf("%s=%d", o.AsString(), p.Value))
+				}
+			case metricdata.Histogram[float64]:
+				if m.Name == "matchmaking.requeue.delay" {
+					for _, p := range d.DataPoints {
+						delays += p.Count
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " "), delays
 }
 
 // requeued checks that the players of es but the second (who missed their
