@@ -563,7 +563,8 @@ func TestMonitoring(t *testing.T) {
 }
 
 // TestDashboards: one valid Grafana dashboard per service, unique uids,
-// every panel with a query.
+// every panel with a query and an id of its own (Grafana keys a panel's
+// links, edits and "view panel" by its id; a duplicate opens the wrong one).
 func TestDashboards(t *testing.T) {
 	uids := map[string]string{}
 	for _, svc := range []string{"match", "matchmaking", "rating"} {
@@ -587,6 +588,9 @@ func TestDashboards(t *testing.T) {
 			t.Errorf("%s and %s share uid %s", f, other, d.UID)
 		}
 		uids[d.UID] = f
+		if dups := duplicatePanelIDs(d.Panels); len(dups) > 0 {
+			t.Errorf("%s: panel ids used more than once: %v", f, dups)
+		}
 		exprs, err := readDashboard(f)
 		if err != nil {
 			t.Fatal(err)
@@ -595,6 +599,37 @@ func TestDashboards(t *testing.T) {
 			t.Errorf("%s: only %d queries", f, len(exprs))
 		}
 	}
+}
+
+// duplicatePanelIDs returns the ids that more than one panel (rows and the
+// panels inside them included) of ps has.
+func duplicatePanelIDs(ps []json.RawMessage) []int {
+	seen := map[int]int{}
+	var walk func([]json.RawMessage)
+	walk = func(ps []json.RawMessage) {
+		for _, raw := range ps {
+			var p struct {
+				ID     *int
+				Panels []json.RawMessage
+			}
+			if json.Unmarshal(raw, &p) != nil {
+				continue // readDashboard reports it
+			}
+			if p.ID != nil {
+				seen[*p.ID]++
+			}
+			walk(p.Panels)
+		}
+	}
+	walk(ps)
+	var dups []int
+	for id, n := range seen {
+		if n > 1 {
+			dups = append(dups, id)
+		}
+	}
+	slices.Sort(dups)
+	return dups
 }
 
 // readDashboard returns every query of a dashboard, and fails for a panel
