@@ -293,18 +293,16 @@ func (c *LocalCluster) StallReplicaOf(t testing.TB, key string) (resume func()) 
 	if err != nil {
 		t.Fatalf("no master found for key %q: %v", key, err)
 	}
-	masterID, err := master.Do(ctx, "CLUSTER", "MYID").Text()
-	if err != nil {
-		t.Fatalf("cluster myid: %v", err)
-	}
-	nodes, err := clusterNodes(ctx, master.Options().Addr)
-	if err != nil {
-		t.Fatalf("cluster nodes: %v", err)
-	}
+	// Each node's own view of its role: a cluster's views of who
+	// replicates whom may lag behind the replication links.
+	_, masterPort, _ := strings.Cut(master.Options().Addr, ":")
 	var replica *node
-	for _, n := range nodes {
-		if !n.isMaster && n.master == masterID {
-			replica = c.nodeByAddr(n.addr)
+	for _, n := range c.nodes {
+		nc := redis.NewClient(&redis.Options{Addr: n.addr(), MaxRetries: -1})
+		info, err := nc.Info(ctx, "replication").Result()
+		nc.Close()
+		if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_port:"+masterPort+"\r\n") {
+			replica = n
 		}
 	}
 	if replica == nil {

@@ -666,7 +666,11 @@ func (e *ScanError) Unwrap() []error { return slices.Collect(maps.Values(e.Faile
 // that, in the surviving data, never ended. When the replicas do not
 // confirm within WaitTimeout (less if ctx ends sooner) Relay copies nothing
 // and returns an error wrapping ErrNotReplicated; the entries stay in the
-// outbox for the next call.
+// outbox for the next call. The same holds for the copy: the entries are
+// deleted from the outbox only once the global stream's replicas confirmed
+// it (else a failover of that stream's master would lose them), and an
+// unconfirmed copy is retried by the next call (the marks keep it from
+// adding them twice).
 func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessage) error {
 	if len(entries) == 0 {
 		return nil
@@ -772,8 +776,34 @@ func (s *Store) relay(ctx context.Context, partition int, name string, entries [
 		keys = append(keys, sameSlot(stream, fmt.Sprintf(":relayed:%d:%s", partition, e.ID)))
 		args = append(args, e.Values[fin.TypeField()], e.Values[fin.DataField()])
 	}
-	if err := relayScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+	if s.cfg.WaitReplicas == 0 {
+		if err := relayScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+			return fmt.Errorf("relay partition %d to %s: %w", partition, name, err)
+		}
+		return nil
+	}
+	// The outbox entries are deleted after the copy: the copy must be on
+	// the stream's replicas first, or a failover of the stream's master
+	// would lose the records for good. The barrier write is what the WAIT
+	// confirms when the script writes nothing (a retry whose entries are
+	// all marked as copied): the earlier copy precedes it in the master's
+	// replication stream.
+	cmd := relayScript.Cmd(ctx, keys, args...)
+	var barrier *redis.StatusCmd
+	timeout := s.barrierTimeout(ctx)
+	n, err := redisconn.WriteAndWait(ctx, s.rdb, stream, s.cfg.WaitReplicas, timeout, func(pipe redis.Pipeliner) {
+		_ = pipe.Process(ctx, cmd)
+		barrier = pipe.Set(ctx, sameSlot(stream, ":barrier"), "1", barrierTTL)
+	}, relayScript)
+	if barrier == nil {
+		return fmt.Errorf("relay partition %d to %s: %w", partition, name, err) // no master to send it to
+	}
+	if err := cmp.Or(cmd.Err(), barrier.Err(), err); err != nil {
 		return fmt.Errorf("relay partition %d to %s: %w", partition, name, err)
+	}
+	if n < s.cfg.WaitReplicas {
+		return fmt.Errorf("relay partition %d to %s: %w: %d of %d replicas confirmed the copy within %v",
+			partition, name, ErrNotReplicated, n, s.cfg.WaitReplicas, timeout)
 	}
 	return nil
 }
