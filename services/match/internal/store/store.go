@@ -725,23 +725,44 @@ func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessa
 func (s *Store) replicated(ctx context.Context, p int, entries []redis.XMessage) ([]redis.XMessage, error) {
 	outbox := s.keys.outbox(p)
 	var read *redis.XMessageSliceCmd
-	var barrier *redis.StatusCmd
-	timeout := s.barrierTimeout(ctx)
-	n, err := redisconn.WriteAndWait(ctx, s.rdb, outbox, s.cfg.WaitReplicas, timeout, func(pipe redis.Pipeliner) {
+	err := s.confirm(ctx, outbox, s.keys.barrier(p), func(pipe redis.Pipeliner) {
 		read = pipe.XRangeN(ctx, outbox, entries[0].ID, entries[len(entries)-1].ID, int64(len(entries)))
-		barrier = pipe.Set(ctx, s.keys.barrier(p), "1", barrierTTL)
 	})
-	if read == nil {
-		return nil, fmt.Errorf("relay partition %d: %w", p, err) // no master to send it to
+	if err == nil {
+		err = read.Err()
 	}
-	if rerr := cmp.Or(read.Err(), barrier.Err(), err); rerr != nil {
-		return nil, fmt.Errorf("relay partition %d: confirm outbox entries: %w", p, rerr)
-	}
-	if n < s.cfg.WaitReplicas {
-		return nil, fmt.Errorf("relay partition %d: %w: %d of %d replicas confirmed the outbox within %v",
-			p, ErrNotReplicated, n, s.cfg.WaitReplicas, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("relay partition %d: confirm outbox entries: %w", p, err)
 	}
 	return read.Val(), nil
+}
+
+// confirm sends the commands queue adds, a SET of barrier (a key in key's
+// slot) and WAIT as one pipeline on the master serving key
+// ([redisconn.WriteAndWait], which also resends EVALSHAs of scripts that
+// met NOSCRIPT). It returns an error wrapping ErrNotReplicated when fewer
+// than Config.WaitReplicas replicas confirmed within barrierTimeout, or the
+// error of the barrier or the WAIT; the queued commands hold their own.
+// The barrier is always written because WAIT covers only the writes of its
+// own connection: with it, the confirmation covers everything the master
+// had before it, whatever the queued commands wrote (maybe nothing).
+func (s *Store) confirm(ctx context.Context, key, barrier string, queue func(redis.Pipeliner), scripts ...*redisconn.Script) error {
+	var set *redis.StatusCmd
+	timeout := s.barrierTimeout(ctx)
+	n, err := redisconn.WriteAndWait(ctx, s.rdb, key, s.cfg.WaitReplicas, timeout, func(pipe redis.Pipeliner) {
+		queue(pipe)
+		set = pipe.Set(ctx, barrier, "1", barrierTTL)
+	}, scripts...)
+	if set == nil {
+		return err // no master to send it to
+	}
+	if err := cmp.Or(set.Err(), err); err != nil {
+		return err
+	}
+	if n < s.cfg.WaitReplicas {
+		return fmt.Errorf("%w: %d of %d replicas confirmed within %v", ErrNotReplicated, n, s.cfg.WaitReplicas, timeout)
+	}
+	return nil
 }
 
 // barrierTimeout is the WAIT timeout of a relay's barrier: WaitTimeout, or
@@ -789,21 +810,14 @@ func (s *Store) relay(ctx context.Context, partition int, name string, entries [
 	// all marked as copied): the earlier copy precedes it in the master's
 	// replication stream.
 	cmd := relayScript.Cmd(ctx, keys, args...)
-	var barrier *redis.StatusCmd
-	timeout := s.barrierTimeout(ctx)
-	n, err := redisconn.WriteAndWait(ctx, s.rdb, stream, s.cfg.WaitReplicas, timeout, func(pipe redis.Pipeliner) {
+	err := s.confirm(ctx, stream, sameSlot(stream, ":barrier"), func(pipe redis.Pipeliner) {
 		_ = pipe.Process(ctx, cmd)
-		barrier = pipe.Set(ctx, sameSlot(stream, ":barrier"), "1", barrierTTL)
 	}, relayScript)
-	if barrier == nil {
-		return fmt.Errorf("relay partition %d to %s: %w", partition, name, err) // no master to send it to
+	if err == nil {
+		err = cmd.Err()
 	}
-	if err := cmp.Or(cmd.Err(), barrier.Err(), err); err != nil {
+	if err != nil {
 		return fmt.Errorf("relay partition %d to %s: %w", partition, name, err)
-	}
-	if n < s.cfg.WaitReplicas {
-		return fmt.Errorf("relay partition %d to %s: %w: %d of %d replicas confirmed the copy within %v",
-			partition, name, ErrNotReplicated, n, s.cfg.WaitReplicas, timeout)
 	}
 	return nil
 }
