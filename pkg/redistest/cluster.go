@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -272,4 +274,52 @@ func (c *LocalCluster) Restart(t testing.TB, addr string) {
 	if err := c.waitHealthy(ctx, nil); err != nil {
 		t.Fatalf("cluster after restarting %s: %v", addr, err)
 	}
+}
+
+// StallReplicaOf stops (SIGSTOP) the replica of the master serving key's
+// slot: it stays connected but applies and acknowledges nothing, so a WAIT
+// on that master times out, as when a replica stalls or its link is
+// congested, while the other masters replicate as usual. The returned
+// function lets it go on (SIGCONT), and it catches up from the master's
+// backlog; it also runs when t ends. A replica stalled longer than the
+// node timeout is marked failed by the others, which fails nothing over.
+func (c *LocalCluster) StallReplicaOf(t testing.TB, key string) (resume func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
+	defer cancel()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	defer cc.Close()
+	master, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatalf("no master found for key %q: %v", key, err)
+	}
+	// Each node's own view of its role: a cluster's views of who
+	// replicates whom may lag behind the replication links.
+	_, masterPort, _ := strings.Cut(master.Options().Addr, ":")
+	var replica *node
+	for _, n := range c.nodes {
+		nc := redis.NewClient(&redis.Options{Addr: n.addr(), MaxRetries: -1})
+		info, err := nc.Info(ctx, "replication").Result()
+		nc.Close()
+		if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_port:"+masterPort+"\r\n") {
+			replica = n
+		}
+	}
+	if replica == nil {
+		t.Fatalf("master %s has no replica", master.Options().Addr)
+	}
+	replica.mu.Lock()
+	cmd := replica.cmd
+	replica.mu.Unlock()
+	if cmd == nil {
+		t.Fatalf("replica %s is not running", replica.addr())
+	}
+	proc := cmd.Process
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("stall replica %s: %v", replica.addr(), err)
+	}
+	var once sync.Once
+	resume = func() { once.Do(func() { _ = proc.Signal(syscall.SIGCONT) }) }
+	t.Cleanup(resume)
+	return resume
 }

@@ -111,6 +111,10 @@ type Keeper struct {
 	// (match_keeper_lease_lost_total).
 	ranges metric.Int64Gauge
 	lost   metric.Int64Counter
+	// unconfirmed counts the partitions whose outbox a scan held back
+	// because the replicas did not confirm it (store.Relay)
+	// (match_keeper_relay_unconfirmed_total).
+	unconfirmed metric.Int64Counter
 
 	// Owned by Run's goroutine: the lease value held per range ("" for
 	// none), and until when they may be worked (monotonic clock).
@@ -162,6 +166,11 @@ func NewKeeper(svc *Service, cfg KeeperConfig, log *slog.Logger, report func(com
 	if err != nil {
 		return nil, fmt.Errorf("keeper metrics: %w", err)
 	}
+	unconfirmed, err := m.Int64Counter("match.keeper.relay.unconfirmed",
+		metric.WithDescription("Partitions whose outbox a keeper scan did not relay because fewer than MATCH_WAIT_REPLICAS replicas confirmed it within MATCH_WAIT_TIMEOUT (or the rest of the scan's time): a replica lags or is gone; the entries are relayed by a later scan."))
+	if err != nil {
+		return nil, fmt.Errorf("keeper metrics: %w", err)
+	}
 	lag, err := newLagWatch(m)
 	if err != nil {
 		return nil, err
@@ -171,8 +180,9 @@ func NewKeeper(svc *Service, cfg KeeperConfig, log *slog.Logger, report func(com
 	lost.Add(context.Background(), 0, lostTaken)
 	lost.Add(context.Background(), 0, lostLapsed)
 	ranges.Record(context.Background(), 0)
+	unconfirmed.Add(context.Background(), 0)
 	svc.outages.setMin(outageMin * cfg.Interval)
-	return &Keeper{svc: svc, cfg: cfg, log: log, report: report, ranges: ranges, lost: lost, lag: lag,
+	return &Keeper{svc: svc, cfg: cfg, log: log, report: report, ranges: ranges, lost: lost, unconfirmed: unconfirmed, lag: lag,
 		id: cfg.Owner + "/" + hex.EncodeToString(suffix[:])}, nil
 }
 
@@ -487,7 +497,11 @@ func (k *Keeper) tick(ctx context.Context, partitions []int) error {
 	if scanErr != nil {
 		scanErr = fmt.Errorf("keeper scan incomplete: %w", scanErr)
 	}
-	var relayErrs []error
+	var (
+		mu          sync.Mutex // guards the two below
+		relayErrs   []error
+		unconfirmed []int
+	)
 	sem := make(chan struct{}, k.cfg.Workers)
 	var wg sync.WaitGroup
 	for _, d := range due {
@@ -510,11 +524,34 @@ func (k *Keeper) tick(ctx context.Context, partitions []int) error {
 				}
 			})
 		}
-		if err := st.Relay(ctx, d.Partition, d.Outbox); err != nil {
-			relayErrs = append(relayErrs, fmt.Errorf("outbox relay of partition %v: %w", d.Partition, err))
+		if len(d.Outbox) == 0 {
+			continue
 		}
+		// Relays run beside the flags: with replicas to wait for, each
+		// may wait for its barrier's WAIT (store.Relay), and one lagging
+		// master must not hold back the partitions of the others.
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			err := st.Relay(ctx, d.Partition, d.Outbox)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, store.ErrNotReplicated):
+				// Not a failure of the keeper: the entries wait in the
+				// outbox until the replicas hold them.
+				unconfirmed = append(unconfirmed, d.Partition)
+			case err != nil:
+				relayErrs = append(relayErrs, fmt.Errorf("outbox relay of partition %v: %w", d.Partition, err))
+			}
+		})
 	}
 	wg.Wait()
+	if len(unconfirmed) > 0 {
+		k.unconfirmed.Add(ctx, int64(len(unconfirmed)))
+		slices.Sort(unconfirmed)
+		k.log.Warn("keeper held back outbox entries the replicas have not confirmed", "partitions", unconfirmed)
+	}
 	return errors.Join(scanErr, errors.Join(relayErrs...))
 }
 

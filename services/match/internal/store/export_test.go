@@ -45,3 +45,6 @@ func (s *Store) TTL(ctx context.Context, id string) (time.Duration, error) {
 
 // Config returns the store's configuration.
 func (s *Store) Config() Config { return s.cfg }
+
+// OutboxKey is the full key of a partition's outbox.
+func (s *Store) OutboxKey(p int) string { return s.keys.outbox(p) }

@@ -84,6 +84,7 @@ func (k keys) channel(p int, id string) string {
 func (k keys) request(p int, requestID string) string { return k.tag(p) + ":req:" + requestID }
 func (k keys) deadlines(p int) string                 { return k.tag(p) + ":deadlines" }
 func (k keys) outbox(p int) string                    { return k.tag(p) + ":outbox" }
+func (k keys) barrier(p int) string                   { return k.tag(p) + ":barrier" }
 func (k keys) presence(p int, id string) string       { return k.tag(p) + ":m:" + id + ":pr" }
 func (k keys) presenceDue(p int) string               { return k.tag(p) + ":presence" }
 func (k keys) roundTrips(p int, id string) string     { return k.tag(p) + ":m:" + id + ":rt" }

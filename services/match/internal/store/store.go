@@ -24,6 +24,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -656,9 +657,29 @@ func (e *ScanError) Unwrap() []error { return slices.Collect(maps.Values(e.Faile
 // principle (a failover may lose a mark, or a retry may come after the mark
 // expired), but no longer in the common case of a scan cut at its deadline
 // between copy and delete.
+//
+// With Config.WaitReplicas > 0 Relay copies only entries that many
+// replicas hold (see [Store.replicated]). The entry of a commit whose WAIT
+// failed (ErrNotReplicated) is on the master alone until it replicates: a
+// failover now takes it back, the promoted replica has the match still
+// running, and a record relayed before would have been rated for a game
+// that, in the surviving data, never ended. When the replicas do not
+// confirm within WaitTimeout (less if ctx ends sooner) Relay copies nothing
+// and returns an error wrapping ErrNotReplicated; the entries stay in the
+// outbox for the next call. The same holds for the copy: the entries are
+// deleted from the outbox only once the global stream's replicas confirmed
+// it (else a failover of that stream's master would lose them), and an
+// unconfirmed copy is retried by the next call (the marks keep it from
+// adding them twice).
 func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessage) error {
 	if len(entries) == 0 {
 		return nil
+	}
+	if s.cfg.WaitReplicas > 0 {
+		var err error
+		if entries, err = s.replicated(ctx, partition, entries); err != nil || len(entries) == 0 {
+			return err
+		}
 	}
 	// Both streams share the entry layout (package eventstream), so the
 	// type field tells them apart; the two streams may live in different
@@ -688,6 +709,78 @@ func (s *Store) Relay(ctx context.Context, partition int, entries []redis.XMessa
 	return nil
 }
 
+// replicated returns those of entries, read from a partition's outbox,
+// that Config.WaitReplicas replicas hold, or an error wrapping
+// ErrNotReplicated when fewer confirmed. One pipeline on one connection of
+// the partition's master reads the entries again, writes the partition's
+// barrier key and WAITs: replication is one ordered stream per master, so
+// replicas that confirm the barrier hold every earlier write to that
+// master, the entries just read among them. The barrier is needed because
+// WAIT covers only the writes of its own connection, and the entries were
+// written on others. The entries are read again on that connection, rather
+// than taken from the caller's read, so that a failover in between cannot
+// relay entries the old master had and the new one lacks: the new master's
+// entries are what is read, confirmed and relayed. One barrier covers all
+// the entries of a scan of the partition.
+func (s *Store) replicated(ctx context.Context, p int, entries []redis.XMessage) ([]redis.XMessage, error) {
+	outbox := s.keys.outbox(p)
+	var read *redis.XMessageSliceCmd
+	err := s.confirm(ctx, outbox, s.keys.barrier(p), func(pipe redis.Pipeliner) {
+		read = pipe.XRangeN(ctx, outbox, entries[0].ID, entries[len(entries)-1].ID, int64(len(entries)))
+	})
+	if err == nil {
+		err = read.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("relay partition %d: confirm outbox entries: %w", p, err)
+	}
+	return read.Val(), nil
+}
+
+// confirm sends the commands queue adds, a SET of barrier (a key in key's
+// slot) and WAIT as one pipeline on the master serving key
+// ([redisconn.WriteAndWait], which also resends EVALSHAs of scripts that
+// met NOSCRIPT). It returns an error wrapping ErrNotReplicated when fewer
+// than Config.WaitReplicas replicas confirmed within barrierTimeout, or the
+// error of the barrier or the WAIT; the queued commands hold their own.
+// The barrier is always written because WAIT covers only the writes of its
+// own connection: with it, the confirmation covers everything the master
+// had before it, whatever the queued commands wrote (maybe nothing).
+func (s *Store) confirm(ctx context.Context, key, barrier string, queue func(redis.Pipeliner), scripts ...*redisconn.Script) error {
+	var set *redis.StatusCmd
+	timeout := s.barrierTimeout(ctx)
+	n, err := redisconn.WriteAndWait(ctx, s.rdb, key, s.cfg.WaitReplicas, timeout, func(pipe redis.Pipeliner) {
+		queue(pipe)
+		set = pipe.Set(ctx, barrier, "1", barrierTTL)
+	}, scripts...)
+	if set == nil {
+		return err // no master to send it to
+	}
+	if err := cmp.Or(set.Err(), err); err != nil {
+		return err
+	}
+	if n < s.cfg.WaitReplicas {
+		return fmt.Errorf("%w: %d of %d replicas confirmed within %v", ErrNotReplicated, n, s.cfg.WaitReplicas, timeout)
+	}
+	return nil
+}
+
+// barrierTimeout is the WAIT timeout of a relay's barrier: WaitTimeout, or
+// what is left of ctx when that is shorter. A keeper's scan has a deadline
+// of its own; while a master's replicas lag, each scan would otherwise
+// overrun it by a WAIT, and the keeper would count itself too slow.
+func (s *Store) barrierTimeout(ctx context.Context) time.Duration {
+	t := s.cfg.WaitTimeout
+	if d, ok := ctx.Deadline(); ok {
+		t = min(t, time.Until(d))
+	}
+	return max(t, time.Millisecond) // WAIT with 0 would block for ever
+}
+
+// barrierTTL keeps a partition's barrier key, which only its writes
+// matter for, from staying once its partition is quiet.
+const barrierTTL = time.Minute
+
 // relay copies entries to one global stream (name before the key prefix),
 // each at most once.
 func (s *Store) relay(ctx context.Context, partition int, name string, entries []redis.XMessage) error {
@@ -704,7 +797,26 @@ func (s *Store) relay(ctx context.Context, partition int, name string, entries [
 		keys = append(keys, sameSlot(stream, fmt.Sprintf(":relayed:%d:%s", partition, e.ID)))
 		args = append(args, e.Values[fin.TypeField()], e.Values[fin.DataField()])
 	}
-	if err := relayScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+	if s.cfg.WaitReplicas == 0 {
+		if err := relayScript.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+			return fmt.Errorf("relay partition %d to %s: %w", partition, name, err)
+		}
+		return nil
+	}
+	// The outbox entries are deleted after the copy: the copy must be on
+	// the stream's replicas first, or a failover of the stream's master
+	// would lose the records for good. The barrier write is what the WAIT
+	// confirms when the script writes nothing (a retry whose entries are
+	// all marked as copied): the earlier copy precedes it in the master's
+	// replication stream.
+	cmd := relayScript.Cmd(ctx, keys, args...)
+	err := s.confirm(ctx, stream, sameSlot(stream, ":barrier"), func(pipe redis.Pipeliner) {
+		_ = pipe.Process(ctx, cmd)
+	}, relayScript)
+	if err == nil {
+		err = cmd.Err()
+	}
+	if err != nil {
 		return fmt.Errorf("relay partition %d to %s: %w", partition, name, err)
 	}
 	return nil
