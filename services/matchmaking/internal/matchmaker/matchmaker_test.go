@@ -722,7 +722,7 @@ func TestRequeuedMatchedFirst(t *testing.T) {
 		// later, after two newer players queued.
 		e.enqueue(t, queue5, "n0", 1500, now.Add(30*time.Second))
 		e.enqueue(t, queue5, "n1", 1500, now.Add(31*time.Second))
-		if got, err := e.store.Requeue(ctx, tk.MatchID, "a1", now.Add(time.Minute)); err != nil || len(got) != 3 {
+		if got, err := e.store.Requeue(ctx, tk.MatchID, "a1", now.Add(time.Minute), now.Add(time.Minute)); err != nil || len(got) != 3 {
 			t.Fatalf("Requeue = %+v, %v", got, err)
 		}
 		res, err := m.Round(ctx, queue5)

@@ -67,11 +67,11 @@ var delayBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 3
 
 // New returns a consumer; cfg must be valid. meter receives its metrics
 // (nil: none): the reader's (DefaultConfig) and matchmaking.requeue.players
-// (by outcome: requeued, adopted, kept, done) and matchmaking.requeue.delay
-// (seconds from the abort to the requeue, for requeued and adopted
-// players). report receives the result of every step (nil after a
-// successful one) as component "requeue-consumer <name>-0"; nil ignores
-// them.
+// (by outcome: requeued, adopted, kept, done, moved_on) and
+// matchmaking.requeue.delay (seconds from the abort to the requeue, for
+// requeued and adopted players). report receives the result of every
+// step (nil after a successful one) as component
+// "requeue-consumer <name>-0"; nil ignores them.
 func New(rdb redis.UniversalClient, st *store.Store, cfg Config, log *slog.Logger, meter metric.Meter, report func(string, error)) (*Consumer, error) {
 	c := &Consumer{store: st, log: log, now: time.Now}
 	if meter == nil {
@@ -79,10 +79,10 @@ func New(rdb redis.UniversalClient, st *store.Store, cfg Config, log *slog.Logge
 	}
 	var err error
 	if c.players, err = meter.Int64Counter("matchmaking.requeue.players", metric.WithUnit("{player}"),
-		metric.WithDescription("Players of matches aborted for a missed first move, by what the requeue did: requeued (a ticket with the original enqueue time), adopted (the player had enqueued again in the same queue: that ticket got the original time), kept (the player had moved on: another queue, a formation or a table), done (an earlier delivery handled the player).")); err != nil {
+		metric.WithDescription("Players of matches aborted for a missed first move, by what the requeue did: requeued (a ticket with the original enqueue time), adopted (the player had enqueued again in the same queue: that ticket got the original time), kept (the player had moved on: another queue, a formation or a table), done (an earlier delivery handled the player), moved_on (the player enqueued again after the abort and that ticket has ended already: nothing created).")); err != nil {
 		return nil, fmt.Errorf("requeue metrics: %w", err)
 	}
-	for _, o := range []store.RequeueOutcome{store.Requeued, store.Adopted, store.Kept, store.Done} {
+	for _, o := range []store.RequeueOutcome{store.Requeued, store.Adopted, store.Kept, store.Done, store.MovedOn} {
 		c.players.Add(context.Background(), 0, outcome(o))
 	}
 	if c.delay, err = meter.Float64Histogram("matchmaking.requeue.delay", metric.WithUnit("s"),
@@ -124,7 +124,13 @@ func (c *Consumer) requeue(ctx context.Context, msgs []redis.XMessage) []eventst
 			out[i].Err = eventstream.Permanent(fmt.Errorf("match %s: no player in the missed seat %s", ab.GetMatchId(), ab.GetMissedSeat()))
 			continue
 		}
-		res, err := c.store.Requeue(ctx, ab.GetMatchId(), missed, c.now())
+		// The abort's time tells a player who enqueued after it (and was
+		// served) from one still waiting outside every queue.
+		var abortedAt time.Time
+		if at := ab.GetOccurredAt(); at != nil {
+			abortedAt = at.AsTime()
+		}
+		res, err := c.store.Requeue(ctx, ab.GetMatchId(), missed, abortedAt, c.now())
 		if err != nil {
 			out[i].Err = fmt.Errorf("requeue match %s: %w", ab.GetMatchId(), err)
 			continue
@@ -132,8 +138,8 @@ func (c *Consumer) requeue(ctx context.Context, msgs []redis.XMessage) []eventst
 		now := c.now()
 		for _, r := range res {
 			c.players.Add(ctx, 1, outcome(r.Outcome))
-			if at := ab.GetOccurredAt(); at != nil && (r.Outcome == store.Requeued || r.Outcome == store.Adopted) {
-				c.delay.Record(ctx, max(now.Sub(at.AsTime()), 0).Seconds())
+			if !abortedAt.IsZero() && (r.Outcome == store.Requeued || r.Outcome == store.Adopted) {
+				c.delay.Record(ctx, max(now.Sub(abortedAt), 0).Seconds())
 			}
 			c.log.InfoContext(ctx, "player of an abandoned match handled", "match", ab.GetMatchId(), "player", r.Player.ID,
 				"outcome", r.Outcome.String(), "ticket", r.TicketID, "enqueued_at", r.EnqueuedAt)

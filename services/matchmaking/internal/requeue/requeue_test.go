@@ -34,8 +34,10 @@ var settings = store.Settings{TicketTTL: 10 * time.Minute, Retention: 10 * time.
 
 // TestConsumer: the consumer requeues the three players of an abandoned
 // match who moved (or would have), acknowledges a malformed entry and a
-// table's (unknown) match without doing anything, and a redelivered event
-// requeues nobody twice. Standalone and cluster Redis.
+// table's (unknown) match without doing anything, a redelivered event
+// requeues nobody twice, and a player who enqueued after the event's
+// occurred_at (and cancelled) is not requeued. Standalone and cluster
+// Redis.
 func TestConsumer(t *testing.T) {
 	t.Parallel()
 	for _, kind := range redistest.Kinds() {
@@ -44,25 +46,9 @@ func TestConsumer(t *testing.T) {
 			rdb, prefix := kind.Client(t)
 			ctx := t.Context()
 			st := store.New(rdb, prefix, []string{queue}, settings)
-			start := time.Now().Truncate(time.Millisecond)
-			var es [4]store.Entry
-			var seats []*gamev1.SeatPlayer
-			for i := range es {
-				p := store.Player{ID: "p" + string(rune('0'+i)), DisplayName: "P", Bot: i == 2}
-				tk, _, err := st.Enqueue(ctx, queue, p, start.Add(time.Duration(i)*time.Second))
-				if err != nil {
-					t.Fatal(err)
-				}
-				es[i] = store.Entry{TicketID: tk.ID, Player: p, EnqueuedMs: tk.EnqueuedAt.UnixMilli()}
-				seats = append(seats, &gamev1.SeatPlayer{Seat: gamev1.Seat(i + 1), Player: &gamev1.Player{PlayerId: p.ID, IsBot: p.Bot}})
-			}
-			f := store.NewFormation(queue, es, 1, start)
-			if ok, err := st.Claim(ctx, queue, []*store.Formation{f}, start); err != nil || !ok[0] {
-				t.Fatalf("Claim = %v, %v", ok, err)
-			}
-			if _, err := st.Complete(ctx, queue, []store.Outcome{{Formation: f, MatchID: "m1", Seats: [4]int{1, 2, 3, 4}}}, start); err != nil {
-				t.Fatal(err)
-			}
+			// The players queued a minute before the abort.
+			start := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+			es, seats := formMatch(t, st, "p", "m1", start)
 
 			cfg := requeue.DefaultConfig(prefix+eventstream.MatchAbandoned().Key(), "test")
 			cfg.Block, cfg.ClaimInterval = 50*time.Millisecond, 50*time.Millisecond
@@ -79,7 +65,7 @@ func TestConsumer(t *testing.T) {
 			defer func() { stop(); wg.Wait() }()
 
 			ab := eventstream.MatchAbandoned()
-			event := func(match string) []any {
+			event := func(match string, seats []*gamev1.SeatPlayer) []any {
 				fields, err := ab.Encode(&eventsv1.MatchAbandoned{MatchId: match, Players: seats, MissedSeat: gamev1.Seat(2),
 					OccurredAt: timestamppb.Now()})
 				if err != nil {
@@ -87,32 +73,82 @@ func TestConsumer(t *testing.T) {
 				}
 				return fields
 			}
-			for _, values := range [][]any{event("m1"), {"type", "nonsense", "data", "x"}, event("table-match")} {
+			for _, values := range [][]any{event("m1", seats), {"type", "nonsense", "data", "x"}, event("table-match", seats)} {
 				if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: cfg.Stream, Values: values}).Err(); err != nil {
 					t.Fatal(err)
 				}
 			}
 			waitHandled(t, rdb, cfg, 3)
 			tickets := requeued(t, st, es)
-			if got, delays := outcomes(t, metrics); got != "adopted=0 done=0 kept=0 requeued=3" || delays != 3 {
+			if got, delays := outcomes(t, metrics); got != "adopted=0 done=0 kept=0 moved_on=0 requeued=3" || delays != 3 {
 				t.Errorf("players by outcome %s, %d delays recorded; want 3 requeued, 3 delays", got, delays)
 			}
 			// The same event again, as a relay that lost its mark publishes it.
-			if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: cfg.Stream, Values: event("m1")}).Err(); err != nil {
+			if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: cfg.Stream, Values: event("m1", seats)}).Err(); err != nil {
 				t.Fatal(err)
 			}
 			waitHandled(t, rdb, cfg, 4)
 			if again := requeued(t, st, es); again != tickets {
 				t.Errorf("after a redelivery the tickets are %v, want still %v", again, tickets)
 			}
-			if got, delays := outcomes(t, metrics); got != "adopted=0 done=3 kept=0 requeued=3" || delays != 3 {
+			if got, delays := outcomes(t, metrics); got != "adopted=0 done=3 kept=0 moved_on=0 requeued=3" || delays != 3 {
 				t.Errorf("after a redelivery, players by outcome %s, %d delays recorded; want 3 requeued and 3 done, 3 delays", got, delays)
 			}
 			if w, err := st.Waiting(ctx, queue); err != nil || len(w) != 3 {
 				t.Errorf("Waiting = %+v, %v; want the three requeued", w, err)
 			}
+
+			// Another match aborts; q0's client enqueues after the event's
+			// occurred_at and cancels before the consumer reads it: q0 is
+			// not requeued (moved on), the other two are.
+			_, seats2 := formMatch(t, st, "q", "m2", start)
+			abort := event("m2", seats2)
+			q0 := store.Player{ID: "q0", DisplayName: "P"}
+			tk, _, err := st.Enqueue(ctx, queue, q0, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Cancel(ctx, tk.ID, q0.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: cfg.Stream, Values: abort}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			waitHandled(t, rdb, cfg, 5)
+			if got, delays := outcomes(t, metrics); got != "adopted=0 done=3 kept=0 moved_on=1 requeued=5" || delays != 5 {
+				t.Errorf("after a player moved on, players by outcome %s, %d delays recorded; want 5 requeued, 3 done, 1 moved on, 5 delays", got, delays)
+			}
+			if again, existing, err := st.Enqueue(ctx, queue, q0, time.Now()); err != nil || existing {
+				t.Errorf("Enqueue of the player who moved on = %+v, %v, %v; want a new ticket", again, existing, err)
+			}
 		})
 	}
+}
+
+// formMatch enqueues four players named prefix0..3 a second apart from
+// start and forms match from them, seats 1-4 in order (the third a bot).
+func formMatch(t *testing.T, st *store.Store, prefix, match string, start time.Time) ([4]store.Entry, []*gamev1.SeatPlayer) {
+	t.Helper()
+	ctx := t.Context()
+	var es [4]store.Entry
+	var seats []*gamev1.SeatPlayer
+	for i := range es {
+		p := store.Player{ID: fmt.Sprintf("%s%d", prefix, i), DisplayName: "P", Bot: i == 2}
+		tk, _, err := st.Enqueue(ctx, queue, p, start.Add(time.Duration(i)*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		es[i] = store.Entry{TicketID: tk.ID, Player: p, EnqueuedMs: tk.EnqueuedAt.UnixMilli()}
+		seats = append(seats, &gamev1.SeatPlayer{Seat: gamev1.Seat(i + 1), Player: &gamev1.Player{PlayerId: p.ID, IsBot: p.Bot}})
+	}
+	f := store.NewFormation(queue, es, 1, start)
+	if ok, err := st.Claim(ctx, queue, []*store.Formation{f}, start); err != nil || !ok[0] {
+		t.Fatalf("Claim = %v, %v", ok, err)
+	}
+	if _, err := st.Complete(ctx, queue, []store.Outcome{{Formation: f, MatchID: match, Seats: [4]int{1, 2, 3, 4}}}, start); err != nil {
+		t.Fatal(err)
+	}
+	return es, seats
 }
 
 // outcomes returns the consumer's matchmaking.requeue.players by outcome

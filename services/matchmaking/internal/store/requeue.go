@@ -51,6 +51,11 @@ const (
 	Kept
 	// Done: an earlier delivery of the event handled this player.
 	Done
+	// MovedOn: the player enqueued again (or joined a table) after the
+	// abort and that ticket (or table) has ended already: matched,
+	// cancelled or expired. Nothing is created: a ticket the player's
+	// client never asked for would be matched into a match nobody joins.
+	MovedOn
 )
 
 func (o RequeueOutcome) String() string {
@@ -63,14 +68,18 @@ func (o RequeueOutcome) String() string {
 		return "kept"
 	case Done:
 		return "done"
+	case MovedOn:
+		return "moved_on"
 	}
 	return "unknown"
 }
 
 // Requeue is what Requeue did for one player of an abandoned match.
 type Requeue struct {
-	Player   Player
-	TicketID string // the player's searching ticket; "" when Kept at a table
+	Player Player
+	// TicketID is the player's searching ticket; when MovedOn, the ended
+	// ticket the player enqueued after the abort; "" at a table.
+	TicketID string
 	// EnqueuedAt is the ticket's enqueue time: the original one when
 	// Requeued or Adopted.
 	EnqueuedAt time.Time
@@ -79,17 +88,24 @@ type Requeue struct {
 
 // Requeue puts the players of an abandoned match, except missed (the player
 // who missed their first move), back in the match's queue with their
-// original enqueue time and a fresh expiry, and returns what it did per
-// player in seat order. A match without a record (a table's, an unknown
-// one, one abandoned after MatchRecordTTL) gives nothing.
+// original enqueue time and a fresh expiry (now plus the ticket TTL), and
+// returns what it did per player in seat order. A match without a record
+// (a table's, an unknown one, one abandoned after MatchRecordTTL) gives
+// nothing.
 //
 // It is idempotent per (match, player): the record remembers each player
 // handled, and a requeued ticket's id is derived from the match and the
 // player, so a repeated call (a redelivered event, two consumers racing)
 // creates no second ticket. A player who enqueued again before Requeue ran
 // keeps that ticket, given the older enqueue time if it is in the same
-// queue and still searching.
-func (s *Store) Requeue(ctx context.Context, match, missed string, now time.Time) ([]Requeue, error) {
+// queue and still searching. A player whose live-ticket pointer was
+// written at or after abortedAt (the abort's time, the event's
+// occurred_at) for a ticket or table that has ended is not requeued
+// (MovedOn): the player enqueued after the abort and was served. A zero
+// abortedAt (unknown) skips that check. The check needs the pointer: one
+// gone already (a table seat given up, the pointer's TTL over) looks like
+// a player who never enqueued again, who is requeued.
+func (s *Store) Requeue(ctx context.Context, match, missed string, abortedAt, now time.Time) ([]Requeue, error) {
 	q, f, err := s.matchRecord(ctx, match)
 	if err != nil || f == nil {
 		return nil, err
@@ -100,7 +116,7 @@ func (s *Store) Requeue(ctx context.Context, match, missed string, now time.Time
 			continue
 		}
 		e.TicketID = f.TicketIDs[i]
-		r, err := s.requeue(ctx, q, match, e, now)
+		r, err := s.requeue(ctx, q, match, e, abortedAt, now)
 		if err != nil {
 			return out, fmt.Errorf("requeue %s after match %s: %w", e.Player.ID, match, err)
 		}
@@ -146,7 +162,7 @@ func requeueTicketID(queue, match, player string) string {
 }
 
 // requeue handles one player (entry e, as they waited before the match).
-func (s *Store) requeue(ctx context.Context, q, match string, e Entry, now time.Time) (Requeue, error) {
+func (s *Store) requeue(ctx context.Context, q, match string, e Entry, abortedAt, now time.Time) (Requeue, error) {
 	rec, field := s.matchKey(q, match), "r:"+e.Player.ID
 	r := Requeue{Player: e.Player}
 	if prev, err := s.rdb.HGet(ctx, rec, field).Result(); err == nil {
@@ -156,11 +172,25 @@ func (s *Store) requeue(ctx context.Context, q, match string, e Entry, now time.
 		return r, fmt.Errorf("read the match record: %w", err)
 	}
 	id := requeueTicketID(q, match, e.Player.ID)
-	live, err := s.pointTicket(ctx, e.Player.ID, id, now)
+	// A pointer written at or after the abort names a ticket (or table)
+	// the player asked for since. The ticket that formed this match is
+	// older whatever the clocks say (the pointer's time is a matchmaking
+	// instance's, the abort's the match service's).
+	movedOn := func(target string, createdMs int64) bool {
+		return !abortedAt.IsZero() && target != e.TicketID && createdMs >= abortedAt.UnixMilli()
+	}
+	live, err := s.pointTicket(ctx, e.Player.ID, id, now, movedOn)
+	var moved *movedOnError
 	switch {
 	case errors.Is(err, ErrSeated):
 		r.Outcome = Kept
 		return r, s.mark(ctx, q, rec, field, "")
+	case errors.As(err, &moved):
+		r.Outcome = MovedOn
+		if !strings.HasPrefix(moved.target, "table:") {
+			r.TicketID = moved.target
+		}
+		return r, s.mark(ctx, q, rec, field, r.TicketID)
 	case err != nil:
 		return r, err
 	case live != nil:

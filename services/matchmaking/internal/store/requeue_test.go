@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestRequeue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.Requeue(ctx, "m1", "a1", abortAt)
+		got, err := s.Requeue(ctx, "m1", "a1", abortAt, abortAt)
 		if err != nil || len(got) != 3 {
 			t.Fatalf("Requeue = %+v, %v; want three players", got, err)
 		}
@@ -84,7 +85,7 @@ func TestRequeue(t *testing.T) {
 		}
 
 		// A redelivered event changes nothing.
-		again, err := s.Requeue(ctx, "m1", "a1", abortAt.Add(time.Minute))
+		again, err := s.Requeue(ctx, "m1", "a1", abortAt, abortAt.Add(time.Minute))
 		if err != nil || len(again) != 3 {
 			t.Fatalf("second Requeue = %+v, %v", again, err)
 		}
@@ -98,7 +99,7 @@ func TestRequeue(t *testing.T) {
 		}
 
 		// A table's match, or any unknown one: nothing to do.
-		if got, err := s.Requeue(ctx, "table-match", "x", abortAt); err != nil || len(got) != 0 {
+		if got, err := s.Requeue(ctx, "table-match", "x", abortAt, abortAt); err != nil || len(got) != 0 {
 			t.Errorf("Requeue(unknown match) = %+v, %v; want nothing", got, err)
 		}
 	})
@@ -122,7 +123,7 @@ func TestRequeueAfterClientEnqueued(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.Requeue(ctx, "m2", "b1", abortAt.Add(time.Second))
+		got, err := s.Requeue(ctx, "m2", "b1", abortAt, abortAt.Add(time.Second))
 		if err != nil || len(got) != 3 {
 			t.Fatalf("Requeue = %+v, %v", got, err)
 		}
@@ -155,6 +156,152 @@ func TestRequeueAfterClientEnqueued(t *testing.T) {
 			if e.TicketID == same.ID && e.EnqueuedMs != es[0].EnqueuedMs {
 				t.Errorf("adopted waiting entry %+v, want enqueued at %d", e, es[0].EnqueuedMs)
 			}
+		}
+	})
+}
+
+// matchTicket forms match from the player's searching ticket tk and three
+// new players named prefix0..2, enqueued at tk's time.
+func matchTicket(t *testing.T, s *Store, tk Ticket, p Player, prefix, match string) {
+	t.Helper()
+	ctx := context.Background()
+	es := [4]Entry{{TicketID: tk.ID, Player: p, EnqueuedMs: tk.EnqueuedAt.UnixMilli()}}
+	for i := 1; i < 4; i++ {
+		o := player(fmt.Sprintf("%s%d", prefix, i-1))
+		ot, _, err := s.Enqueue(ctx, tk.Queue, o, tk.EnqueuedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es[i] = Entry{TicketID: ot.ID, Player: o, EnqueuedMs: ot.EnqueuedAt.UnixMilli()}
+	}
+	f := NewFormation(tk.Queue, es, 1, tk.EnqueuedAt)
+	if ok, err := s.Claim(ctx, tk.Queue, []*Formation{f}, tk.EnqueuedAt.Add(time.Second)); err != nil || !ok[0] {
+		t.Fatalf("Claim = %v, %v", ok, err)
+	}
+	if done, err := s.Complete(ctx, tk.Queue, []Outcome{{Formation: f, MatchID: match, Seats: [4]int{1, 2, 3, 4}}}, tk.EnqueuedAt.Add(2*time.Second)); err != nil || !done[0] {
+		t.Fatalf("Complete = %v, %v", done, err)
+	}
+}
+
+// A requeue that runs after the player enqueued again since the abort
+// (told by the live-ticket pointer's creation time against the event's
+// occurred_at) creates no ticket when that ticket has ended (MovedOn): the
+// player was served, and a ticket its client never asked for would be
+// matched into a match nobody joins. A player still searching, or who has
+// not enqueued since, is handled as before. A redelivery does nothing.
+func TestRequeueEnqueuedSinceTheAbort(t *testing.T) {
+	t.Parallel()
+	// since does what the first player (seat 1) did after the abort at
+	// abortAt and returns the ticket it holds ("" if none).
+	type since func(t *testing.T, s *Store, p Player, abortAt time.Time) string
+	enqueueAt := func(d time.Duration, then func(t *testing.T, s *Store, tk Ticket, p Player)) since {
+		return func(t *testing.T, s *Store, p Player, abortAt time.Time) string {
+			tk, existing, err := s.Enqueue(context.Background(), queueA, p, abortAt.Add(d))
+			if err != nil || existing {
+				t.Fatalf("Enqueue after the abort = %+v, %v, %v; want a new ticket", tk, existing, err)
+			}
+			if then != nil {
+				then(t, s, tk, p)
+			}
+			return tk.ID
+		}
+	}
+	matched := func(t *testing.T, s *Store, tk Ticket, p Player) {
+		matchTicket(t, s, tk, p, p.ID+"-other", p.ID+"-next")
+	}
+	cancelled := func(t *testing.T, s *Store, tk Ticket, p Player) {
+		if _, err := s.Cancel(context.Background(), tk.ID, p.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name    string
+		since   since // nil: the player did nothing
+		unknown bool  // the event carries no occurred_at
+		// early: the abort's time (another clock) is before even the
+		// tickets that formed the match.
+		early bool
+		want  RequeueOutcome
+		// searching: the player waits in the queue afterwards (with the
+		// original enqueue time when Requeued or Adopted).
+		searching bool
+	}{
+		{name: "the player enqueued after the abort and was matched before the requeue ran: no new ticket, outcome MovedOn, redelivery does nothing",
+			since: enqueueAt(time.Second, matched), want: MovedOn},
+		{name: "the player enqueued in the abort's millisecond and was matched: moved on",
+			since: enqueueAt(0, matched), want: MovedOn},
+		{name: "the player enqueued after the abort and cancelled: moved on",
+			since: enqueueAt(time.Second, cancelled), want: MovedOn},
+		{name: "the player enqueued after the abort and still searches: adopted",
+			since: enqueueAt(time.Second, nil), want: Adopted, searching: true},
+		{name: "the player did nothing since the abort: requeued",
+			want: Requeued, searching: true},
+		{name: "the abort's clock is behind: the ticket that formed the match is still older, requeued",
+			early: true, want: Requeued, searching: true},
+		{name: "the abort's time is unknown: requeued over an ended ticket, as before",
+			since: enqueueAt(time.Second, matched), unknown: true, want: Requeued, searching: true},
+	}
+	forEachRedis(t, func(t *testing.T, s *Store, _ redis.UniversalClient) {
+		ctx := context.Background()
+		start := time.Now().Truncate(time.Millisecond)
+		for i, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				match, prefix := fmt.Sprintf("since-m%d", i), fmt.Sprintf("since%d-", i)
+				es := formMatch(t, s, queueA, prefix, match, start)
+				p, abortAt := es[0].Player, start.Add(time.Minute)
+				var own string
+				if c.since != nil {
+					own = c.since(t, s, p, abortAt)
+				}
+				abortedAt := abortAt
+				switch {
+				case c.unknown:
+					abortedAt = time.Time{}
+				case c.early:
+					abortedAt = start.Add(-time.Minute)
+				}
+				got, err := s.Requeue(ctx, match, es[1].Player.ID, abortedAt, abortAt.Add(2*time.Minute))
+				if err != nil || len(got) != 3 {
+					t.Fatalf("Requeue = %+v, %v; want three players", got, err)
+				}
+				r, derived := got[0], requeueTicketID(queueA, match, p.ID)
+				wantTicket := own
+				if c.want == Requeued {
+					wantTicket = derived
+				}
+				if r.Player != p || r.Outcome != c.want || r.TicketID != wantTicket {
+					t.Errorf("Requeue of %s = %+v; want %v with ticket %q", p.ID, r, c.want, wantTicket)
+				}
+				check := func(when string) {
+					t.Helper()
+					if _, err := s.Ticket(ctx, derived); c.want != Requeued && !errors.Is(err, ErrNotFound) {
+						t.Errorf("%s: requeue ticket %s: err %v, want ErrNotFound (none created)", when, derived, err)
+					}
+					waiting, err := s.Waiting(ctx, queueA)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var mine []Entry
+					for _, e := range waiting {
+						if e.Player.ID == p.ID {
+							mine = append(mine, e)
+						}
+					}
+					switch {
+					case !c.searching && len(mine) != 0:
+						t.Errorf("%s: %s waits in the queue with %+v; want not at all", when, p.ID, mine)
+					case c.searching && (len(mine) != 1 || mine[0].EnqueuedMs != es[0].EnqueuedMs):
+						t.Errorf("%s: %s waits with %+v; want one ticket enqueued at %d", when, p.ID, mine, es[0].EnqueuedMs)
+					}
+				}
+				check("after the requeue")
+
+				again, err := s.Requeue(ctx, match, es[1].Player.ID, abortedAt, abortAt.Add(3*time.Minute))
+				if err != nil || len(again) != 3 || again[0].Outcome != Done || again[0].TicketID != wantTicket {
+					t.Fatalf("redelivered Requeue = %+v, %v; want %s done with ticket %q", again, err, p.ID, wantTicket)
+				}
+				check("after a redelivery")
+			})
 		}
 	})
 }

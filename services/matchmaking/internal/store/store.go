@@ -298,7 +298,7 @@ func (s *Store) Enqueue(ctx context.Context, queue string, p Player, now time.Ti
 		return Ticket{}, false, fmt.Errorf("%w: %q", ErrUnknownQueue, queue)
 	}
 	id := newTicketID(queue)
-	live, err := s.pointTicket(ctx, p.ID, id, now)
+	live, err := s.pointTicket(ctx, p.ID, id, now, nil)
 	if err != nil {
 		return Ticket{}, false, err
 	}
@@ -319,7 +319,15 @@ func (s *Store) Enqueue(ctx context.Context, queue string, p Player, now time.Ti
 // the caller creates next, unless the player has a live ticket (returned)
 // or a seat at a table (ErrSeated). A pointer that names id already (a
 // retried requeue, requeue.go) counts as taken.
-func (s *Store) pointTicket(ctx context.Context, player, id string, now time.Time) (*Ticket, error) {
+//
+// A pointer to a finished ticket or table for which movedOn (if not nil)
+// reports true, given its target (ticket id or "table:<code>") and
+// creation time (Unix ms), is not taken over: pointTicket returns a
+// *movedOnError. A requeue after a first-move abort (requeue.go) uses it
+// to leave a player who enqueued since the abort and was served. The
+// check and the take-over are one compare-and-set on the pointer's value,
+// so a player who enqueues meanwhile makes the loop look again.
+func (s *Store) pointTicket(ctx context.Context, player, id string, now time.Time, movedOn func(target string, createdMs int64) bool) (*Ticket, error) {
 	ptr := s.pointerKey(player)
 	val := id + "|" + strconv.FormatInt(now.UnixMilli(), 10)
 	start := time.Now()
@@ -376,6 +384,9 @@ func (s *Store) pointTicket(ctx context.Context, player, id string, now time.Tim
 				return nil, err
 			}
 		}
+		if movedOn != nil && movedOn(curID, created) {
+			return nil, &movedOnError{target: curID}
+		}
 		// The pointer names a finished or vanished ticket: take it over.
 		ks, args := replacePointerArgs(ptr, cur, val, s.pointerTTL().Milliseconds())
 		swapped, err := replacePointerScript.Run(ctx, s.rdb, ks, args...).Int()
@@ -386,6 +397,16 @@ func (s *Store) pointTicket(ctx context.Context, player, id string, now time.Tim
 			return nil, nil
 		}
 	}
+}
+
+// movedOnError is pointTicket's refusal to take over a pointer its
+// movedOn function picked.
+type movedOnError struct {
+	target string // the pointer's ticket id, or "table:<code>"
+}
+
+func (e *movedOnError) Error() string {
+	return "the player enqueued (or joined a table) again since: " + e.target
 }
 
 // pause waits before another look at a pointer being written.
@@ -528,7 +549,10 @@ func (s *Store) Cancel(ctx context.Context, id, player string) (Ticket, error) {
 	}
 	if done[0] {
 		t.State = Cancelled
-		s.dropPointer(ctx, s.pointerKey(player), id)
+		// The live-ticket pointer stays (the next Enqueue replaces it, as
+		// any pointer to a finished ticket): its creation time is how a
+		// late requeue after a first-move abort tells a player who
+		// enqueued and cancelled since the abort (requeue.go).
 		s.publish(ctx, t.Queue, []string{id})
 		return t, nil
 	}
