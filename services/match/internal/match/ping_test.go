@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,29 +17,11 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
 
-// fakeClock is the service's clock, moved by the test.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // pingFixture is a service on a real Redis with a fake clock, and a
 // running match between p0 (Red) .. p3 (Green).
 type pingFixture struct {
 	svc   *match.Service
-	clock *fakeClock
+	clock *match.FakeClock
 	id    string
 	tc    timecontrol.TimeControl
 	seq   int
@@ -55,7 +36,7 @@ func newPingFixture(t *testing.T, k redistest.Kind, tcName string) *pingFixture 
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &pingFixture{clock: &fakeClock{now: time.UnixMilli(1_800_000_000_000)}}
+	f := &pingFixture{clock: match.NewFakeClock(time.UnixMilli(1_800_000_000_000))}
 	f.svc, err = match.New(st, nil, match.DefaultConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)), f.clock.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +268,7 @@ func TestPingAcrossInstances(t *testing.T) {
 		t.Run(k.Name, func(t *testing.T) {
 			t.Parallel()
 			rdb, prefix := k.Client(t)
-			clock := &fakeClock{now: time.UnixMilli(1_800_000_000_000)}
+			clock := match.NewFakeClock(time.UnixMilli(1_800_000_000_000))
 			instance := func() *match.Service {
 				cfg := store.DefaultConfig()
 				cfg.Prefix = prefix

@@ -10,6 +10,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/rules"
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
 	gamev1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/game/v1"
+	"github.com/fourkingdoms/fourkingdoms/services/match/internal/fanout"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/wire"
 )
 
@@ -18,9 +19,10 @@ import (
 // sees it Config.SpectatorDelay plies behind: an event of ply q (the plies
 // played after it) becomes visible to them when the match has reached ply
 // q + delay, and everything is visible once the match has ended. Events
-// that are not moves (resignations, time losses, eliminations, claims)
-// travel with their ply: a resignation made after move q shows together
-// with move q. The MatchCreated event (version 1) is always visible. Since
+// that are not moves (resignations, time losses, eliminations, claims,
+// and the notices: disconnections, reconnections, outage credits) travel
+// with their ply: a resignation made after move q shows together with
+// move q. The MatchCreated event (version 1) is always visible. Since
 // an event's ply never decreases with its version, what a caller sees is
 // always a prefix of the match's history: the stream holds events back but
 // never reorders or skips them, and the view (GetMatch, the watch snapshot)
@@ -94,17 +96,26 @@ type delayedState struct {
 	game *rules.Game
 	// next is how many actions of the match's history game has applied.
 	next int
-	// version is the version of the last event game has applied; rec
-	// holds the exit reasons and the last move as of then.
-	version uint64
+	// counted is the version of the last event game has applied, counting
+	// only the events that actions make (eventsOf); rec holds the exit
+	// reasons and the last move as of then.
+	counted uint64
 	rec     record
 	// stuck is set when the history could not be replayed (a start
 	// position with a zombie to move, which no given-zombie game can
 	// start from): game stays at the start, version 1.
 	stuck bool
-	// clocks are the clocks as of version (clocksOK when read).
-	clocks   ClockReading
-	clocksOK bool
+	// limit is the ply game was advanced to.
+	limit int
+	// version is the version delayed callers are shown at limit: that of
+	// the last event of the match's log with a ply of at most limit,
+	// counting the notices no action makes (PlayerDisconnected,
+	// PlayerReconnected, ClockCredited), which counted misses. clocks are
+	// the clocks recorded with the last move up to it (or at creation).
+	// Both are read from the log once per limit (settled).
+	version uint64
+	clocks  ClockReading
+	settled bool
 }
 
 // delayedAt returns e's delayed state for delay plies, advancing the cached
@@ -131,6 +142,10 @@ func (s *Service) delayedAt(e *entry, delay int) (*delayedState, error) {
 			e.delayed = d
 		}
 	}
+	if d.limit != limit {
+		// Events of the plies now let through (notices among them).
+		d.limit, d.settled = limit, false
+	}
 	return d, nil
 }
 
@@ -152,7 +167,7 @@ func newDelayed(e *entry) (*delayedState, error) {
 	rs := e.game.Rules()
 	g, err := rules.NewGameGivenZombieMoves(rs, e.game.StartFEN4())
 	if err == nil {
-		return &delayedState{game: g, version: 1}, nil
+		return &delayedState{game: g, counted: 1}, nil
 	}
 	// A zombie is to move in the start position: the seeded game played
 	// its moves before version 1, as the stored match did, and no later
@@ -161,14 +176,14 @@ func newDelayed(e *entry) (*delayedState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("match %s: start position: %w", e.id, err)
 	}
-	return &delayedState{game: g, version: 1, stuck: true}, nil
+	return &delayedState{game: g, counted: 1, stuck: true}, nil
 }
 
 // advance applies the actions of hist after d.next whose events have a
 // ply of at most limit. Each action of a given-zombie game yields events
 // of a single ply (a move's are at the ply after it, a leave's or claim's
 // at the ply it was made), and eventsOf, which numbered the stored events,
-// counts them.
+// counts them; the notices between them are only in the log (settle).
 func (d *delayedState) advance(e *entry, hist []rules.Action, limit int) error {
 	g := d.game
 	for ; d.next < len(hist); d.next++ {
@@ -198,16 +213,11 @@ func (d *delayedState) advance(e *entry, hist []rules.Action, limit int) error {
 		if err != nil {
 			return fmt.Errorf("replay action %d of %s: %w", d.next, e.id, err)
 		}
-		evs := eventsOf(e.id, g, &eff, before, d.version+1, time.Time{}, nil, &d.rec)
-		d.version += uint64(len(evs))
-		d.clocksOK = false
+		evs := eventsOf(e.id, g, &eff, before, d.counted+1, time.Time{}, nil, &d.rec)
+		d.counted += uint64(len(evs))
 	}
 	return nil
 }
-
-// clocksBack bounds how far before the delayed version delayedView looks
-// for the clocks: a move or the creation is never that many events back.
-const clocksBack = 16
 
 // delayedView is the view of a running match delay plies behind; e is
 // locked. Its clocks are the remaining times as of its version (recorded
@@ -218,53 +228,90 @@ func (s *Service) delayedView(ctx context.Context, e *entry, delay int) (*View, 
 	if err != nil {
 		return nil, err
 	}
-	if !d.clocksOK {
-		clocks, err := s.clocksAt(ctx, e, d.version)
-		if err != nil {
-			return nil, err
-		}
-		d.clocks, d.clocksOK = clocks, true
+	if err := s.settle(ctx, e, d, delay); err != nil {
+		return nil, err
 	}
 	v := s.board(e, d.game, &d.rec, d.version)
 	v.Status, v.Clocks, v.ToMove = StatusActive, d.clocks, d.game.ToMove()
 	return v, nil
 }
 
-// clocksAt reads the clocks the last event up to version recorded.
-func (s *Service) clocksAt(ctx context.Context, e *entry, version uint64) (ClockReading, error) {
-	from := uint64(0)
-	if version > clocksBack {
-		from = version - clocksBack
+// settle reads d's version and clocks from the match's event log, once
+// per limit. The versions of the notices no action makes are nowhere but
+// in the log; rather than keeping them in the match's record (another
+// record format, for rare events), the log's last events are read: those
+// after the limit are the delay's plies of events, and a read of a page
+// of them, which the clocks took anyway, usually reaches the last event
+// the delay lets through and the move before it. An instance that has
+// just started reads the same, so it shows the same version.
+func (s *Service) settle(ctx context.Context, e *entry, d *delayedState, delay int) error {
+	if d.settled {
+		return nil
 	}
-	var clocks []*gamev1.Clock
-	if version > 1 {
-		evs, err := s.store.Events(ctx, e.id, from, clocksBack)
+	version, clocks := uint64(1), e.created.GetMatchCreated().GetClocks()
+	if !d.stuck && d.limit >= 0 {
+		v, cl, err := s.lastVisible(ctx, e, d.limit, int64(2*delay+16))
 		if err != nil {
-			return ClockReading{}, err
+			return err
 		}
-		for i := len(evs) - 1; i >= 0 && clocks == nil; i-- {
-			if evs[i].Version > version {
-				continue
-			}
-			ev := &eventsv1.MatchEvent{}
-			if err := proto.Unmarshal(evs[i].Data, ev); err != nil {
-				return ClockReading{}, fmt.Errorf("decode event %d of %s: %w", evs[i].Version, e.id, err)
-			}
-			clocks = ev.GetMoveApplied().GetClocks()
+		if v == 0 {
+			// The log is shorter than the delay (MATCH_EVENT_LOG_LEN): the
+			// replay's count, which misses the notices, is all there is.
+			s.log.Warn("spectator view: the events up to the delay are trimmed from the log; its version may be too low", "match", e.id, "counted", d.counted)
+			v = d.counted
+		}
+		version = v
+		if cl != nil {
+			clocks = cl // else trimmed too: the clocks at the start
 		}
 	}
-	if clocks == nil {
-		// Version 1, or the move's event was trimmed: the clocks at the
-		// start.
-		clocks = e.created.GetMatchCreated().GetClocks()
-	}
-	r := ClockReading{Running: noSeat}
+	d.version, d.clocks, d.settled = version, ClockReading{Running: noSeat}, true
 	for _, cl := range clocks {
 		if seat, ok := wire.SeatOf(cl.GetSeat()); ok {
-			r.Remaining[seat] = cl.GetRemaining().AsDuration()
+			d.clocks.Remaining[seat] = cl.GetRemaining().AsDuration()
 		}
 	}
-	return r, nil
+	return nil
+}
+
+// lastVisible reads the log of e back from e's version, page events at a
+// time, to the last event with a ply of at most limit (version) and the
+// last MoveApplied up to it (clocks: its clocks; those at creation when
+// the log reaches version 1 first). Version is 0 (not found) and clocks
+// nil (not found) where the log is trimmed before them.
+func (s *Service) lastVisible(ctx context.Context, e *entry, limit int, page int64) (version uint64, clocks []*gamev1.Clock, err error) {
+	upto := e.version
+	for upto > 1 {
+		after := upto - min(upto-1, uint64(page))
+		evs, err := s.store.Events(ctx, e.id, after, int64(upto-after))
+		if err != nil {
+			return 0, nil, err
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			ev, err := fanout.ReadEvent(evs[i].Data)
+			if err != nil {
+				return 0, nil, fmt.Errorf("read event %d of %s: %w", evs[i].Version, e.id, err)
+			}
+			if version == 0 {
+				if int64(ev.Ply) > int64(limit) {
+					continue
+				}
+				version = evs[i].Version
+			}
+			if ev.Kind == fanout.KindMoveApplied {
+				full := &eventsv1.MatchEvent{}
+				if err := proto.Unmarshal(evs[i].Data, full); err != nil {
+					return 0, nil, fmt.Errorf("decode event %d of %s: %w", evs[i].Version, e.id, err)
+				}
+				return version, full.GetMoveApplied().GetClocks(), nil
+			}
+		}
+		if len(evs) == 0 || evs[0].Version != after+1 {
+			return version, nil, nil // trimmed
+		}
+		upto = after
+	}
+	return max(version, 1), e.created.GetMatchCreated().GetClocks(), nil
 }
 
 // delayedPGN4 is the record of a running match as seen delay plies behind.
