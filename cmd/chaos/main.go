@@ -71,7 +71,8 @@ type config struct {
 	Level    string        // the players' strength: random or greedy
 	Every    time.Duration // mean time between faults
 	Pause    time.Duration // how long SIGSTOP lasts
-	// WaitReplicas sets MATCH_WAIT_REPLICAS and RATING_WAIT_REPLICAS to 1.
+	// WaitReplicas sets MATCH_WAIT_REPLICAS, RATING_WAIT_REPLICAS and
+	// MM_WAIT_REPLICAS to 1.
 	WaitReplicas bool
 	Netns        bool   // try network namespaces for the network faults
 	TimeControl  string // of the queue the players join
@@ -99,7 +100,7 @@ func (c *config) bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Float64(&c.Abandon, "abandon", "CHAOS_ABANDON", "chance that a player walks away from a game and lets its clock run out (flags to time)")
 	b.Duration(&c.Every, "every", "CHAOS_EVERY", "mean time between faults (0: none)")
 	b.Duration(&c.Pause, "pause", "CHAOS_PAUSE", "how long a SIGSTOP lasts (above the leases and claim timeouts the run sets)")
-	b.Bool(&c.WaitReplicas, "wait-replicas", "CHAOS_WAIT_REPLICAS", "run match and rating with MATCH_WAIT_REPLICAS=1 / RATING_WAIT_REPLICAS=1")
+	b.Bool(&c.WaitReplicas, "wait-replicas", "CHAOS_WAIT_REPLICAS", "run match, rating and matchmaking with MATCH_WAIT_REPLICAS=1 / RATING_WAIT_REPLICAS=1 / MM_WAIT_REPLICAS=1")
 	b.Bool(&c.Netns, "netns", "CHAOS_NETNS", "put match-1 and rating-1 in a network namespace for netem faults (skipped where not allowed)")
 	b.String(&c.TimeControl, "time-control", "CHAOS_TIME_CONTROL", "time control of the players' queue")
 	b.String(&c.Bin, "bin", "CHAOS_BIN", "directory with prebuilt match, matchmaking and rating binaries (empty: build them)")

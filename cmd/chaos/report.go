@@ -11,9 +11,9 @@ import (
 // report prints the run's table: what was injected, what was played, and
 // what the checks found. The last line says PASS or FAIL.
 func report(out io.Writer, cfg config, cl *cluster, flog *faultLog, samples *gameSamples, rec *recorder, v verdict) {
-	wait := "MATCH_WAIT_REPLICAS=1, RATING_WAIT_REPLICAS=1"
+	wait := "MATCH_WAIT_REPLICAS=1, RATING_WAIT_REPLICAS=1, MM_WAIT_REPLICAS=1"
 	if !cfg.WaitReplicas {
-		wait = "MATCH_WAIT_REPLICAS=0, RATING_WAIT_REPLICAS=0 (acknowledged writes may be lost in a failover)"
+		wait = "MATCH_WAIT_REPLICAS=0, RATING_WAIT_REPLICAS=0, MM_WAIT_REPLICAS=0 (acknowledged writes may be lost in a failover)"
 	}
 	fmt.Fprintf(out, "\nchaos run: seed %d, %v of play, %d games wanted (%d players), time control %s, %s\n",
 		cfg.Seed, cfg.Duration, cfg.Games, 4*cfg.Games, cfg.TimeControl, wait)

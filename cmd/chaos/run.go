@@ -289,7 +289,7 @@ func (cl *cluster) startServices(ctx context.Context, cfg config, bin, dir, keys
 			"RATING_CLAIM_MIN_IDLE="+ratingClaimIdle.String(), "RATING_CLAIM_INTERVAL=1s")
 	}
 	for _, in := range cl.instances["matchmaking"] {
-		in.env = append(in.env, "AUTH_KEYS_FILE="+keysFile,
+		in.env = append(in.env, "AUTH_KEYS_FILE="+keysFile, "MM_WAIT_REPLICAS="+wait,
 			"MATCH_ADDR="+cl.ep.Match, "RATING_ADDR="+cl.ep.Rating,
 			"MM_QUEUES=fourkingdoms "+cfg.TimeControl+" apart=0",
 			"MM_FORMATION_TIMEOUT="+formationTimeout.String(), "MM_CREATE_TIMEOUT="+createTimeout.String())

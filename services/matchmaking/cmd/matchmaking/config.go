@@ -91,6 +91,14 @@ type config struct {
 	// after its last use (RefreshSession); after it the guest player
 	// cannot be recovered.
 	GuestSessionTTL time.Duration
+	// WaitReplicas, when > 0, is how many replicas must confirm a guest's
+	// link (LinkGuest) and its PlayerLinked event, each within WaitTimeout,
+	// before the client is answered; unconfirmed, LinkGuest fails with
+	// UNAVAILABLE and publishes nothing (MATCH_WAIT_REPLICAS is the match
+	// service's).
+	WaitReplicas int
+	// WaitTimeout bounds each WAIT.
+	WaitTimeout time.Duration
 	// ServiceTokenTTL is the lifetime of the service token sent to the
 	// match and rating services (re-minted before it expires).
 	ServiceTokenTTL time.Duration
@@ -149,6 +157,7 @@ func defaultConfig() config {
 		GuestTokenTTL:           24 * time.Hour,
 		GuestSessionTTL:         sessions.DefaultSettings().TTL,
 		ServiceTokenTTL:         time.Hour,
+		WaitTimeout:             sessions.DefaultSettings().Wait.Timeout,
 		BotLevels:               "random,greedy",
 		TableIdleTTL:            30 * time.Minute,
 		TableGuesses:            10,
@@ -191,6 +200,8 @@ func (c *config) Bind(fs *flag.FlagSet, getenv func(string) string) error {
 	b.Duration(&c.WatchSendTimeout, "watch-send-timeout", "MM_WATCH_SEND_TIMEOUT", "how long a stream's send may wait for a client that does not read before the stream ends (0: until the client reads or leaves)")
 	b.Duration(&c.GuestTokenTTL, "guest-token-ttl", "GUEST_TOKEN_TTL", "lifetime of guest tokens")
 	b.Duration(&c.GuestSessionTTL, "guest-session-ttl", "GUEST_SESSION_TTL", "how long a guest's refresh token works after its last use")
+	b.Int(&c.WaitReplicas, "wait-replicas", "MM_WAIT_REPLICAS", "replicas that must confirm each guest link and its event before LinkGuest answers (0: none)")
+	b.Duration(&c.WaitTimeout, "wait-timeout", "MM_WAIT_TIMEOUT", "how long to wait for replica confirmation")
 	b.Duration(&c.ServiceTokenTTL, "service-token-ttl", "SERVICE_TOKEN_TTL", "lifetime of the service token for internal calls")
 	b.String(&c.BotLevels, "bot-levels", "MM_BOT_LEVELS", `bot levels with a lobby for private tables' bot seats, ","-separated`)
 	b.Duration(&c.TableIdleTTL, "table-idle-ttl", "MM_TABLE_IDLE_TTL", "close a private table idle for this long")
@@ -238,6 +249,8 @@ func (c config) Validate() error {
 	check(c.GuestTokenTTL > 0, "guest token TTL must be positive, got %v", c.GuestTokenTTL)
 	check(c.LinkStream != "", "link stream must be set")
 	check(c.AbandonedStream != "" && c.AbandonedStream != c.LinkStream, "abandoned stream must be set and differ from the link stream")
+	check(c.WaitReplicas >= 0, "wait replicas must not be negative, got %d", c.WaitReplicas)
+	check(c.WaitReplicas == 0 || c.WaitTimeout > 0, "wait timeout must be positive when waiting for replicas, got %v", c.WaitTimeout)
 	check(c.GuestSessionTTL >= c.GuestTokenTTL, "guest session TTL (%v) must be >= the guest token TTL (%v): a session must outlive its tokens", c.GuestSessionTTL, c.GuestTokenTTL)
 	for _, l := range c.botLevels() {
 		check(l != "" && !strings.ContainsAny(l, "/{} "), "bot levels: %q is not a level name", l)
@@ -300,6 +313,7 @@ func (c config) matchmakerConfig() matchmaker.Config {
 func (c config) sessionSettings() sessions.Settings {
 	s := sessions.DefaultSettings()
 	s.TTL = c.GuestSessionTTL
+	s.Wait = sessions.Wait{Replicas: c.WaitReplicas, Timeout: c.WaitTimeout}
 	return s
 }
 

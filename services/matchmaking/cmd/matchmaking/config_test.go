@@ -10,6 +10,7 @@ import (
 
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	"github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/sessions"
 )
 
 func TestDefaultValidates(t *testing.T) {
@@ -45,6 +46,12 @@ func TestBind(t *testing.T) {
 		{name: "stats window too long", env: map[string]string{"MM_STATS_WINDOW": "1h"}, wantErr: "stats window"},
 		{name: "guest session TTL", env: map[string]string{"GUEST_SESSION_TTL": "720h"},
 			check: func(c config) bool { return c.sessionSettings().TTL == 720*time.Hour }},
+		{name: "wait replicas", env: map[string]string{"MM_WAIT_REPLICAS": "1", "MM_WAIT_TIMEOUT": "2s"},
+			check: func(c config) bool {
+				return c.sessionSettings().Wait == sessions.Wait{Replicas: 1, Timeout: 2 * time.Second}
+			}},
+		{name: "negative wait replicas", env: map[string]string{"MM_WAIT_REPLICAS": "-1"}, wantErr: "wait replicas"},
+		{name: "wait without a timeout", env: map[string]string{"MM_WAIT_REPLICAS": "1", "MM_WAIT_TIMEOUT": "0s"}, wantErr: "wait timeout"},
 		{name: "guest session shorter than its tokens", env: map[string]string{"GUEST_SESSION_TTL": "1h"}, wantErr: "guest session TTL"},
 		{name: "provider settings", env: map[string]string{"OIDC_ISSUER": "https://idp", "OIDC_AUDIENCE": "api", "OIDC_JWKS_URL": "https://idp/jwks"},
 			check: func(c config) bool { return c.Server.OIDC.Enabled() && c.Server.OIDC.Audience == "api" }},

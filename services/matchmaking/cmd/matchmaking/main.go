@@ -116,8 +116,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		matches := remote.Matches{Client: matchv1.NewMatchServiceClient(matchConn)}
 		mm := matchmaker.New(cfg.matchmakerConfig(), st, ratings, matches,
 			s.MeterProvider().Meter("github.com/fourkingdoms/fourkingdoms/services/matchmaking"), log)
-		links := sessions.NewLinkStream(rdb, cfg.KeyPrefix+cfg.LinkStream, linkStreamLen)
-		guests, err := api.NewAuth(s.Keys(), cfg.GuestTokenTTL, sessions.New(rdb, cfg.KeyPrefix, cfg.sessionSettings()), links, log)
+		sessSet := cfg.sessionSettings()
+		links := sessions.NewLinkStream(rdb, cfg.KeyPrefix+cfg.LinkStream, linkStreamLen, sessSet.Wait)
+		guests, err := api.NewAuth(s.Keys(), cfg.GuestTokenTTL, sessions.New(rdb, cfg.KeyPrefix, sessSet), links, log)
 		if err != nil {
 			return err
 		}

@@ -102,7 +102,7 @@ func newHarness(t testing.TB, kind redistest.Kind, set Settings, opts ...func(*S
 		t.Fatal(err)
 	}
 	links := prefix + "links"
-	guests, err := NewAuth(srv.Keys(), time.Hour, sessions.New(rdb, prefix, sessions.DefaultSettings()), sessions.NewLinkStream(rdb, links, 0), log)
+	guests, err := NewAuth(srv.Keys(), time.Hour, sessions.New(rdb, prefix, sessions.DefaultSettings()), sessions.NewLinkStream(rdb, links, 0, sessions.Wait{}), log)
 	if err != nil {
 		t.Fatal(err)
 	}

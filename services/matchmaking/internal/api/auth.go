@@ -207,7 +207,11 @@ func (a *Auth) RevokeSession(ctx context.Context, req *authv1.RevokeSessionReque
 // published after: should publishing fail, the call fails with
 // UNAVAILABLE and the client's retry (the same token, the same account:
 // Link answers as the first time) publishes it again; the rating service
-// applies a link once however often it is published.
+// applies a link once however often it is published. With
+// MM_WAIT_REPLICAS the link is confirmed by replicas before the event is
+// published, and the event before the client is answered: a link the
+// client was told of survives a failover of either master, and no event
+// is published for a link a failover could still take back.
 func (a *Auth) LinkGuest(ctx context.Context, req *authv1.LinkGuestRequest) (*authv1.LinkGuestResponse, error) {
 	if err := auth.RequireRole(ctx, auth.RolePlayer); err != nil {
 		return nil, err
@@ -223,6 +227,9 @@ func (a *Auth) LinkGuest(ctx context.Context, req *authv1.LinkGuestRequest) (*au
 		return nil, rpcerr.Auth.Error(codes.FailedPrecondition, ReasonGuestLinked,
 			"this guest is linked to another account already; a guest can be linked once", nil)
 	}
+	if errors.Is(err, sessions.ErrNotReplicated) {
+		return nil, a.notReplicated(ctx, err, id.Subject)
+	}
 	if err != nil {
 		return nil, a.sessionStatus(ctx, err)
 	}
@@ -230,10 +237,25 @@ func (a *Auth) LinkGuest(ctx context.Context, req *authv1.LinkGuestRequest) (*au
 		GuestPlayerId: guest, AccountPlayerId: id.Subject, AccountDisplayName: id.DisplayName, LinkedAt: timestamppb.New(linkedAt),
 	}
 	if err := a.links.Publish(ctx, ev); err != nil {
+		if errors.Is(err, sessions.ErrNotReplicated) {
+			return nil, a.notReplicated(ctx, err, id.Subject)
+		}
 		return nil, redisconn.Status(ctx, a.log, err, rpcerr.Auth, "link stream", "player", guest, "account", id.Subject)
 	}
 	a.log.InfoContext(ctx, "guest linked to account", "player", guest, "account", id.Subject)
 	return &authv1.LinkGuestResponse{PlayerId: id.Subject, GuestPlayerId: guest, LinkedAt: timestamppb.New(linkedAt)}, nil
+}
+
+// notReplicated is LinkGuest's answer to a link or event that too few
+// replicas confirmed (MM_WAIT_REPLICAS): UNAVAILABLE, as a store that is
+// down, so that the client retries with the same refresh token.
+func (a *Auth) notReplicated(ctx context.Context, err error, account string) error {
+	if ctx.Err() != nil { // the caller gave up during the WAIT
+		return redisconn.Status(ctx, a.log, ctx.Err(), rpcerr.Auth, "session storage")
+	}
+	a.log.WarnContext(ctx, "guest link not confirmed by the replicas", "account", account, "err", err)
+	return rpcerr.Auth.Error(codes.Unavailable, redisconn.ReasonUnavailable,
+		"the link was not confirmed by the session storage's replicas in time: retry with backoff, with the same refresh token (a retry is safe)", nil)
 }
 
 // sessionStatus is the error table of the session RPCs.

@@ -23,6 +23,8 @@
 //
 // Both expire Settings.TTL after the session's last rotation: a guest who
 // comes back within the TTL keeps the player, one who does not loses it.
+// A third, mm:session:{<id>}:barrier, is written by Store.Link only with
+// Settings.Wait.Replicas > 0 (see Replication) and expires after a minute.
 //
 // # Rotation and reuse
 //
@@ -34,9 +36,20 @@
 // exception avoids punishing an honest race (two browser tabs refreshing
 // at once): the secret rotated last, presented again within
 // Settings.RaceGrace of its rotation, gets [ErrRaced] and changes nothing.
+//
+// # Replication
+//
+// With Settings.Wait.Replicas > 0 a link (Store.Link) and its PlayerLinked
+// event (LinkStream.Publish) count as made only once that many replicas of
+// their masters confirmed them (Redis WAIT); otherwise they return
+// [ErrNotReplicated], and a failover could still take them back. The two
+// live on different masters, so each is confirmed on its own. Store.Link
+// writes the barrier key and WAITs on the same connection, because WAIT
+// covers only that connection's writes and a repeated link writes nothing.
 package sessions
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -50,6 +63,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 )
 
 // Errors of the store, distinguishable with errors.Is.
@@ -64,6 +79,9 @@ var (
 	ErrReused = errors.New("refresh token already used: the session is revoked")
 	// ErrRaced: the token was rotated a moment ago by another request.
 	ErrRaced = errors.New("refresh token rotated a moment ago by another request")
+	// ErrNotReplicated: a link or its event was written but fewer replicas
+	// than Settings.Wait.Replicas confirmed it in time; retrying is safe.
+	ErrNotReplicated = errors.New("write not confirmed by the replicas in time")
 )
 
 // LinkedError reports a session linked to another account already
@@ -87,12 +105,26 @@ type Settings struct {
 	// KeepRotated is how many rotated hashes are remembered for reuse
 	// detection; an older one presented again is merely invalid.
 	KeepRotated int
+	// Wait is the replica confirmation of links (and, given to
+	// NewLinkStream, of their events).
+	Wait Wait
+}
+
+// Wait is a confirmation by replicas (Redis WAIT).
+type Wait struct {
+	// Replicas, when > 0, is how many replicas must confirm a write
+	// within Timeout before it counts as made.
+	Replicas int
+	// Timeout bounds the WAIT.
+	Timeout time.Duration
 }
 
 // DefaultSettings returns 90 days, 10 seconds and 100 rotations (a
-// daily player's 100 days, beyond the TTL).
+// daily player's 100 days, beyond the TTL), and no replica confirmation
+// (500ms of WAIT once Wait.Replicas is set, as the match service's).
 func DefaultSettings() Settings {
-	return Settings{TTL: 90 * 24 * time.Hour, RaceGrace: 10 * time.Second, KeepRotated: 100}
+	return Settings{TTL: 90 * 24 * time.Hour, RaceGrace: 10 * time.Second, KeepRotated: 100,
+		Wait: Wait{Timeout: 500 * time.Millisecond}}
 }
 
 // Session is the player behind a refresh token.
@@ -168,6 +200,10 @@ func (s *Store) keys(id string) (session, used string) {
 	return session, session + ":used"
 }
 
+// barrierTTL keeps a session's barrier key (Store.Link) only as long as a
+// confirmation may take.
+const barrierTTL = time.Minute
+
 // Create starts a session for sess at now and returns its first refresh
 // token and when it expires unless used.
 func (s *Store) Create(ctx context.Context, sess Session, now time.Time) (string, time.Time, error) {
@@ -224,12 +260,22 @@ func (s *Store) Link(ctx context.Context, refresh, account string, now time.Time
 	}
 	session, used := s.keys(t.id)
 	k, a := linkArgs(session, used, t.hash(), account, now.UnixMilli(), s.set.TTL.Milliseconds(), s.set.RaceGrace.Milliseconds())
-	reply, err := linkScript.Run(ctx, s.rdb, k, a...).StringSlice()
+	var confirmed error
+	var cmd *redis.Cmd
+	if s.set.Wait.Replicas > 0 {
+		cmd, confirmed = s.linkAndWait(ctx, session, k, a)
+	} else {
+		cmd = linkScript.Run(ctx, s.rdb, k, a...)
+	}
+	reply, err := cmd.StringSlice()
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("link session: %w", err)
 	}
 	switch {
 	case len(reply) == 3 && reply[0] == "ok":
+		if confirmed != nil {
+			return "", time.Time{}, fmt.Errorf("link session: %w", confirmed)
+		}
 		ms, err := strconv.ParseInt(reply[2], 10, 64)
 		if err != nil {
 			return "", time.Time{}, fmt.Errorf("link session: bad link time %q", reply[2])
@@ -245,6 +291,45 @@ func (s *Store) Link(ctx context.Context, refresh, account string, now time.Time
 		return "", time.Time{}, ErrInvalid
 	}
 	return "", time.Time{}, fmt.Errorf("link session: unexpected reply %q", reply)
+}
+
+// linkAndWait runs linkScript, a SET of the session's barrier key and
+// WAIT on one connection of the session's master
+// ([redisconn.WriteAndWait]). The barrier is always written because WAIT
+// covers only the writes of its own connection and a repeated link writes
+// nothing: with it, the confirmation covers the link however long ago it
+// was made. It returns the script's command, which holds the reply or its
+// error, and an error wrapping ErrNotReplicated when fewer than
+// Settings.Wait.Replicas replicas confirmed, or the error of the barrier
+// or the WAIT.
+func (s *Store) linkAndWait(ctx context.Context, session string, k []string, a []any) (*redis.Cmd, error) {
+	var cmd *redis.Cmd
+	var set *redis.StatusCmd
+	w := s.set.Wait
+	n, err := redisconn.WriteAndWait(ctx, s.rdb, session, w.Replicas, w.Timeout, func(p redis.Pipeliner) {
+		cmd = linkScript.Cmd(ctx, k, a...)
+		_ = p.Process(ctx, cmd)
+		set = p.Set(ctx, session+":barrier", "1", barrierTTL)
+	}, linkScript)
+	if cmd == nil { // no master to send it to
+		cmd = redis.NewCmd(ctx)
+		cmd.SetErr(err)
+		return cmd, err
+	}
+	return cmd, confirmation(cmp.Or(set.Err(), err), n, w)
+}
+
+// confirmation is the verdict on a write n replicas confirmed, or whose
+// WAIT failed with err: nil when it is confirmed, else an error wrapping
+// ErrNotReplicated.
+func confirmation(err error, n int, w Wait) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %v", ErrNotReplicated, err)
+	case n < w.Replicas:
+		return fmt.Errorf("%w: %d of %d replicas confirmed within %v", ErrNotReplicated, n, w.Replicas, w.Timeout)
+	}
+	return nil
 }
 
 // Revoke ends the session of refresh, if refresh is its current or a
