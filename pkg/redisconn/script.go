@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -143,6 +144,27 @@ func (s *Script) settle(cmds, evals []*redis.Cmd) {
 			i++
 		}
 	}
+}
+
+// ErrNotReplicated: writes were made on the master, but fewer of its
+// replicas than asked confirmed them in time (Redis WAIT). They may still
+// replicate, or a failover may take them back; every service that WAITs
+// wraps this one error (see [Confirmed]) and maps it to UNAVAILABLE.
+var ErrNotReplicated = errors.New("writes not confirmed by the replicas in time")
+
+// Confirmed turns what [WriteAndWait] returned into the answer to "did
+// replicas of the master confirm the writes?": nil when the WAIT
+// succeeded with at least replicas confirmations, else an error wrapping
+// ErrNotReplicated that says why (the WAIT's error, or how many confirmed
+// within timeout).
+func Confirmed(n, replicas int, timeout time.Duration, waitErr error) error {
+	switch {
+	case waitErr != nil:
+		return fmt.Errorf("%w: %v", ErrNotReplicated, waitErr)
+	case n < replicas:
+		return fmt.Errorf("%w: %d of %d replicas confirmed within %v", ErrNotReplicated, n, replicas, timeout)
+	}
+	return nil
 }
 
 // WriteAndWait sends the commands that queue adds to a pipeline, then

@@ -268,3 +268,31 @@ func TestStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestConfirmed(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		n, replicas int
+		waitErr     error
+		wantText    string // "": confirmed
+	}{
+		{"enough replicas", 2, 2, nil, ""},
+		{"more than asked", 3, 1, nil, ""},
+		{"none asked", 0, 0, nil, ""},
+		{"too few", 1, 2, nil, "1 of 2 replicas confirmed within 500ms"},
+		{"the WAIT failed", 0, 1, errors.New("connection reset"), "connection reset"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := redisconn.Confirmed(tt.n, tt.replicas, 500*time.Millisecond, tt.waitErr)
+			if tt.wantText == "" {
+				if err != nil {
+					t.Fatalf("Confirmed = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, redisconn.ErrNotReplicated) || !strings.Contains(err.Error(), tt.wantText) {
+				t.Fatalf("Confirmed = %v, want ErrNotReplicated saying %q", err, tt.wantText)
+			}
+		})
+	}
+}

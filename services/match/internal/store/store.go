@@ -44,7 +44,7 @@ import (
 // Errors returned by the store.
 var (
 	ErrNotFound      = errors.New("match not found")
-	ErrNotReplicated = errors.New("write not confirmed by a replica")
+	ErrNotReplicated = redisconn.ErrNotReplicated // the one error every service's WAIT wraps
 )
 
 // Config configures a Store.
@@ -425,12 +425,9 @@ func (s *Store) commitAndWait(ctx context.Context, evalsha []any) ([]any, error)
 	if rerr != nil {
 		return nil, rerr
 	}
-	if err != nil || n < s.cfg.WaitReplicas {
+	if cerr := redisconn.Confirmed(n, s.cfg.WaitReplicas, s.cfg.WaitTimeout, err); cerr != nil {
 		if code, _ := res[0].(int64); code == 0 || code == 2 {
-			if err == nil {
-				err = fmt.Errorf("%d of %d replicas confirmed within %v", n, s.cfg.WaitReplicas, s.cfg.WaitTimeout)
-			}
-			return res, fmt.Errorf("%w: %v", ErrNotReplicated, err)
+			return res, cerr
 		}
 	}
 	return res, nil
@@ -759,10 +756,7 @@ func (s *Store) confirm(ctx context.Context, key, barrier string, queue func(red
 	if err := cmp.Or(set.Err(), err); err != nil {
 		return err
 	}
-	if n < s.cfg.WaitReplicas {
-		return fmt.Errorf("%w: %d of %d replicas confirmed within %v", ErrNotReplicated, n, s.cfg.WaitReplicas, timeout)
-	}
-	return nil
+	return redisconn.Confirmed(n, s.cfg.WaitReplicas, timeout, nil)
 }
 
 // barrierTimeout is the WAIT timeout of a relay's barrier: WaitTimeout, or

@@ -53,7 +53,7 @@ func (l *LinkStream) Publish(ctx context.Context, ev *eventsv1.PlayerLinked) err
 		})
 		err = werr
 		if add != nil {
-			err = cmp.Or(add.Err(), confirmation(werr, n, l.wait))
+			err = cmp.Or(add.Err(), redisconn.Confirmed(n, l.wait.Replicas, l.wait.Timeout, werr))
 		}
 	}
 	if err != nil {

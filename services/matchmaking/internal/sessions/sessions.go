@@ -81,7 +81,7 @@ var (
 	ErrRaced = errors.New("refresh token rotated a moment ago by another request")
 	// ErrNotReplicated: a link or its event was written but fewer replicas
 	// than Settings.Wait.Replicas confirmed it in time; retrying is safe.
-	ErrNotReplicated = errors.New("write not confirmed by the replicas in time")
+	ErrNotReplicated = redisconn.ErrNotReplicated
 )
 
 // LinkedError reports a session linked to another account already
@@ -316,20 +316,7 @@ func (s *Store) linkAndWait(ctx context.Context, session string, k []string, a [
 		cmd.SetErr(err)
 		return cmd, err
 	}
-	return cmd, confirmation(cmp.Or(set.Err(), err), n, w)
-}
-
-// confirmation is the verdict on a write n replicas confirmed, or whose
-// WAIT failed with err: nil when it is confirmed, else an error wrapping
-// ErrNotReplicated.
-func confirmation(err error, n int, w Wait) error {
-	switch {
-	case err != nil:
-		return fmt.Errorf("%w: %v", ErrNotReplicated, err)
-	case n < w.Replicas:
-		return fmt.Errorf("%w: %d of %d replicas confirmed within %v", ErrNotReplicated, n, w.Replicas, w.Timeout)
-	}
-	return nil
+	return cmd, redisconn.Confirmed(n, w.Replicas, w.Timeout, cmp.Or(set.Err(), err))
 }
 
 // Revoke ends the session of refresh, if refresh is its current or a

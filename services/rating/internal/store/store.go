@@ -143,7 +143,7 @@ func (c Config) Validate() error {
 // replicas did not confirm in time. They may or may not be applied; they
 // count as Pending, and applying them again is safe (they then turn out
 // duplicates, confirmed by a later WAIT).
-var ErrNotReplicated = errors.New("store: writes not confirmed by the replicas in time")
+var ErrNotReplicated = redisconn.ErrNotReplicated
 
 // Store is the Redis store of ratings. It is safe for concurrent use.
 type Store struct {
@@ -524,10 +524,10 @@ func (s *Store) applyAndWait(ctx context.Context, runs []*poolCall, unconfirmed 
 				cmds[j] = redis.NewCmd(ctx)
 				cmds[j].SetErr(err)
 			}
-		case err != nil:
-			unconfirmed[pool] = fmt.Errorf("apply matches of pool %s: %v: %w", pool, err, ErrNotReplicated)
-		case n < s.wait:
-			unconfirmed[pool] = fmt.Errorf("apply matches of pool %s: %d of %d replicas confirmed within %v: %w", pool, n, s.wait, s.waitTimeout, ErrNotReplicated)
+		default:
+			if cerr := redisconn.Confirmed(n, s.wait, s.waitTimeout, err); cerr != nil {
+				unconfirmed[pool] = fmt.Errorf("apply matches of pool %s: %w", pool, cerr)
+			}
 		}
 	}
 	return cmds
