@@ -60,14 +60,19 @@ func disconnectGrace(base time.Duration, tc timecontrol.TimeControl, moved bool)
 
 // presence is this instance's open player streams, by match and seat.
 type presence struct {
-	mu    sync.Mutex
-	open  map[string]*[rules.NumSeats]int
-	fresh map[string]bool // matches with a seat newly open, not touched yet
+	mu   sync.Mutex
+	open map[string]*[rules.NumSeats]int
+	// fresh holds the seats that opened their first stream on this
+	// instance since the last touch. They are touched even if the stream
+	// closed in the meantime: a stream that lived only a few milliseconds
+	// (a move, then the connection dropped) still made the player present,
+	// so their lease must exist for the keeper to show them disconnected.
+	fresh map[string]*[rules.NumSeats]bool
 	poke  chan struct{}
 }
 
 func newPresence() *presence {
-	return &presence{open: map[string]*[rules.NumSeats]int{}, fresh: map[string]bool{}, poke: make(chan struct{}, 1)}
+	return &presence{open: map[string]*[rules.NumSeats]int{}, fresh: map[string]*[rules.NumSeats]bool{}, poke: make(chan struct{}, 1)}
 }
 
 // hold counts an open stream of the given seats of a match until the
@@ -83,7 +88,12 @@ func (p *presence) hold(id string, seats []rules.Seat) (release func()) {
 	}
 	for _, s := range seats {
 		if m[s] == 0 {
-			p.fresh[id] = true
+			f := p.fresh[id]
+			if f == nil {
+				f = new([rules.NumSeats]bool)
+				p.fresh[id] = f
+			}
+			f[s] = true
 		}
 		m[s]++
 	}
@@ -104,23 +114,32 @@ func (p *presence) hold(id string, seats []rules.Seat) (release func()) {
 	}
 }
 
-// touches lists the seats to touch: all, or only the fresh matches'.
+// touches lists the seats to touch: the fresh ones, and with all every
+// seat with an open stream.
 func (p *presence) touches(all bool) []store.Touch {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []store.Touch
-	for id, m := range p.open {
-		if !all && !p.fresh[id] {
-			continue
-		}
+	add := func(id string, touch func(seat int) bool) {
 		t := store.Touch{ID: id}
-		for s, n := range m {
-			if n > 0 {
+		for s := range rules.NumSeats {
+			if touch(s) {
 				t.Seats = append(t.Seats, s)
 			}
 		}
 		if len(t.Seats) > 0 {
 			out = append(out, t)
+		}
+	}
+	for id, f := range p.fresh {
+		m := p.open[id]
+		add(id, func(s int) bool { return f[s] || (all && m != nil && m[s] > 0) })
+	}
+	if all {
+		for id, m := range p.open {
+			if p.fresh[id] == nil {
+				add(id, func(s int) bool { return m[s] > 0 })
+			}
 		}
 	}
 	clear(p.fresh)

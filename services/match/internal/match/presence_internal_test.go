@@ -58,3 +58,28 @@ func TestPresenceHold(t *testing.T) {
 		t.Errorf("all closed: touches %v, open %v; want none", got, p.open)
 	}
 }
+
+// TestPresenceTouchesAShortStream: a stream that closed before the first
+// touch (a player moved and dropped within milliseconds) is still touched
+// once, so its lease exists and the keeper can show the seat disconnected;
+// the next round forgets it.
+func TestPresenceTouchesAShortStream(t *testing.T) {
+	t.Parallel()
+	p := newPresence()
+	p.hold("m", []rules.Seat{1})()
+	keep := p.hold("n", []rules.Seat{2})
+	defer keep()
+	got := p.touches(false)
+	if len(got) != 2 {
+		t.Fatalf("touches %v, want m seat 1 and n seat 2", got)
+	}
+	for _, tc := range got {
+		want := map[string]int{"m": 1, "n": 2}[tc.ID]
+		if len(tc.Seats) != 1 || tc.Seats[0] != want {
+			t.Errorf("touch of %s: seats %v, want [%d]", tc.ID, tc.Seats, want)
+		}
+	}
+	if got := p.touches(true); len(got) != 1 || got[0].ID != "n" {
+		t.Errorf("next round: touches %v, want only n (m's stream is closed)", got)
+	}
+}
