@@ -15,14 +15,19 @@
 #      the service's CPU per move divided by the server-side CPU of a bare
 #      unary gRPC call (a plain grpc.Server in its own process, called from
 #      50 goroutines after the load, in the same run);
-#   5. ramp: the capacity ramp, RAMP_START games with four watchers each
+#   5. floor: the watched load against the floor (loadgen -serve-floor: a
+#      plain grpc.Server whose MakeMove makes one Redis round trip and hands
+#      the event to the game's streams, nothing else), then against the
+#      service, in one sitting: what the machine, gRPC, Redis and the load
+#      tool cost by themselves, and the service's figures as ratios to it;
+#   6. ramp: the capacity ramp, RAMP_START games with four watchers each
 #      moving once per second, RAMP_STEP more at each step, until MakeMove
 #      p99 exceeds RAMP_P99; it reports the largest passing count.
 # "all" runs 1 to 4. Service, Redis and load tool share this machine's
 # cores, as the numbers in docs/match.md were taken. Nothing else should run
 # meanwhile.
 #
-# Usage: scripts/match-load.sh [all|closed|latency|watched|ramp]
+# Usage: scripts/match-load.sh [all|closed|latency|watched|floor|ramp]
 # Environment: GAMES (closed loop, default 400), WATCH_GAMES (latency and
 # watched runs, default 1000), DURATION (seconds measured, default 20; per
 # ramp step too), WARMUP (seconds before measuring, default 5), RAMP_START
@@ -157,7 +162,19 @@ if [ "$what" = all ] || [ "$what" = latency ]; then
 	load -games "$WATCH_GAMES" -think 1s $metrics_flag ${LOADGEN_FLAGS:-}
 	stop_service
 fi
-if [ "$what" = all ] || [ "$what" = watched ]; then
+if [ "$what" = floor ]; then
+	echo "== floor: $WATCH_GAMES games, one move per second each, four watch streams per game, against loadgen -serve-floor"
+	start_baseline
+	redis-cli -p "$REDIS_PORT" flushall >/dev/null
+	"$work/loadgen" -serve-floor "127.0.0.1:$GRPC_PORT" -floor-redis "127.0.0.1:$REDIS_PORT" &
+	svc_pid=$!
+	pids+=("$svc_pid")
+	for _ in $(seq 50); do (echo >"/dev/tcp/127.0.0.1/$GRPC_PORT") 2>/dev/null && break; sleep 0.1; done
+	load -games "$WATCH_GAMES" -think 1s -watch -grpc-baseline -grpc-baseline-addr "127.0.0.1:$BASELINE_PORT" ${LOADGEN_FLAGS:-}
+	stop_service
+	baseline_ratio
+fi
+if [ "$what" = all ] || [ "$what" = watched ] || [ "$what" = floor ]; then
 	echo "== watched: $WATCH_GAMES games, one move per second each, four watch streams per game"
 	start_baseline
 	start_service

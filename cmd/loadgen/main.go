@@ -41,6 +41,8 @@
 // largest passing number of games (the capacity). -serve-grpc-baseline runs
 // the bare gRPC baseline server alone, for -grpc-baseline-addr, so that its
 // server-side CPU can be read from its own process (scripts/match-load.sh).
+// -serve-floor serves the floor (floor.go): the least a match service can
+// do for this load, to run loadgen against in the same sitting.
 //
 //	loadgen -write-keys /tmp/keys.json   # also /tmp/keys.public.json: start the service with AUTH_KEYS_FILE=/tmp/keys.public.json
 //	loadgen -addr 127.0.0.1:8081 -keys dev/keys.json -games 50 -duration 30s -redis 127.0.0.1:6379
@@ -141,6 +143,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&o.checkSample, "check-sample", 0, "follow every Nth game through the event-contract checker and fail on a violation (0: none)")
 	fs.StringVar(&o.metrics, "metrics", "", "the service's metrics URL (http://ADMIN_ADDR/metrics): report its own MakeMove histogram, GC and scheduling figures over the measured window")
 	fs.StringVar(&o.grpcBaseAddr, "grpc-baseline-addr", "", "with -grpc-baseline: call the bare gRPC server at this address (loadgen -serve-grpc-baseline) instead of one in this process")
+	serveFloorAddr := fs.String("serve-floor", "", "serve the floor (the least a match service can do for the watched load, see floor.go) on this address until interrupted, and do nothing else")
+	floorRedis := fs.String("floor-redis", "", "with -serve-floor: make one Redis round trip per move (EVALSHA of an INCR script) on this server")
 	serveBase := fs.String("serve-grpc-baseline", "", "serve the bare gRPC baseline (health Check) on this address until interrupted, and do nothing else")
 	fs.IntVar(&o.rampStep, "ramp-step", 0, "capacity ramp: after a run with -games, run again with this many more games, until MakeMove p99 exceeds -ramp-p99 (0: one run)")
 	fs.IntVar(&o.rampMax, "ramp-max", 10000, "capacity ramp: the most games tried")
@@ -152,6 +156,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if *serveBase != "" {
 		return serveBaseline(ctx, *serveBase)
+	}
+	if *serveFloorAddr != "" {
+		lis, err := net.Listen("tcp", *serveFloorAddr)
+		if err != nil {
+			return err
+		}
+		return serveFloor(ctx, lis, *floorRedis)
 	}
 	if *writeKeys != "" {
 		ks, err := auth.GenerateKeySet("loadgen")
