@@ -16,10 +16,11 @@
 #      unary gRPC call (a plain grpc.Server in its own process, called from
 #      50 goroutines after the load, in the same run);
 #   5. floor: the watched load against the floor (loadgen -serve-floor: a
-#      plain grpc.Server whose MakeMove makes one Redis round trip and hands
-#      the event to the game's streams, nothing else), then against the
-#      service, in one sitting: what the machine, gRPC, Redis and the load
-#      tool cost by themselves, and the service's figures as ratios to it;
+#      plain grpc.Server whose MakeMove hands the event to the game's
+#      streams, nothing else), then against the floor making one Redis round
+#      trip per move, then against the service, in one sitting: what the
+#      machine, gRPC, Redis and the load tool cost by themselves, to read
+#      the service's figures against;
 #   6. ramp: the capacity ramp, RAMP_START games with four watchers each
 #      moving once per second, RAMP_STEP more at each step, until MakeMove
 #      p99 exceeds RAMP_P99; it reports the largest passing count.
@@ -163,16 +164,18 @@ if [ "$what" = all ] || [ "$what" = latency ]; then
 	stop_service
 fi
 if [ "$what" = floor ]; then
-	echo "== floor: $WATCH_GAMES games, one move per second each, four watch streams per game, against loadgen -serve-floor"
-	start_baseline
-	redis-cli -p "$REDIS_PORT" flushall >/dev/null
-	"$work/loadgen" -serve-floor "127.0.0.1:$GRPC_PORT" -floor-redis "127.0.0.1:$REDIS_PORT" &
-	svc_pid=$!
-	pids+=("$svc_pid")
-	for _ in $(seq 50); do (echo >"/dev/tcp/127.0.0.1/$GRPC_PORT") 2>/dev/null && break; sleep 0.1; done
-	load -games "$WATCH_GAMES" -think 1s -watch -grpc-baseline -grpc-baseline-addr "127.0.0.1:$BASELINE_PORT" ${LOADGEN_FLAGS:-}
-	stop_service
-	baseline_ratio
+	for with in "" redis; do
+		echo "== floor${with:+ with one Redis round trip per move}: $WATCH_GAMES games, one move per second each, four watch streams per game, against loadgen -serve-floor"
+		start_baseline
+		redis-cli -p "$REDIS_PORT" flushall >/dev/null
+		"$work/loadgen" -serve-floor "127.0.0.1:$GRPC_PORT" ${with:+-floor-redis "127.0.0.1:$REDIS_PORT"} &
+		svc_pid=$!
+		pids+=("$svc_pid")
+		for _ in $(seq 50); do (echo >"/dev/tcp/127.0.0.1/$GRPC_PORT") 2>/dev/null && break; sleep 0.1; done
+		load -games "$WATCH_GAMES" -think 1s -watch -grpc-baseline -grpc-baseline-addr "127.0.0.1:$BASELINE_PORT" ${LOADGEN_FLAGS:-}
+		stop_service
+		baseline_ratio
+	done
 fi
 if [ "$what" = all ] || [ "$what" = watched ] || [ "$what" = floor ]; then
 	echo "== watched: $WATCH_GAMES games, one move per second each, four watch streams per game"
