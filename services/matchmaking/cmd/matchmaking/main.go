@@ -130,7 +130,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		apiSet.Matches = matches
 		apiSet.Rematches = rematch.New(rdb, cfg.KeyPrefix, cfg.RematchWindow)
 		apiSet.RematchPoll = cfg.RematchPoll
-		matchmakingv1.RegisterMatchmakingServiceServer(s.GRPC(), api.NewMatchmaking(apiSet, st, qs, events, log))
+		apiSet.Meter = s.MeterProvider().Meter("github.com/fourkingdoms/fourkingdoms/services/matchmaking/internal/api")
+		mmAPI, err := api.NewMatchmaking(apiSet, st, qs, events, log)
+		if err != nil {
+			return err
+		}
+		matchmakingv1.RegisterMatchmakingServiceServer(s.GRPC(), mmAPI)
 		// The bot lobbies' tickets are woken like the queues'.
 		lobbies := make([]string, 0, len(names)+len(cfg.botLevels()))
 		lobbies = append(lobbies, names...)

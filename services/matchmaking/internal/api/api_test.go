@@ -108,7 +108,11 @@ func newHarness(t testing.TB, kind redistest.Kind, set Settings, opts ...func(*S
 	}
 	authv1.RegisterAuthServiceServer(srv.GRPC(), guests)
 	events := NewEvents(log, srv.Report)
-	matchmakingv1.RegisterMatchmakingServiceServer(srv.GRPC(), NewMatchmaking(set, st, testQueues, events, log))
+	mm, err := NewMatchmaking(set, st, testQueues, events, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	matchmakingv1.RegisterMatchmakingServiceServer(srv.GRPC(), mm)
 	srv.Go("ticket-events", func(ctx context.Context) error { return events.Run(ctx, st, names) })
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)

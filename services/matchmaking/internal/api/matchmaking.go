@@ -15,6 +15,9 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -74,6 +77,9 @@ type Settings struct {
 	// stream ends with RESOURCE_EXHAUSTED SLOW_CONSUMER (pkg/stall); 0:
 	// until the client reads or leaves.
 	SendTimeout time.Duration
+	// Meter receives the API's metrics (matchmaking_watch_dropped_total);
+	// nil: none.
+	Meter metric.Meter
 }
 
 // Matchmaking implements matchmakingv1.MatchmakingServiceServer.
@@ -89,22 +95,48 @@ type Matchmaking struct {
 	// stalled is the status of a stream ended by its send timeout, built
 	// once: every stream's guard shares it.
 	stalled *status.Status
+	// dropped counts the streams ended that way, by stream
+	// (matchmaking_watch_dropped_total, as the match service's
+	// match_watch_dropped_total{reason="slow_consumer"}).
+	dropped metric.Int64Counter
 }
 
 // NewMatchmaking returns the matchmaking API over st for the configured
 // queues. events wakes WatchTicket streams (its Run must be running); with
 // nil they only poll.
-func NewMatchmaking(set Settings, st *store.Store, qs []queues.Queue, events *Events, log *slog.Logger) *Matchmaking {
-	return &Matchmaking{set: set, store: st, queues: qs, events: events, log: log, now: time.Now,
+func NewMatchmaking(set Settings, st *store.Store, qs []queues.Queue, events *Events, log *slog.Logger) (*Matchmaking, error) {
+	meter := set.Meter
+	if meter == nil {
+		meter = noop.NewMeterProvider().Meter("")
+	}
+	dropped, err := meter.Int64Counter("matchmaking.watch.dropped", metric.WithUnit("{stream}"),
+		metric.WithDescription("Streams (WatchTicket, WatchTable, WatchRematch) the server ended because the client read nothing for MM_WATCH_SEND_TIMEOUT (RESOURCE_EXHAUSTED SLOW_CONSUMER), by stream."))
+	if err != nil {
+		return nil, fmt.Errorf("matchmaking.watch.dropped metric: %w", err)
+	}
+	return &Matchmaking{set: set, store: st, queues: qs, events: events, log: log, now: time.Now, dropped: dropped,
 		stalled: status.Convert(rpcerr.Matchmaking.Error(codes.ResourceExhausted, reasonSlow,
-			"the stream ended: the client read nothing for too long; watch again", nil))}
+			"the stream ended: the client read nothing for too long; watch again", nil))}, nil
 }
 
-// guard returns stream with its sends bounded by Settings.SendTimeout.
-// The handler must defer the returned stop.
-func guard[T any](s *Matchmaking, stream grpc.ServerStreamingServer[T]) (grpc.ServerStreamingServer[T], func()) {
+// The streams of matchmaking_watch_dropped_total.
+var (
+	droppedTicket  = metric.WithAttributes(attribute.String("stream", "ticket"), attribute.String("reason", "slow_consumer"))
+	droppedTable   = metric.WithAttributes(attribute.String("stream", "table"), attribute.String("reason", "slow_consumer"))
+	droppedRematch = metric.WithAttributes(attribute.String("stream", "rematch"), attribute.String("reason", "slow_consumer"))
+)
+
+// guard returns stream with its sends bounded by Settings.SendTimeout,
+// and the stop the handler must defer: it counts the stream in
+// matchmaking_watch_dropped_total (with which) if its guard ended it.
+func guard[T any](s *Matchmaking, stream grpc.ServerStreamingServer[T], which metric.AddOption) (grpc.ServerStreamingServer[T], func()) {
 	g := stall.New(stream.Context(), s.set.SendTimeout, s.stalled)
-	return stall.Stream(stream, g), g.Stop
+	return stall.Stream(stream, g), func() {
+		g.Stop()
+		if g.Stalled() {
+			s.dropped.Add(context.WithoutCancel(stream.Context()), 1, which)
+		}
+	}
 }
 
 func (s *Matchmaking) queue(name string) (queues.Queue, bool) {
@@ -185,7 +217,7 @@ func (s *Matchmaking) CancelTicket(ctx context.Context, req *matchmakingv1.Cance
 // at once and every SearchingEvery, then the final update, then the stream
 // ends. It reads the ticket when Events wakes it and every WatchPoll.
 func (s *Matchmaking) WatchTicket(req *matchmakingv1.WatchTicketRequest, stream matchmakingv1.MatchmakingService_WatchTicketServer) error {
-	stream, stop := guard(s, stream)
+	stream, stop := guard(s, stream, droppedTicket)
 	defer stop()
 	ctx := stream.Context()
 	id, err := player(ctx)

@@ -174,7 +174,7 @@ func (s *Matchmaking) DeclineRematch(ctx context.Context, req *matchmakingv1.Dec
 // WatchRematch implements MatchmakingService.WatchRematch: the offer at
 // once, then every change (read every RematchPoll), until a final state.
 func (s *Matchmaking) WatchRematch(req *matchmakingv1.WatchRematchRequest, stream matchmakingv1.MatchmakingService_WatchRematchServer) error {
-	stream, stop := guard(s, stream)
+	stream, stop := guard(s, stream, droppedRematch)
 	defer stop()
 	ctx := stream.Context()
 	id, err := player(ctx)

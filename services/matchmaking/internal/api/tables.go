@@ -377,7 +377,7 @@ func (s *Matchmaking) completeStart(ctx context.Context, t *store.Table) (*store
 // then after every change, until it started or closed. It reads the table
 // when Events wakes it and every WatchPoll.
 func (s *Matchmaking) WatchTable(req *matchmakingv1.WatchTableRequest, stream matchmakingv1.MatchmakingService_WatchTableServer) error {
-	stream, stop := guard(s, stream)
+	stream, stop := guard(s, stream, droppedTable)
 	defer stop()
 	ctx := stream.Context()
 	id, err := player(ctx)
