@@ -86,29 +86,36 @@ func (k *Keeper) pass(ctx context.Context, due time.Time) (renewed bool, err err
 		err := k.probe(ctx, due)
 		return err == nil, err
 	}
-	if renewed, err = k.scan(ctx); err != nil || k.cfg.MaxLag <= 0 {
-		// A failed scan retries (after a backoff when the heartbeat
-		// failed): Redis is unreachable, or some partitions are (an
-		// outage, credited in outage.go), which a step-down would not
-		// help.
+	renewed, err = k.scan(ctx)
+	// A failed scan retries (after a backoff when the heartbeat failed):
+	// Redis is unreachable, or some partitions are (an outage, credited in
+	// outage.go), which a step-down would not help. But a pass that
+	// renewed the leases and still ran out of its whole time (a lease
+	// TTL: the scan of the partitions stops halfway through the leases'
+	// validity, so only the keeper's own round trips around it can take
+	// that long) is this instance being slow, whatever failed in it: its
+	// lag counts (TestSlowKeeperStepsDown: through a link 100 ms slow
+	// every pass failed on its deadline, and the keeper never stepped
+	// down while its leases lapsed and nobody else could take them).
+	if k.cfg.MaxLag <= 0 || err != nil && !(renewed && ctx.Err() != nil) {
 		return renewed, err
 	}
 	lag := time.Since(due)
 	k.lag.gauge.Record(ctx, lag.Seconds())
 	if lag <= k.cfg.MaxLag {
 		k.lag.strikes = 0
-		return true, nil
+		return true, err
 	}
 	k.lag.strikes++
 	if k.lag.strikes < lagStrikes || k.lag.others == 0 {
-		return true, nil
+		return true, err
 	}
 	k.log.Warn("keeper scans lag: giving the ranges back to the other instances",
 		"lag", lag, "max_lag", k.cfg.MaxLag, "scans", k.lag.strikes, "others", k.lag.others)
 	k.lag.steps.Add(ctx, 1)
 	k.lag.down, k.lag.strikes, k.lag.calm = true, 0, 0
 	k.leave(ctx)
-	return true, nil
+	return true, err
 }
 
 // probe measures the lag of a keeper that stepped down, on the reads a
