@@ -58,16 +58,7 @@ func serveFloor(ctx context.Context, lis net.Listener, redisAddr string) error {
 	}
 	srv := grpc.NewServer()
 	matchv1.RegisterMatchServiceServer(srv, fs)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	select {
-	case <-ctx.Done():
-		srv.Stop()
-		<-served
-		return nil
-	case err := <-served:
-		return err
-	}
+	return serveUntil(ctx, srv, lis)
 }
 
 func (fs *floorServer) CreateMatch(_ context.Context, _ *matchv1.CreateMatchRequest) (*matchv1.CreateMatchResponse, error) {

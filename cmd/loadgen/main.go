@@ -878,6 +878,11 @@ func serveBaseline(ctx context.Context, addr string) error {
 	}
 	srv := grpc.NewServer()
 	healthpb.RegisterHealthServer(srv, health.NewServer())
+	return serveUntil(ctx, srv, lis)
+}
+
+// serveUntil serves srv on lis until ctx ends (nil) or serving fails.
+func serveUntil(ctx context.Context, srv *grpc.Server, lis net.Listener) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	select {

@@ -10,6 +10,7 @@ import (
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth"
 	"github.com/fourkingdoms/fourkingdoms/pkg/auth/authtest"
 	"github.com/fourkingdoms/fourkingdoms/pkg/redistest"
+	"github.com/fourkingdoms/fourkingdoms/pkg/server"
 	"github.com/fourkingdoms/fourkingdoms/pkg/server/servertest"
 	authv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/auth/v1"
 	matchmakingv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/matchmaking/v1"
@@ -29,13 +30,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 		"MATCH_ADDR": "127.0.0.1:1", "RATING_ADDR": "127.0.0.1:1", "MM_ROUND_INTERVAL": "50ms",
 		"MM_QUEUES": "fourkingdoms 5+5 bots=10ms",
 	}
-	srv := servertest.Start(t, run, env)
-	servertest.WaitFor(t, srv, "serving", 10*time.Second, servertest.Health.Serving)
-	conn, err := grpc.NewClient(srv.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	srv, conn := serveAndDial(t, env)
 	login, err := authv1.NewAuthServiceClient(conn).GuestLogin(t.Context(), &authv1.GuestLoginRequest{DisplayName: "dashboard"})
 	if err != nil {
 		t.Fatal(err)
@@ -50,4 +45,19 @@ func TestDashboardMetricsExist(t *testing.T) {
 	servertest.WaitMetric(t, srv, "matchmaking_tickets_waiting", "1")
 	servertest.WaitMetric(t, srv, "matchmaking_bots_short", "3")
 	servertest.CheckDashboard(t, "../../../../deploy/dashboards/matchmaking.json", servertest.Scrape(t, srv))
+}
+
+// serveAndDial runs the service in this process until the test ends, waits
+// until it serves, and returns it with a client connection to it (closed
+// when the test ends).
+func serveAndDial(t *testing.T, env map[string]string) (*server.Server, *grpc.ClientConn) {
+	t.Helper()
+	srv := servertest.Start(t, run, env)
+	servertest.WaitFor(t, srv, "serving", 10*time.Second, servertest.Health.Serving)
+	conn, err := grpc.NewClient(srv.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return srv, conn
 }

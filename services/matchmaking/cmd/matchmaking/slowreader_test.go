@@ -9,7 +9,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -41,13 +40,7 @@ func TestSlowReaders(t *testing.T) {
 	_, env["REDIS_ADDR"] = redistest.Standalone(t)
 	env["MM_WATCH_SEND_TIMEOUT"], env["MM_SEARCHING_EVERY"], env["MM_WATCH_POLL"] = "1s", "1ms", "1ms"
 	env["GRPC_MAX_STREAMS_PER_CALLER"] = "1"
-	srv := servertest.Start(t, run, env)
-	servertest.WaitFor(t, srv, "serving", 10*time.Second, servertest.Health.Serving)
-	conn, err := grpc.NewClient(srv.GRPCAddr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	srv, conn := serveAndDial(t, env)
 	mm := matchmakingv1.NewMatchmakingServiceClient(conn)
 	token := func(subject string) string {
 		tok, _, err := keys.Sign(auth.Identity{Subject: subject, Role: auth.RolePlayer, DisplayName: subject}, time.Now(), time.Hour)
