@@ -2,11 +2,14 @@ package match
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/fourkingdoms/fourkingdoms/pkg/redisconn"
 	"github.com/fourkingdoms/fourkingdoms/services/match/internal/store"
 )
 
@@ -90,14 +93,15 @@ func (k *Keeper) pass(ctx context.Context, due time.Time) (renewed bool, err err
 	// A failed scan retries (after a backoff when the heartbeat failed):
 	// Redis is unreachable, or some partitions are (an outage, credited in
 	// outage.go), which a step-down would not help. But a pass that
-	// renewed the leases and still ran out of its whole time (a lease
-	// TTL: the scan of the partitions stops halfway through the leases'
-	// validity, so only the keeper's own round trips around it can take
-	// that long) is this instance being slow, whatever failed in it: its
-	// lag counts (TestSlowKeeperStepsDown: through a link 100 ms slow
-	// every pass failed on its deadline, and the keeper never stepped
-	// down while its leases lapsed and nobody else could take them).
-	if k.cfg.MaxLag <= 0 || err != nil && !(renewed && ctx.Err() != nil) {
+	// renewed the leases, met no failure of Redis itself (every error is
+	// a deadline) and still ran out of its whole time (a lease TTL: the
+	// scan of the partitions stops halfway through the leases' validity,
+	// so only the keeper's own round trips around it can take that long)
+	// is this instance being slow: its lag counts (TestSlowKeeperStepsDown:
+	// through a link 100 ms slow every pass failed on its deadline, and
+	// the keeper never stepped down while its leases lapsed and nobody
+	// else could take them).
+	if k.cfg.MaxLag <= 0 || err != nil && !(renewed && ctx.Err() != nil && !redisFailed(err)) {
 		return renewed, err
 	}
 	lag := time.Since(due)
@@ -154,6 +158,21 @@ func (k *Keeper) probe(ctx context.Context, due time.Time) error {
 	}
 	k.lag.down, k.lag.strikes, k.lag.calm = false, 0, 0
 	return nil
+}
+
+// redisFailed reports whether err, possibly joined from several, holds a
+// failure of Redis itself (refused, reset, CLUSTERDOWN: redisconn's
+// transient errors) rather than only the deadlines of a slow caller.
+func redisFailed(err error) bool {
+	if err == nil {
+		return false
+	}
+	if m, ok := err.(interface{ Unwrap() []error }); ok {
+		return slices.ContainsFunc(m.Unwrap(), redisFailed)
+	}
+	// Classify reads a whole chain, and a deadline anywhere in it wins
+	// over a transient error beside it: unwrap one level at a time.
+	return redisconn.Transient(err) || redisFailed(errors.Unwrap(err))
 }
 
 // allPartitions lists every partition, in order.
