@@ -221,7 +221,13 @@ func TestVerifyFindsEachLoss(t *testing.T) {
 		}, func(v verdict) int { return v.ratingMismatches }, "0 times in the rating history"},
 		{"a running match rated", func(w *world) {
 			w.ratings["p4"] = playerRating{history: map[string]int{"m1": 1, "m2": 1}, gamesPlayed: 2}
-		}, func(v verdict) int { return v.ratingMismatches }, "did not finish rated"},
+		}, func(v verdict) int { return v.ratingMismatches }, "did not finish rated (its log ends v"},
+		{"a rated match whose log goes on after its end", func(w *world) {
+			evs := w.games["m1"]
+			last := evs[len(evs)-1]
+			w.games["m1"] = append(evs, &eventsv1.MatchEvent{MatchId: "m1", Version: last.GetVersion() + 1, OccurredAt: last.GetOccurredAt(),
+				Event: &eventsv1.MatchEvent_ClockCredited{ClockCredited: &eventsv1.ClockCredited{}}})
+		}, func(v verdict) int { return v.ratingMismatches }, "game_over at"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

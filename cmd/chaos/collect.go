@@ -183,11 +183,19 @@ func readRatings(ctx context.Context, ks *auth.KeySet, ep client.Endpoints, game
 	for _, evs := range games {
 		created := evs[0].GetMatchCreated()
 		ruleSet = created.GetRuleSet()
-		if lastEvent(evs).GetGameOver() == nil || created.GetUnrated() {
+		if created.GetUnrated() {
 			continue
 		}
+		// Every player of a rated game is read, also one whose games all
+		// still run: a rating of a game whose end a failover took back
+		// is found only that way.
+		over := lastEvent(evs).GetGameOver() != nil
 		for _, sp := range created.GetPlayers() {
-			want[sp.GetPlayer().GetPlayerId()]++
+			p := sp.GetPlayer().GetPlayerId()
+			want[p] += 0
+			if over {
+				want[p]++
+			}
 		}
 	}
 	deadline := time.Now().Add(limit)
@@ -262,6 +270,9 @@ func history(ctx context.Context, c *client.Client, p, ruleSet string) (map[stri
 	token := ""
 	for page := 0; page < 1000; page++ {
 		resp, err := c.Rating.GetRatingHistory(ctx, &ratingv1.GetRatingHistoryRequest{PlayerId: p, RuleSet: ruleSet, PageSize: 100, PageToken: token})
+		if status.Code(err) == codes.NotFound {
+			return out, nil // never rated
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	eventsv1 "github.com/fourkingdoms/fourkingdoms/proto/gen/fourkingdoms/events/v1"
@@ -139,6 +140,23 @@ func lastEvent(evs []*eventsv1.MatchEvent) *eventsv1.MatchEvent {
 		return nil
 	}
 	return evs[len(evs)-1]
+}
+
+// logTail describes the last events of a game's log, for a problem line:
+// enough to tell a finish lost in a failover from events after the end.
+func logTail(evs []*eventsv1.MatchEvent) string {
+	if len(evs) == 0 {
+		return "nowhere: no log"
+	}
+	var parts []string
+	for _, ev := range evs[max(0, len(evs)-4):] {
+		kind := "?"
+		if f := ev.ProtoReflect().WhichOneof(ev.ProtoReflect().Descriptor().Oneofs().ByName("event")); f != nil {
+			kind = string(f.Name())
+		}
+		parts = append(parts, fmt.Sprintf("v%d %s at %s", ev.GetVersion(), kind, ev.GetOccurredAt().AsTime().Format("15:04:05.000")))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // checkLog checks that a game's log runs from version 1 without gaps or
@@ -336,7 +354,18 @@ func checkRatings(v *verdict, w world) {
 			finished[p][id] = true
 		}
 	}
-	for p, ms := range finished {
+	// Every player read (collect reads every player of a rated game), not
+	// only those with a finished match: a rated match whose end was lost
+	// may be its players' only one.
+	players := map[string]bool{}
+	for p := range finished {
+		players[p] = true
+	}
+	for p := range w.ratings {
+		players[p] = true
+	}
+	for p := range players {
+		ms := finished[p]
 		r, ok := w.ratings[p]
 		if !ok || r.err != "" {
 			v.ratingMismatches++
@@ -352,7 +381,7 @@ func checkRatings(v *verdict, w world) {
 		for m, n := range r.history {
 			if !ms[m] {
 				v.ratingMismatches++
-				v.problem("player %s: rating history has match %s (%d times), which did not finish rated", p, m, n)
+				v.problem("player %s: rating history has match %s (%d times), which did not finish rated (its log ends %s)", p, m, n, logTail(w.games[m]))
 			}
 		}
 		if r.gamesPlayed != len(ms) {
