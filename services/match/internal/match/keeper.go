@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -490,10 +491,14 @@ func freeRanges(m store.Membership, owner string) []int {
 func (k *Keeper) tick(ctx context.Context, partitions []int) error {
 	st := k.svc.store
 	now := k.svc.clockNow()
+	budget := time.Duration(math.MaxInt64)
+	if d, ok := ctx.Deadline(); ok {
+		budget = time.Until(d)
+	}
 	due, scanErr := st.Scan(ctx, partitions, now, k.cfg.Batch)
 	// Before any flag: give back the time of the partitions' outages that
 	// this scan saw end (outage.go).
-	held := k.noteScan(ctx, partitions, now, scanErr)
+	held := k.noteScan(ctx, partitions, now, budget, scanErr)
 	if scanErr != nil {
 		scanErr = fmt.Errorf("keeper scan incomplete: %w", scanErr)
 	}

@@ -349,12 +349,13 @@ func (k *Keeper) forget(r int) {
 	k.svc.outages.drop(func(p int, _ *partState) bool { return slices.Contains(parts, p) })
 }
 
-// noteScan records the outcome of a scan, started at now, of the given
-// partitions, and credits the outages it saw end. Failures that are not
-// Redis's (the scan cut short at its own deadline: a context error, or a
-// timeout once the deadline passed) count as neither success nor failure. It returns whether a due match must not be flagged
-// yet: its credit, or its partition's, is still to be committed.
-func (k *Keeper) noteScan(ctx context.Context, partitions []int, now time.Time, scanErr error) func(p int, id string) bool {
+// noteScan records the outcome of a scan, started at now with budget
+// until its deadline, of the given partitions, and credits the outages it
+// saw end. Failures that are not Redis's (the scan cut short at its own
+// deadline, see [unserved]) count as neither success nor failure. It
+// returns whether a due match must not be flagged yet: its credit, or its
+// partition's, is still to be committed.
+func (k *Keeper) noteScan(ctx context.Context, partitions []int, now time.Time, budget time.Duration, scanErr error) func(p int, id string) bool {
 	var failed map[int]error
 	var notes map[int]store.OutageNote // to write: partitions failing
 	if se, ok := errors.AsType[*store.ScanError](scanErr); ok {
@@ -370,17 +371,7 @@ func (k *Keeper) noteScan(ctx context.Context, partitions []int, now time.Time, 
 		}
 		ps.kept = true
 		if err, bad := failed[p]; bad {
-			// A refused connection, a reset, CLUSTERDOWN: Redis did not
-			// serve the partition, even if the client's retries then ran
-			// into the scan's deadline. A timeout or a context error once
-			// that deadline passed is the deadline's own (a slow, loaded
-			// scan that did not reach the partition) unless the partition
-			// was in the first round trip, sent at the start: its master
-			// did not answer in all the scan's time (a killed master: the
-			// client's dials and retries outlast it).
-			var ne net.Error
-			timeout := ctx.Err() != nil && (redisconn.Classify(err) == redisconn.KindCanceled || errors.As(err, &ne) && ne.Timeout())
-			if (redisconn.Transient(err) || timeout) && (!timeout || i < scanStride) {
+			if unserved(err, ctx.Err() != nil, i < scanStride, budget, k.cfg.Interval) {
 				ps.failed, ps.lastFail = true, now
 			}
 			// Noted in Redis, for whoever holds the range when the
@@ -479,6 +470,33 @@ func (k *Keeper) noteScan(ctx context.Context, partitions []int, now time.Time, 
 		_, pending := ps.pending[id]
 		return ps.failed || pending
 	}
+}
+
+// unserved reports whether err, a scan's failure on one partition, shows
+// that Redis did not serve the partition. cut says the scan's deadline had
+// passed, first that the partition was in the scan's first round trip,
+// sent at its start, and budget is the time the scan had until its
+// deadline.
+//
+// A refused connection, a reset, CLUSTERDOWN: Redis did not serve the
+// partition, even if the client's retries then ran into the deadline. A
+// timeout or a context error once the deadline passed is the deadline's
+// own (a slow, loaded scan that did not reach the partition) unless the
+// partition was in the first round trip and the scan had at least an
+// interval to wait for it: then its master did not answer in all that
+// time (a killed master: the client's dials and retries outlast it). A
+// scan that started with less, because the keeper's heartbeat before it
+// was slow (a slow link of the keeper's own, not the partition's), shows
+// nothing about the partition; counting its timeouts once noted outages
+// of every partition of such a keeper, and their next holder credited
+// clocks with time in which Redis served them.
+func unserved(err error, cut, first bool, budget, interval time.Duration) bool {
+	var ne net.Error
+	timeout := cut && (redisconn.Classify(err) == redisconn.KindCanceled || errors.As(err, &ne) && ne.Timeout())
+	if timeout {
+		return first && budget >= interval
+	}
+	return redisconn.Transient(err)
 }
 
 // setMin sets the shortest outage credited.
