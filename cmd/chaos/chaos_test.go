@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -222,6 +223,18 @@ func TestVerifyFindsEachLoss(t *testing.T) {
 		{"a running match rated", func(w *world) {
 			w.ratings["p4"] = playerRating{history: map[string]int{"m1": 1, "m2": 1}, gamesPlayed: 2}
 		}, func(v verdict) int { return v.ratingMismatches }, "did not finish rated (its log ends v"},
+		{"a running match rated, still running when the logs are read again", func(w *world) {
+			w.ended = endedWorld(w, false)
+			w.ratings["p5"] = playerRating{history: map[string]int{"m2": 1}, gamesPlayed: 1}
+		}, func(v verdict) int { return v.ratingMismatches }, "did not finish rated (its log ends v"},
+		{"a match that ended while the ratings were read, rated twice", func(w *world) {
+			w.ended = endedWorld(w, true)
+			w.ratings["p5"] = playerRating{history: map[string]int{"m2": 2}, gamesPlayed: 2}
+		}, func(v verdict) int { return v.ratingMismatches }, "2 times in the rating history"},
+		{"more games played than finished by the end of the checks", func(w *world) {
+			w.ended = endedWorld(w, true)
+			w.ratings["p6"] = playerRating{history: map[string]int{"m2": 1}, gamesPlayed: 2}
+		}, func(v verdict) int { return v.ratingMismatches }, "2 rated games played, 0 finished rated matches (1 by the end"},
 		{"a rated match whose log goes on after its end", func(w *world) {
 			evs := w.games["m1"]
 			last := evs[len(evs)-1]
@@ -247,6 +260,42 @@ func TestVerifyFindsEachLoss(t *testing.T) {
 				t.Errorf("problems do not say %q:\n%s", tt.says, strings.Join(v.problems, "\n"))
 			}
 		})
+	}
+}
+
+// endedWorld returns w's logs as read again after the ratings, with the
+// running game m2 ended meanwhile (by a flag) if over.
+func endedWorld(w *world, over bool) map[string][]*eventsv1.MatchEvent {
+	ended := maps.Clone(w.games)
+	if over {
+		evs := slices.Clone(w.games["m2"])
+		last := evs[len(evs)-1]
+		ended["m2"] = append(evs, &eventsv1.MatchEvent{MatchId: "m2", Version: last.GetVersion() + 1, OccurredAt: last.GetOccurredAt(),
+			Event: &eventsv1.MatchEvent_GameOver{GameOver: &eventsv1.GameOver{}}})
+	}
+	return ended
+}
+
+// TestVerifyRatingOfAGameThatEndedDuringTheChecks: the services run on
+// while the checker reads, so a game running at the first read of the
+// logs may end, and be rated, before its players' histories are read
+// (a chaos run once reported 16 such "losses"). Rated in the history or
+// not yet, it is no loss, as long as the logs read after the ratings show
+// it ended.
+func TestVerifyRatingOfAGameThatEndedDuringTheChecks(t *testing.T) {
+	for _, rated := range []bool{true, false} {
+		w := cleanWorld()
+		w.ended = endedWorld(&w, true)
+		for _, p := range []string{"p5", "p6", "p7", "p8"} {
+			w.ratings[p] = playerRating{history: map[string]int{}}
+			if rated {
+				w.ratings[p] = playerRating{history: map[string]int{"m2": 1}, gamesPlayed: 1}
+			}
+		}
+		v := verify(w)
+		if v.losses() != 0 || v.ratedMatches != 1 || v.ratedLate != 1 {
+			t.Errorf("rated %v: %+v\n%s", rated, v, strings.Join(v.problems, "\n"))
+		}
 	}
 }
 

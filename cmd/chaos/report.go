@@ -51,7 +51,7 @@ func report(out io.Writer, cfg config, cl *cluster, flog *faultLog, samples *gam
 	row("stuck games", "%d", v.stuck)
 	row("tickets", "%d: %d matched twice, %d lost, %d still searching", v.tickets, v.ticketsTwice, v.ticketsLost, v.ticketsOpen)
 	row("matches no ticket names", "%d", v.matchesWithoutTicket)
-	row("rated matches finished", "%d", v.ratedMatches)
+	row("rated matches finished", "%d (%d more ended while the ratings were read)", v.ratedMatches, v.ratedLate)
 	row("rating mismatches", "%d", v.ratingMismatches)
 	row("flags", "%d: %d checked, worst %+v from the deadline", v.flags, v.flags-v.flagsUnchecked, v.worstFlag.Round(time.Millisecond))
 	row("flags late (> 1 s)", "%d with no Redis or network fault in progress", v.flagsLate)

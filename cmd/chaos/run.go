@@ -402,7 +402,14 @@ func (cl *cluster) collect(ctx context.Context, ks *auth.KeySet, rec *recorder) 
 	if err := readTickets(ctx, ks, cl.ep, w.tickets); err != nil {
 		return w, err
 	}
-	w.ratings, err = readRatings(ctx, ks, cl.ep, w.games, 90*time.Second)
+	if w.ratings, err = readRatings(ctx, ks, cl.ep, w.games, 90*time.Second); err != nil {
+		return w, err
+	}
+	// The running games' clocks ran on while the ratings were read: a
+	// game that ended meanwhile may be rated in a history read after its
+	// end; the logs read now tell it from a rating of a game that did not
+	// end (world.ended).
+	w.ended, err = readGames(ctx, rdb)
 	return w, err
 }
 

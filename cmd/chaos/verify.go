@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -18,6 +19,11 @@ type world struct {
 	tickets map[string]*ticketRec
 	// games by match id: every event of the match, in stream order.
 	games map[string][]*eventsv1.MatchEvent
+	// ended holds the logs read again after the ratings (nil: as games).
+	// The services run on while the checker reads, and the clocks of the
+	// games still running when play stopped run out: a game that ended
+	// between the two reads may be rated in a history read before it.
+	ended map[string][]*eventsv1.MatchEvent
 	// running holds, for each game without a last event, its clocks as
 	// GetMatch answered at checkAt.
 	running map[string]runningGame
@@ -75,6 +81,9 @@ type verdict struct {
 	ticketsOpen                        int // still searching when read (a cancel lost at the end)
 	matchesWithoutTicket               int
 	ratedMatches, ratingMismatches     int
+	// ratedLate counts rated matches that finished while the checker
+	// read the ratings (in the logs read after them, not before).
+	ratedLate int
 	problems                           []string
 }
 
@@ -336,23 +345,17 @@ func keys(m map[string]bool) []string {
 }
 
 // checkRatings: each finished rated match is in each of its players'
-// histories exactly once, no other match is, and each player's games
-// played is their number of finished rated matches.
+// histories exactly once, each match in a history is a rated match that
+// finished (by the time the histories were read: in w.ended), and each
+// player's games played lies between their finished rated matches before
+// and after the ratings were read.
 func checkRatings(v *verdict, w world) {
-	finished := map[string]map[string]bool{} // player -> finished rated matches
-	for id, evs := range w.games {
-		created := evs[0].GetMatchCreated()
-		if lastEvent(evs).GetGameOver() == nil || created.GetUnrated() {
-			continue
-		}
-		v.ratedMatches++
-		for _, sp := range created.GetPlayers() {
-			p := sp.GetPlayer().GetPlayerId()
-			if finished[p] == nil {
-				finished[p] = map[string]bool{}
-			}
-			finished[p][id] = true
-		}
+	finished := ratedFinished(w.games) // player -> match -> true
+	v.ratedMatches = countMatches(finished)
+	ended := finished
+	if w.ended != nil {
+		ended = ratedFinished(w.ended)
+		v.ratedLate = countMatches(ended) - v.ratedMatches
 	}
 	// Every player read (collect reads every player of a rated game), not
 	// only those with a finished match: a rated match whose end was lost
@@ -379,14 +382,52 @@ func checkRatings(v *verdict, w world) {
 			}
 		}
 		for m, n := range r.history {
-			if !ms[m] {
+			switch {
+			case ms[m]:
+			case !ended[p][m]:
 				v.ratingMismatches++
-				v.problem("player %s: rating history has match %s (%d times), which did not finish rated (its log ends %s)", p, m, n, logTail(w.games[m]))
+				log := w.games[m]
+				if w.ended != nil {
+					log = w.ended[m]
+				}
+				v.problem("player %s: rating history has match %s (%d times), which did not finish rated (its log ends %s)", p, m, n, logTail(log))
+			case n != 1:
+				v.ratingMismatches++
+				v.problem("player %s: match %s, which finished while the ratings were read, is %d times in the rating history", p, m, n)
 			}
 		}
-		if r.gamesPlayed != len(ms) {
+		if r.gamesPlayed < len(ms) || r.gamesPlayed > len(ended[p]) {
 			v.ratingMismatches++
-			v.problem("player %s: %d rated games played, %d finished rated matches", p, r.gamesPlayed, len(ms))
+			v.problem("player %s: %d rated games played, %d finished rated matches (%d by the end of the checks)", p, r.gamesPlayed, len(ms), len(ended[p]))
 		}
 	}
+}
+
+// ratedFinished maps each player to the rated matches of games whose log
+// ends with GameOver.
+func ratedFinished(games map[string][]*eventsv1.MatchEvent) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for id, evs := range games {
+		created := evs[0].GetMatchCreated()
+		if lastEvent(evs).GetGameOver() == nil || created.GetUnrated() {
+			continue
+		}
+		for _, sp := range created.GetPlayers() {
+			p := sp.GetPlayer().GetPlayerId()
+			if out[p] == nil {
+				out[p] = map[string]bool{}
+			}
+			out[p][id] = true
+		}
+	}
+	return out
+}
+
+// countMatches counts the distinct matches of a player -> match map.
+func countMatches(byPlayer map[string]map[string]bool) int {
+	all := map[string]bool{}
+	for _, ms := range byPlayer {
+		maps.Copy(all, ms)
+	}
+	return len(all)
 }
