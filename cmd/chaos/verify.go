@@ -84,7 +84,7 @@ type verdict struct {
 	// ratedLate counts rated matches that finished while the checker
 	// read the ratings (in the logs read after them, not before).
 	ratedLate int
-	problems                           []string
+	problems  []string
 }
 
 // flagTolerance is how far a flag may fall from its deadline.
