@@ -22,6 +22,10 @@ type markReading struct {
 	// remarkWalking marks a walking king in check after the move even when
 	// it was in check before.
 	remarkWalking bool
+	// newAttacker marks a king that a seat attacks after the move and did
+	// not before, even when another seat had it in check already; with
+	// newAttackerWalking only a walking king.
+	newAttacker, newAttackerWalking bool
 	// open: no public record contradicts the reading (it is listed as
 	// open, not refuted).
 	open bool
@@ -93,7 +97,7 @@ func readingAttacked(p *Position, k Seat, by int, r markReading) bool {
 // each reading of the site's check marks, the moves where it and the
 // engine's rule (SiteMarks) differ and the moves whose record contradicts
 // it. The engine's rule must have no contradiction (a check of the
-// harness); every refuted reading at least one; the open reading none. It
+// harness); every refuted reading at least one; the open readings none. It
 // logs the counts docs/rules-engine.md quotes.
 func TestCorpusCheckMarkReadings(t *testing.T) {
 	if testing.Short() {
@@ -131,6 +135,8 @@ func TestCorpusCheckMarkReadings(t *testing.T) {
 		{name: "dead pieces of walking kings attack", blocks: all, attacks: func(p *Position, pc uint8, k Seat) bool {
 			return !deadPiece(p, pc) || p.status[pieceSeat(pc)] == Zombie
 		}},
+		{name: "a seat newly attacking a king already in check marks it", blocks: all, attacks: live, newAttacker: true, open: true},
+		{name: "a seat newly attacking a walking king already in check marks it", blocks: all, attacks: live, newAttackerWalking: true, open: true},
 		{name: "dead pieces of other seats attack walking kings", blocks: all, attacks: func(p *Position, pc uint8, k Seat) bool {
 			return !deadPiece(p, pc) || (p.status[k] == Zombie && pieceSeat(pc) != k)
 		}, open: true},
@@ -212,7 +218,16 @@ func TestCorpusCheckMarkReadings(t *testing.T) {
 					}
 					movB, movA := readingAttacked(before, o, int(s), r), readingAttacked(after, o, int(s), r)
 					chkB, chkA := readingAttacked(before, o, -1, r), readingAttacked(after, o, -1, r)
-					if (movA && !movB) || (chkA && (!chkB || (r.remarkWalking && after.status[o] == Zombie))) {
+					marked := (movA && !movB) || (chkA && (!chkB || (r.remarkWalking && after.status[o] == Zombie)))
+					if !marked && chkB && (r.newAttacker || r.newAttackerWalking && after.status[o] == Zombie) {
+						for a := Seat(0); a < NumSeats; a++ {
+							if a != o && readingAttacked(after, o, int(a), r) && !readingAttacked(before, o, int(a), r) {
+								marked = true
+								break
+							}
+						}
+					}
+					if marked {
 						n++
 					}
 				}
