@@ -267,11 +267,14 @@ func (lg *loadgen) report(out io.Writer, res result) {
 	if o.watch {
 		w := res.watch
 		fmt.Fprintf(out, "watch events delivered=%d expected=%d\n", w.delivered, w.expected)
+		if w.undrained > 0 {
+			fmt.Fprintf(out, "watch streams still behind when the %v drain ran out: %d (their missing events were late, not lost)\n", watchDrain, w.undrained)
+		}
 		if len(w.delay) > 0 {
 			fmt.Fprintf(out, "watch delay p50=%v p90=%v p99=%v max=%v\n", pct(w.delay, 50), pct(w.delay, 90), pct(w.delay, 99), w.delay[len(w.delay)-1])
 		}
 		if n := w.errors(); n > 0 {
-			fmt.Fprintf(out, "watch errors=%d gaps=%d repeated=%d snapshots=%d failed streams=%d\n", n, w.gaps, w.repeated, w.snapshots, w.failed)
+			fmt.Fprintf(out, "watch errors=%d gaps=%d repeated=%d snapshots=%d failed streams=%d streams ended early=%d\n", n, w.gaps, w.repeated, w.snapshots, w.failed, w.endedShort)
 		}
 	}
 	if len(lg.codes) > 0 {
@@ -561,7 +564,7 @@ func (lg *loadgen) play(ctx context.Context, c matchv1.MatchServiceClient, rng *
 	var w *gameWatch
 	if lg.o.watch {
 		w = lg.watch(ctx, c, id, seatTok)
-		defer func() { st.watch.add(w.close(ctx, version)) }()
+		defer func() { st.watch.add(w.close(ctx, version, watchDrain)) }()
 		// A player's client shows the board before it plays: wait for
 		// every snapshot, so that every event after it is streamed.
 		if !w.reach(ctx, version) {
@@ -631,6 +634,12 @@ type watchStats struct {
 	repeated  int             // events at or below the last version seen: duplicates or out of order
 	snapshots int             // snapshots after the first item: events replaced by a snapshot
 	failed    int             // streams ended by an error before loadgen closed them
+	// endedShort counts streams the server ended cleanly before the last
+	// acknowledged version (an error: a stream ends with the match).
+	endedShort int
+	// undrained counts streams still behind the last acknowledged version
+	// when watchDrain ran out: their missing events are late, not lost.
+	undrained int
 }
 
 func (s *watchStats) add(o watchStats) {
@@ -641,9 +650,11 @@ func (s *watchStats) add(o watchStats) {
 	s.repeated += o.repeated
 	s.snapshots += o.snapshots
 	s.failed += o.failed
+	s.endedShort += o.endedShort
+	s.undrained += o.undrained
 }
 
-func (s *watchStats) errors() int { return s.gaps + s.repeated + s.snapshots + s.failed }
+func (s *watchStats) errors() int { return s.gaps + s.repeated + s.snapshots + s.failed + s.endedShort }
 
 // sentMove is a measured move: its MakeMove, sent at sent, caused the
 // events first..last.
@@ -776,19 +787,37 @@ func (w *gameWatch) reach(ctx context.Context, v uint64) bool {
 	}
 }
 
-// close waits, at most watchDrain, until every stream has received the
+// close waits, at most wait (watchDrain), until every stream has received the
 // events up to version (the last one acknowledged to the mover), ends the
 // streams, and tallies the game: each stream's deliveries against the
 // measured moves. Events of moves that were not measured (warm-up, or a
 // MakeMove cut off by the run's end) are checked for order only.
-func (w *gameWatch) close(ctx context.Context, version uint64) watchStats {
-	drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), watchDrain)
+func (w *gameWatch) close(ctx context.Context, version uint64, wait time.Duration) watchStats {
+	drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	w.reach(drain, version)
 	cancel()
+	// Which streams are behind now, and whether they had ended: read
+	// before w.cancel ends them all.
+	behind, ended := make([]bool, len(w.seats)), make([]bool, len(w.seats))
+	w.mu.Lock()
+	for i := range w.seats {
+		behind[i], ended[i] = w.seats[i].last < version, w.seats[i].ended
+	}
+	w.mu.Unlock()
 	w.cancel()
 	w.wg.Wait()
 
 	var st watchStats
+	for i := range w.seats {
+		switch {
+		case !behind[i]:
+		case !ended[i]:
+			st.undrained++
+		case w.seats[i].stats.failed == 0: // an error is counted as failed
+			st.endedShort++
+		}
+	}
+
 	var events int
 	for _, m := range w.moves {
 		events += int(m.last - m.first + 1)

@@ -398,7 +398,8 @@ func TestParseReportRejectsBadRuns(t *testing.T) {
 
 // TestWatchChecksEveryStream feeds scripted streams (the same script to
 // all four seats) through the -watch reader and tally, checking that gaps,
-// repeats, late snapshots and failed streams are counted and that only the
+// repeats, late snapshots, failed streams, streams ended early and streams
+// still behind at the end of the drain are counted and that only the
 // events of measured moves count as expected and delivered.
 func TestWatchChecksEveryStream(t *testing.T) {
 	snap := func(v uint64) *matchv1.WatchMatchResponse {
@@ -432,6 +433,10 @@ func TestWatchChecksEveryStream(t *testing.T) {
 			moves: [][2]uint64{{2, 4}}, version: 4, want: watchStats{delivered: 4, expected: 12, snapshots: 4}},
 		{name: "failed stream", items: []*matchv1.WatchMatchResponse{snap(1), ev(2)}, end: unavailable,
 			moves: [][2]uint64{{2, 3}}, version: 3, want: watchStats{delivered: 4, expected: 8, failed: 4}},
+		{name: "ended with OK before the last acknowledged event", items: []*matchv1.WatchMatchResponse{snap(1), ev(2)}, end: io.EOF,
+			moves: [][2]uint64{{2, 3}}, version: 3, want: watchStats{delivered: 4, expected: 8, endedShort: 4}},
+		{name: "still behind when the drain ran out", items: []*matchv1.WatchMatchResponse{snap(1), ev(2)},
+			moves: [][2]uint64{{2, 3}}, version: 3, want: watchStats{delivered: 4, expected: 8, undrained: 4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -445,7 +450,7 @@ func TestWatchChecksEveryStream(t *testing.T) {
 			for _, m := range tt.moves {
 				w.moves = append(w.moves, sentMove{first: m[0], last: m[1], sent: sent})
 			}
-			got := w.close(t.Context(), tt.version)
+			got := w.close(t.Context(), tt.version, 200*time.Millisecond)
 			if len(got.delay) != got.delivered {
 				t.Errorf("%d delays for %d delivered events", len(got.delay), got.delivered)
 			}
