@@ -44,44 +44,36 @@ func TestRedisFailed(t *testing.T) {
 
 // TestUnserved: which failures of a keeper's scan on a partition count as
 // the partition's outage. A timeout counts only for a partition of the
-// first round trip of a scan that had at least an interval to wait for it
-// and read some other partition: a scan left short by a slow heartbeat
-// (the keeper's own slow link), or one in which nothing answered in time
-// (the keeper starved of CPU), once noted outages of every partition it
-// held.
+// first round trip of a scan that had at least an interval to wait for it:
+// a scan left with less by a slow heartbeat (the keeper's own slow link)
+// once noted outages of every partition it held.
 func TestUnserved(t *testing.T) {
 	t.Parallel()
 	const interval = 200 * time.Millisecond
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 	ioTimeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
-	whole := scanView{cut: true, first: true, budget: 350 * time.Millisecond, interval: interval, readSome: true}
-	with := func(change func(v *scanView)) scanView {
-		v := whole
-		change(&v)
-		return v
-	}
 	tests := []struct {
-		name string
-		err  error
-		scan scanView
-		want bool
+		name   string
+		err    error
+		cut    bool // the scan's deadline had passed
+		first  bool // the partition was in the first round trip
+		budget time.Duration
+		want   bool
 	}{
-		{"refused, in time", refused, with(func(v *scanView) { v.cut, v.first = false, false }), true},
-		{"refused, then the deadline, in a scan that read nothing", refused, with(func(v *scanView) { v.first, v.readSome = false, false }), true},
-		{"a reset connection", reset, with(func(v *scanView) { v.cut = false }), true},
-		{"first round trip timed out in a whole scan that read others", ioTimeout, whole, true},
-		{"first round trip canceled at the deadline of a scan of exactly an interval", context.DeadlineExceeded, with(func(v *scanView) { v.budget = interval }), true},
-		{"first round trip timed out in a scan a slow heartbeat left short", ioTimeout, with(func(v *scanView) { v.budget = 40 * time.Millisecond }), false},
-		{"first round trip canceled in a scan just short of an interval", context.DeadlineExceeded, with(func(v *scanView) { v.budget = interval - time.Millisecond }), false},
-		{"first round trip timed out in a scan that read nothing (a starved keeper)", ioTimeout, with(func(v *scanView) { v.readSome = false }), false},
-		{"a later round trip timed out", ioTimeout, with(func(v *scanView) { v.first = false }), false},
-		{"a later round trip canceled", context.Canceled, with(func(v *scanView) { v.first = false }), false},
-		{"a bug is no outage", errors.New("ERR wrong number of arguments"), with(func(v *scanView) { v.cut = false }), false},
+		{"refused, in time", refused, false, false, time.Second, true},
+		{"refused, then the deadline", refused, true, false, 10 * time.Millisecond, true},
+		{"a reset connection", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, false, true, time.Second, true},
+		{"first round trip timed out in a whole scan", ioTimeout, true, true, 350 * time.Millisecond, true},
+		{"first round trip canceled at the deadline of a whole scan", context.DeadlineExceeded, true, true, interval, true},
+		{"first round trip timed out in a scan a slow heartbeat left short", ioTimeout, true, true, 40 * time.Millisecond, false},
+		{"first round trip canceled in a short scan", context.DeadlineExceeded, true, true, interval - time.Millisecond, false},
+		{"a later round trip timed out", ioTimeout, true, false, 350 * time.Millisecond, false},
+		{"a later round trip canceled", context.Canceled, true, false, time.Second, false},
+		{"a bug is no outage", errors.New("ERR wrong number of arguments"), false, true, time.Second, false},
 	}
 	for _, tt := range tests {
-		if got := unserved(tt.err, tt.scan); got != tt.want {
-			t.Errorf("%s: unserved(%v, %+v) = %v, want %v", tt.name, tt.err, tt.scan, got, tt.want)
+		if got := unserved(tt.err, tt.cut, tt.first, tt.budget, interval); got != tt.want {
+			t.Errorf("%s: unserved(%v, cut=%v, first=%v, budget=%v) = %v, want %v", tt.name, tt.err, tt.cut, tt.first, tt.budget, got, tt.want)
 		}
 	}
 }

@@ -371,7 +371,7 @@ func (k *Keeper) noteScan(ctx context.Context, partitions []int, now time.Time, 
 		}
 		ps.kept = true
 		if err, bad := failed[p]; bad {
-			if unserved(err, scanView{cut: ctx.Err() != nil, first: i < scanStride, budget: budget, interval: k.cfg.Interval, readSome: len(failed) < len(partitions)}) {
+			if unserved(err, ctx.Err() != nil, i < scanStride, budget, k.cfg.Interval) {
 				ps.failed, ps.lastFail = true, now
 			}
 			// Noted in Redis, for whoever holds the range when the
@@ -472,39 +472,29 @@ func (k *Keeper) noteScan(ctx context.Context, partitions []int, now time.Time, 
 	}
 }
 
-// scanView is what noteScan knows of a scan when it judges the failure of
-// one of its partitions.
-type scanView struct {
-	cut      bool          // the scan's deadline had passed
-	first    bool          // the partition was in the scan's first round trip, sent at its start
-	budget   time.Duration // the scan's time from its start to its deadline
-	interval time.Duration // the keeper's interval
-	readSome bool          // the scan read at least one partition
-}
-
 // unserved reports whether err, a scan's failure on one partition, shows
-// that Redis did not serve the partition.
+// that Redis did not serve the partition. cut says the scan's deadline had
+// passed, first that the partition was in the scan's first round trip,
+// sent at its start, and budget is the time the scan had until its
+// deadline.
 //
 // A refused connection, a reset, CLUSTERDOWN: Redis did not serve the
 // partition, even if the client's retries then ran into the deadline. A
 // timeout or a context error once the deadline passed is the deadline's
-// own (a slow, loaded scan that did not reach the partition) unless
-// three things hold. The partition was in the first round trip. The scan
-// had at least an interval to wait for it: a scan left with less, because
-// the keeper's heartbeat before it was slow (a slow link of the keeper's
-// own, not the partition's), shows nothing about the partition. And the
-// scan read some other partition: a master that does not answer while
-// the others do is down (a killed master: the client's dials and retries
-// outlast the scan), but when nothing answered in time the keeper itself
-// was starved of CPU or network, and the partitions were most likely
-// served. Counting those timeouts noted outages of every partition of
-// such a keeper, and clocks were credited with time in which Redis served
-// them.
-func unserved(err error, v scanView) bool {
+// own (a slow, loaded scan that did not reach the partition) unless the
+// partition was in the first round trip and the scan had at least an
+// interval to wait for it: then its master did not answer in all that
+// time (a killed master: the client's dials and retries outlast it). A
+// scan that started with less, because the keeper's heartbeat before it
+// was slow (a slow link of the keeper's own, not the partition's), shows
+// nothing about the partition; counting its timeouts once noted outages
+// of every partition of such a keeper, and their next holder credited
+// clocks with time in which Redis served them.
+func unserved(err error, cut, first bool, budget, interval time.Duration) bool {
 	var ne net.Error
-	timeout := v.cut && (redisconn.Classify(err) == redisconn.KindCanceled || errors.As(err, &ne) && ne.Timeout())
+	timeout := cut && (redisconn.Classify(err) == redisconn.KindCanceled || errors.As(err, &ne) && ne.Timeout())
 	if timeout {
-		return v.first && v.budget >= v.interval && v.readSome
+		return first && budget >= interval
 	}
 	return redisconn.Transient(err)
 }
