@@ -10,7 +10,9 @@
 // [Classify] decides once what an error means (transient, the caller's
 // cancellation, or a bug) and [Status] turns it into a gRPC status;
 // [Script] runs Lua scripts by SHA with a bounded NOSCRIPT fallback; and
-// [WriteAndWait] confirms writes with WAIT on the master's connection.
+// [WriteAndWait] confirms writes with WAIT on the master's connection;
+// [ByMaster] groups keys by master for reads that must not wait on one
+// another's master.
 package redisconn
 
 import (
@@ -214,6 +216,42 @@ func Master(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.
 	default:
 		return nil, fmt.Errorf("need a standalone or cluster client to reach the master of %s, have %T", key, rdb)
 	}
+}
+
+// ByMaster splits the indices of keys into groups of keys one master
+// serves, each group in key order. Reads that must not wait on one
+// another's master go out as one pipeline per group: a cluster pipeline
+// that spans masters fails all its commands, the other masters' answers
+// included, when one master does not answer before the context ends
+// (go-redis retries that master's commands after a backoff, and a context
+// that ends during it is set as every command's error). A standalone
+// client, or keys whose master the slot map does not know yet, give one
+// group.
+func ByMaster(ctx context.Context, rdb redis.UniversalClient, keys []string) [][]int {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		all := make([]int, len(keys))
+		for i := range all {
+			all[i] = i
+		}
+		return [][]int{all}
+	}
+	index := map[string]int{}
+	var groups [][]int
+	for i, k := range keys {
+		addr := ""
+		if node, err := cc.MasterForKey(ctx, k); err == nil {
+			addr = node.Options().Addr
+		}
+		g, seen := index[addr]
+		if !seen {
+			g = len(groups)
+			index[addr] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
 }
 
 // ReloadCluster refreshes a cluster client's slot map after a call through

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -106,6 +107,54 @@ func TestMaster(t *testing.T) {
 				if err := node.Set(t.Context(), key, "v", 0).Err(); err != nil {
 					t.Errorf("SET %s on %s: %v", key, node.Options().Addr, err)
 				}
+			}
+		})
+	}
+}
+
+// TestByMaster: the groups hold every key once, in key order, and each
+// group's keys are served by one master (a write to each through that
+// master's own client succeeds), with one group per master.
+func TestByMaster(t *testing.T) {
+	t.Parallel()
+	for _, k := range redistest.Kinds() {
+		t.Run(k.Name, func(t *testing.T) {
+			t.Parallel()
+			rdb, prefix := k.Client(t)
+			keys := make([]string, 64)
+			for i := range keys {
+				keys[i] = prefix + redisconn.Tag(fmt.Sprintf("p:%d", i)) + ":k"
+			}
+			groups := redisconn.ByMaster(t.Context(), rdb, keys)
+			seen := map[int]bool{}
+			masters := map[string]bool{}
+			for _, g := range groups {
+				if !slices.IsSorted(g) {
+					t.Errorf("group %v is not in key order", g)
+				}
+				node, err := redisconn.Master(t.Context(), rdb, keys[g[0]])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if masters[node.Options().Addr] {
+					t.Errorf("two groups for master %s", node.Options().Addr)
+				}
+				masters[node.Options().Addr] = true
+				for _, i := range g {
+					if seen[i] {
+						t.Errorf("key %d in two groups", i)
+					}
+					seen[i] = true
+					if err := node.Set(t.Context(), keys[i], "v", time.Minute).Err(); err != nil {
+						t.Errorf("SET %s on %s: %v", keys[i], node.Options().Addr, err)
+					}
+				}
+			}
+			if len(seen) != len(keys) {
+				t.Errorf("%d of %d keys in the groups", len(seen), len(keys))
+			}
+			if want := map[string]int{"standalone": 1, "cluster": 3}[k.Name]; want != 0 && len(groups) != want {
+				t.Errorf("%d groups, want %d", len(groups), want)
 			}
 		})
 	}

@@ -308,15 +308,45 @@ func (c *LocalCluster) StallReplicaOf(t testing.TB, key string) (resume func()) 
 	if replica == nil {
 		t.Fatalf("master %s has no replica", master.Options().Addr)
 	}
-	replica.mu.Lock()
-	cmd := replica.cmd
-	replica.mu.Unlock()
+	return stall(t, replica)
+}
+
+// StallMasterOf stops (SIGSTOP) the master serving key's slot: its
+// connections stay open but nothing is answered, as when a master hangs
+// or its host is cut off, while the other masters serve as usual. The
+// returned function lets it go on (SIGCONT); it also runs when t ends.
+// Stalled longer than the node timeout (2 s in a private cluster), it is
+// failed over.
+func (c *LocalCluster) StallMasterOf(t testing.TB, key string) (resume func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
+	defer cancel()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	defer cc.Close()
+	master, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatalf("no master found for key %q: %v", key, err)
+	}
+	n := c.nodeByAddr(master.Options().Addr)
+	if n == nil {
+		t.Fatalf("master %s of key %q is no node of this cluster", master.Options().Addr, key)
+	}
+	return stall(t, n)
+}
+
+// stall sends n SIGSTOP and returns the function that sends SIGCONT,
+// which also runs when t ends.
+func stall(t testing.TB, n *node) (resume func()) {
+	t.Helper()
+	n.mu.Lock()
+	cmd := n.cmd
+	n.mu.Unlock()
 	if cmd == nil {
-		t.Fatalf("replica %s is not running", replica.addr())
+		t.Fatalf("node %s is not running", n.addr())
 	}
 	proc := cmd.Process
 	if err := proc.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatalf("stall replica %s: %v", replica.addr(), err)
+		t.Fatalf("stall node %s: %v", n.addr(), err)
 	}
 	var once sync.Once
 	resume = func() { once.Do(func() { _ = proc.Signal(syscall.SIGCONT) }) }

@@ -33,6 +33,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -577,20 +578,36 @@ func (s *Store) Scan(ctx context.Context, partitions []int, now time.Time, limit
 	}
 	cmds := make([]reads, len(partitions))
 	upTo := strconv.FormatInt(now.UnixMilli(), 10)
-	// Redis runs a pipeline read in one go before serving other clients:
-	// chunks keep each hold short so moves are not delayed behind a scan.
-	for lo := 0; lo < len(partitions); lo += scanChunk {
-		pipe := s.rdb.Pipeline()
-		for i := lo; i < min(lo+scanChunk, len(partitions)); i++ {
-			p := partitions[i] % Partitions
-			cmds[i] = reads{p: p,
-				due:      pipe.ZRangeByScore(ctx, s.keys.deadlines(p), &redis.ZRangeBy{Min: "-inf", Max: upTo, Count: int64(limit)}),
-				out:      pipe.XRangeN(ctx, s.keys.outbox(p), "-", "+", int64(limit)),
-				presence: pipe.ZRangeByScore(ctx, s.keys.presenceDue(p), &redis.ZRangeBy{Min: "-inf", Max: upTo, Count: int64(limit)}),
-			}
-		}
-		_, _ = pipe.Exec(ctx) // errors are read per partition below
+	keys := make([]string, len(partitions))
+	for i, p := range partitions {
+		keys[i] = s.keys.deadlines(p % Partitions)
 	}
+	// Each master's partitions are read on their own, all masters at
+	// once: one master that does not answer (killed, not yet failed over)
+	// then fails only its own partitions, and the keeper flags and relays
+	// on the others (redisconn.ByMaster). Within a master, Redis runs a
+	// pipeline read in one go before serving other clients: chunks keep
+	// each hold short so moves are not delayed behind a scan. A master's
+	// first chunk is sent at the start and holds its partitions of the
+	// scan's first chunk, as the keeper's outage rule assumes (outage.go).
+	var wg sync.WaitGroup
+	for _, group := range redisconn.ByMaster(ctx, s.rdb, keys) {
+		wg.Go(func() {
+			for lo := 0; lo < len(group); lo += scanChunk {
+				pipe := s.rdb.Pipeline()
+				for _, i := range group[lo:min(lo+scanChunk, len(group))] {
+					p := partitions[i] % Partitions
+					cmds[i] = reads{p: p,
+						due:      pipe.ZRangeByScore(ctx, s.keys.deadlines(p), &redis.ZRangeBy{Min: "-inf", Max: upTo, Count: int64(limit)}),
+						out:      pipe.XRangeN(ctx, s.keys.outbox(p), "-", "+", int64(limit)),
+						presence: pipe.ZRangeByScore(ctx, s.keys.presenceDue(p), &redis.ZRangeBy{Min: "-inf", Max: upTo, Count: int64(limit)}),
+					}
+				}
+				_, _ = pipe.Exec(ctx) // errors are read per partition below
+			}
+		})
+	}
+	wg.Wait()
 	// Partitions on reachable nodes are processed even when others fail
 	// (a node down, a failover in progress); the error is still reported.
 	var out []Due
