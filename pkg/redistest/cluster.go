@@ -287,15 +287,10 @@ func (c *LocalCluster) StallReplicaOf(t testing.TB, key string) (resume func()) 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
 	defer cancel()
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
-	defer cc.Close()
-	master, err := cc.MasterForKey(ctx, key)
-	if err != nil {
-		t.Fatalf("no master found for key %q: %v", key, err)
-	}
 	// Each node's own view of its role: a cluster's views of who
 	// replicates whom may lag behind the replication links.
-	_, masterPort, _ := strings.Cut(master.Options().Addr, ":")
+	masterAddr := c.masterAddrOf(ctx, t, key)
+	_, masterPort, _ := strings.Cut(masterAddr, ":")
 	var replica *node
 	for _, n := range c.nodes {
 		nc := redis.NewClient(&redis.Options{Addr: n.addr(), MaxRetries: -1})
@@ -306,7 +301,7 @@ func (c *LocalCluster) StallReplicaOf(t testing.TB, key string) (resume func()) 
 		}
 	}
 	if replica == nil {
-		t.Fatalf("master %s has no replica", master.Options().Addr)
+		t.Fatalf("master %s has no replica", masterAddr)
 	}
 	return stall(t, replica)
 }
@@ -321,17 +316,24 @@ func (c *LocalCluster) StallMasterOf(t testing.TB, key string) (resume func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
 	defer cancel()
+	addr := c.masterAddrOf(ctx, t, key)
+	n := c.nodeByAddr(addr)
+	if n == nil {
+		t.Fatalf("master %s of key %q is no node of this cluster", addr, key)
+	}
+	return stall(t, n)
+}
+
+// masterAddrOf returns the address of the master serving key's slot.
+func (c *LocalCluster) masterAddrOf(ctx context.Context, t testing.TB, key string) string {
+	t.Helper()
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
 	defer cc.Close()
 	master, err := cc.MasterForKey(ctx, key)
 	if err != nil {
 		t.Fatalf("no master found for key %q: %v", key, err)
 	}
-	n := c.nodeByAddr(master.Options().Addr)
-	if n == nil {
-		t.Fatalf("master %s of key %q is no node of this cluster", master.Options().Addr, key)
-	}
-	return stall(t, n)
+	return master.Options().Addr
 }
 
 // stall sends n SIGSTOP and returns the function that sends SIGCONT,
