@@ -598,7 +598,7 @@ func (s *Store) Scan(ctx context.Context, partitions []int, now time.Time, limit
 				for _, i := range group[lo:min(lo+scanChunk, len(group))] {
 					p := partitions[i] % Partitions
 					cmds[i] = reads{p: p,
-						due:      pipe.ZRangeByScore(ctx, s.keys.deadlines(p), &redis.ZRangeBy{Min: "-inf", Max: upTo, Count: int64(limit)}),
+						due:      pipe.ZRangeByScore(ctx, keys[i], &redis.ZRangeBy{Min: "-inf", Max: upTo, Count: int64(limit)}),
 						out:      pipe.XRangeN(ctx, s.keys.outbox(p), "-", "+", int64(limit)),
 						presence: pipe.ZRangeByScore(ctx, s.keys.presenceDue(p), &redis.ZRangeBy{Min: "-inf", Max: upTo, Count: int64(limit)}),
 					}
